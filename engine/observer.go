@@ -1,0 +1,37 @@
+package engine
+
+import "time"
+
+// StepSpan is one execution of a step body, timed on the engine side with the
+// world's Runtime clock.
+type StepSpan struct {
+	// Stage is the stage index in the program; Index the step's index in its
+	// stage; Seq the step's ordinal in the whole run (0-based, stage order).
+	Stage, Index, Seq int
+	// Start and End bracket the body.
+	Start, End time.Duration
+	// Inline is true when the body ran in the orchestrator's task right after
+	// dispatch, false when it was reached through a queue hop.
+	Inline bool
+	// Attempt is the delivery attempt that ran the body (1 when inline).
+	Attempt int
+}
+
+// ChunkSpan is one stream chunk as the reader saw it.
+type ChunkSpan struct {
+	Stage, Index  int
+	Written, Read time.Duration
+}
+
+// Observer receives engine-side timestamps. Implementations must be safe for
+// concurrent use and cheap: they are called on the engine's hot path.
+type Observer interface {
+	// StepBody reports one execution of a step body.
+	StepBody(run string, s StepSpan)
+	// HookCreated reports that a run's hook is registered and may be resumed.
+	HookCreated(run, token string, at time.Duration)
+	// StreamChunk reports one chunk read by a stream reader step.
+	StreamChunk(run string, c ChunkSpan)
+	// RunFinished reports that the engine wrote the run's terminal event.
+	RunFinished(run string, at time.Duration, failed bool)
+}

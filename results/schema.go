@@ -1,0 +1,156 @@
+// Package results holds the results file of a sweep: its schema (one
+// versioned JSON document), atomic writing, the partial-cell journal, reading
+// with validation, the history store, and the statistics and gate rules that
+// compare two sweeps.
+package results
+
+import "time"
+
+// Schema is the value of File.Schema this package writes and accepts.
+const Schema = "durabench/results/v1"
+
+// Methodology versions how metrics are measured; results with different
+// methodology are never compared.
+const Methodology = 1
+
+// File is one sweep's results document.
+type File struct {
+	Schema           string    `json:"schema"`
+	Methodology      int       `json:"methodology"`
+	DurabenchVersion string    `json:"durabench_version"`
+	GitCommit        string    `json:"git_commit,omitempty"`
+	StartedAt        time.Time `json:"started_at"`
+	FinishedAt       time.Time `json:"finished_at,omitzero"`
+	Host             Host      `json:"host"`
+	// Partial is set when the sweep was interrupted or failed: not every
+	// planned cell is present.
+	Partial bool   `json:"partial,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// VirtualTime is set when every figure is simulated time (sim world).
+	VirtualTime bool   `json:"virtual_time,omitempty"`
+	Plan        Plan   `json:"plan"`
+	Cells       []Cell `json:"cells"`
+}
+
+// Host describes the machine that ran the sweep.
+type Host struct {
+	CPUs     int    `json:"cpus"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch,omitempty"`
+	Go       string `json:"go"`
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// Plan is the sweep plan as run: the matrix and every setting that shapes the
+// numbers.
+type Plan struct {
+	Scenarios []string `json:"scenarios"`
+	// Options are scenario options as given (name -> value), e.g. "steps": "50".
+	Options  map[string]string `json:"options,omitempty"`
+	Branches []int             `json:"branches,omitempty"`
+	Versions []VersionSpec     `json:"versions"`
+	Switches []string          `json:"switches"`
+	Worlds   []string          `json:"worlds"`
+	Profiles []string          `json:"profiles"`
+	Reps     int               `json:"reps"`
+	Warmup   int               `json:"warmup"`
+	// Pace is burst | closed | open; Concurrency (closed) and Rate (open,
+	// runs per second) apply to it.
+	Pace        string  `json:"pace"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Rate        float64 `json:"rate,omitempty"`
+	// CellTimeoutMS is how long a cell's runs may take before the rest are
+	// recorded as stalls.
+	CellTimeoutMS int64 `json:"cell_timeout_ms"`
+	// StallThresholdMS, when set, overrides the default stall rule.
+	StallThresholdMS int64        `json:"stall_threshold_ms,omitempty"`
+	Seed             int64        `json:"seed"`
+	WorldOptions     WorldOptions `json:"world_options"`
+	// Targets are p75/p90/p99 targets in milliseconds per metric.
+	Targets map[string][3]float64 `json:"targets,omitempty"`
+}
+
+// VersionSpec is an engine version with its feature set.
+type VersionSpec struct {
+	Name     string         `json:"name"`
+	Features map[string]any `json:"features"`
+}
+
+// WorldOptions are the world settings common to every cell.
+type WorldOptions struct {
+	Guard               bool   `json:"guard,omitempty"`
+	RetryStyle          string `json:"retry_style"`
+	VisibilityTimeoutMS int64  `json:"visibility_timeout_ms"`
+	NATSURL             string `json:"nats_url,omitempty"`
+	NATSStorage         string `json:"nats_storage,omitempty"`
+	NATSReplicas        int    `json:"nats_replicas,omitempty"`
+	SimLog              string `json:"sim_log,omitempty"`
+}
+
+// Cell is one point of the matrix.
+type Cell struct {
+	Scenario string            `json:"scenario"`
+	Branches int               `json:"branches,omitempty"`
+	Steps    int               `json:"steps,omitempty"`
+	Options  map[string]string `json:"options,omitempty"`
+	Version  string            `json:"version"`
+	Switches []string          `json:"switches"`
+	World    string            `json:"world"`
+	Profile  string            `json:"profile"`
+	// Runs is the number of measured runs (warm-ups excluded), including
+	// failed and stalled ones.
+	Runs   int `json:"runs"`
+	Errors int `json:"errors"`
+	Stalls int `json:"stalls"`
+	// StalledRuns lists each stalled run with its TTLS (or its elapsed time
+	// when it never finished).
+	StalledRuns []StalledRun `json:"stalled_runs,omitempty"`
+	// FailedRuns lists runs that failed, with the error.
+	FailedRuns []FailedRun `json:"failed_runs,omitempty"`
+	// ElapsedMS is the cell's wall (or virtual) duration.
+	ElapsedMS float64 `json:"elapsed_ms"`
+	// DriverLagUS summarises actual − scheduled start (open-loop pacing).
+	DriverLag *Metric `json:"driver_lag,omitempty"`
+	// Metrics maps a metric name (metrics package constants: "ttfs", "ttls",
+	// "skew", "skew_offset", "stso", "stso_inline", "stso_queue", "wo",
+	// "ttc", ...) to its summary.
+	Metrics map[string]Metric `json:"metrics"`
+	// STSOSlopeUS is the least-squares slope of STSO over the step index, in
+	// microseconds per step (sequential scenarios).
+	STSOSlopeUS *float64 `json:"stso_slope_us,omitempty"`
+}
+
+// StalledRun is a run counted as a stall.
+type StalledRun struct {
+	Run      string  `json:"run"`
+	TTLSMS   float64 `json:"ttls_ms"`
+	Finished bool    `json:"finished"`
+}
+
+// FailedRun is a run that failed.
+type FailedRun struct {
+	Run   string `json:"run"`
+	Error string `json:"error"`
+}
+
+// Metric summarises one metric of a cell. Every value is in Unit
+// (microseconds); quantiles are nearest-rank over Values.
+type Metric struct {
+	Unit  string  `json:"unit"`
+	Count int     `json:"count"`
+	Min   int64   `json:"min"`
+	P50   int64   `json:"p50"`
+	P75   int64   `json:"p75"`
+	P90   int64   `json:"p90"`
+	P99   int64   `json:"p99"`
+	Max   int64   `json:"max"`
+	Mean  float64 `json:"mean"`
+	// Negative counts samples that were below zero (clock skew between
+	// hosts); they are clamped to 0 in Values.
+	Negative int `json:"negative,omitempty"`
+	// Values are the per-sample values in run order.
+	Values []int64 `json:"values"`
+	// HDR is the base64 of the HDR histogram's V2 compressed encoding
+	// (1 µs .. 1 h, 3 significant figures).
+	HDR string `json:"hdr"`
+}
