@@ -52,6 +52,10 @@ type Features struct {
 	// InlineSteps: up to this many steps of a stage run in the orchestrator's
 	// task right after dispatch, without a queue hop ("turbo").
 	InlineSteps int `json:"inline_steps" yaml:"inline_steps"`
+	// InlineBudget caps the inline steps one orchestrator invocation runs
+	// before it hands the run on through a queue hop (0: no cap). It is what
+	// splits a long sequence's gaps into inline and queue-hop ones.
+	InlineBudget int `json:"inline_budget" yaml:"inline_budget"`
 	// LazyHookResume: hook_received write and queue publish in parallel,
 	// deduplicated by resume id.
 	LazyHookResume bool `json:"lazy_hook_resume" yaml:"lazy_hook_resume"`
@@ -80,6 +84,9 @@ func (f Features) Validate() error {
 	if f.InlineSteps < 0 {
 		return fmt.Errorf("inline_steps: %d is negative", f.InlineSteps)
 	}
+	if f.InlineBudget < 0 {
+		return fmt.Errorf("inline_budget: %d is negative", f.InlineBudget)
+	}
 	return nil
 }
 
@@ -95,6 +102,9 @@ func (f Features) String() string {
 	}
 	if f.InlineSteps > 0 {
 		parts = append(parts, "inline="+strconv.Itoa(f.InlineSteps))
+	}
+	if f.InlineBudget > 0 {
+		parts = append(parts, "budget="+strconv.Itoa(f.InlineBudget))
 	}
 	if f.LazyHookResume {
 		parts = append(parts, "lazy_hook_resume")
@@ -115,15 +125,15 @@ type Version struct {
 // builtins retrace the reference write-ups, oldest first.
 var builtins = []Version{
 	{"baseline", "create every step, then publish in a serial loop; one runs.get per step", Features{
-		Dispatch: Sequential, PublishLoop: Serial, Recovery: RecoveryNone, InlineSteps: 1}},
+		Dispatch: Sequential, PublishLoop: Serial, Recovery: RecoveryNone, InlineSteps: 1, InlineBudget: 100}},
 	{"resilient", "step_created ∥ publish with step input on the message; re-ensure on redelivery (attempt > 1)", Features{
-		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryRedelivery, InlineSteps: 1, LazyHookResume: true}},
+		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryRedelivery, InlineSteps: 1, InlineBudget: 100, LazyHookResume: true}},
 	{"resilient-inband", "resilient, with in-band re-ensure on a step-missing rejection (the 300 s stall fix)", Features{
-		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryInband, InlineSteps: 1, LazyHookResume: true}},
+		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryInband, InlineSteps: 1, InlineBudget: 100, LazyHookResume: true}},
 	{"runcontext", "resilient-inband, and step messages carry the run identity (no runs.get before the claim)", Features{
-		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryInband, RunContext: true, InlineSteps: 1, LazyHookResume: true}},
+		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryInband, RunContext: true, InlineSteps: 1, InlineBudget: 100, LazyHookResume: true}},
 	{"pending-count", "runcontext, and step-terminal writes return the pending count (only the last completer loads the log)", Features{
-		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryInband, RunContext: true, InlineSteps: 1, LazyHookResume: true, PendingCount: true}},
+		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryInband, RunContext: true, InlineSteps: 1, InlineBudget: 100, LazyHookResume: true, PendingCount: true}},
 }
 
 // Versions returns the built-in versions, oldest first.

@@ -11,7 +11,10 @@ type StepSpan struct {
 	// Start and End bracket the body.
 	Start, End time.Duration
 	// Inline is true when the body ran in the orchestrator's task right after
-	// dispatch, false when it was reached through a queue hop.
+	// dispatch, in the same invocation as the run's previous step body, so
+	// no queue hop lies between them (the "turbo" path). It is false for a
+	// step delivered through the queue and for the first step an invocation
+	// runs after it was itself reached through the queue.
 	Inline bool
 	// Attempt is the delivery attempt that ran the body (1 when inline).
 	Attempt int
