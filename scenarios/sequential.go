@@ -1,0 +1,22 @@
+package scenarios
+
+import "github.com/durabench/durabench/engine"
+
+// sequential is N stages of one step: step-to-step overhead, inline versus
+// queue hop, and how replay cost grows with the log.
+func init() {
+	Register(&Scenario{
+		Name:        "sequential",
+		Description: "N steps one after another (step-to-step overhead, replay cost)",
+		Options: []OptionSpec{
+			{Name: "steps", Type: Int, Default: "50", Min: 1, Help: "steps in the chain"},
+			{Name: "body", Type: Duration, Default: "0s", Help: "fixed duration of each step body"},
+		},
+		Metrics: []string{"ttfs", "ttls", "stso", "stso_inline", "stso_queue", "wo", "ttc"},
+		Program: func(v Values) (engine.Program, error) {
+			p := engine.Sequence(v.Int("steps"))
+			p.Body.Fixed = v.Duration("body")
+			return p, nil
+		},
+	})
+}
