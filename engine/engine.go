@@ -6,7 +6,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/durabench/durabench/world"
@@ -35,7 +39,58 @@ type Engine struct {
 	f   Features // effective features (after the world's guard)
 	obs Observer
 	sub world.Subscription
+
+	// programs caches decoded programs by run, so a consumer that skips the
+	// runs.get (run context) still knows what to execute.
+	programs sync.Map // run -> *programInfo
+
+	rngMu sync.Mutex // short critical section, never held across a wait
+	rng   *rand.Rand
+
+	stats counters
 }
+
+// Stats are counts of the engine's recovery paths since it was created.
+type Stats struct {
+	// CreatesSwallowed: parallel-dispatch step_created writes that failed
+	// transiently and were left for the consumer to re-ensure.
+	CreatesSwallowed int64
+	// Reensures: step_created writes a consumer made from a message.
+	Reensures int64
+	// InbandRecoveries: claims retried in the same delivery after a re-ensure.
+	InbandRecoveries int64
+	// Handoffs: continuations handed to the queue after an inline replay failed.
+	Handoffs int64
+}
+
+type counters struct {
+	createsSwallowed, reensures, inbandRecoveries, handoffs atomic.Int64
+}
+
+// Stats returns the engine's recovery counters.
+func (e *Engine) Stats() Stats {
+	return Stats{e.stats.createsSwallowed.Load(), e.stats.reensures.Load(),
+		e.stats.inbandRecoveries.Load(), e.stats.handoffs.Load()}
+}
+
+// programInfo is a decoded program with each stage's first step ordinal.
+type programInfo struct {
+	*Program
+	seqBase []int
+}
+
+func newProgramInfo(p Program) *programInfo {
+	info := &programInfo{Program: &p, seqBase: make([]int, len(p.Stages))}
+	n := 0
+	for i, s := range p.Stages {
+		info.seqBase[i] = n
+		n += stageSteps(s)
+	}
+	return info
+}
+
+// seq is step (s, idx)'s ordinal in the whole run.
+func (p *programInfo) seq(s, idx int) int { return p.seqBase[s] + idx }
 
 // New validates cfg and returns an engine; Start begins consuming.
 func New(cfg Config) (*Engine, error) {
@@ -55,7 +110,8 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Observer = nopObserver{}
 	}
 	return &Engine{cfg: cfg, w: cfg.World, rt: cfg.World.Runtime(),
-		f: Effective(cfg.Features, cfg.World.Capabilities()), obs: cfg.Observer}, nil
+		f: Effective(cfg.Features, cfg.World.Capabilities()), obs: cfg.Observer,
+		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))}, nil
 }
 
 // Effective returns the features the engine really uses on a world with caps:
@@ -95,17 +151,140 @@ func (e *Engine) Stop(ctx context.Context) error {
 	return e.sub.Stop(ctx)
 }
 
+// specVersion is the engine protocol version stamped on runs.
+const specVersion = 1
+
 // StartRun creates run id with program p and enqueues its first orchestrator
 // invocation. The caller takes the run's anchor (t0) before calling.
 func (e *Engine) StartRun(ctx context.Context, id string, p Program) error {
-	return fmt.Errorf("engine: not implemented")
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("engine: run %s: %w", id, err)
+	}
+	e.programs.Store(id, newProgramInfo(p))
+	err := e.w.CreateRun(ctx, world.Run{ID: id, Deployment: e.cfg.Deployment, SpecVersion: specVersion, Input: p.encode()})
+	if err != nil {
+		e.programs.Delete(id)
+		return fmt.Errorf("engine: create run %s: %w", id, err)
+	}
+	m := message{kind: kindWorkflow, run: id}
+	if _, err := e.w.Publish(ctx, world.Message{ID: "wf/" + id + "/start", Run: id, Body: m.encode()}, world.PublishOptions{}); err != nil {
+		return fmt.Errorf("engine: start run %s: %w", id, err)
+	}
+	return nil
 }
 
 // ResumeHook resumes the hook token with payload, deduplicated by resumeID.
+// With lazy hook resume the hook_received write and the orchestrator
+// message (which carries the resume) go out in parallel; a transient write
+// failure is left for the consumer to re-ensure. Otherwise the write comes
+// first and the publish after it.
 func (e *Engine) ResumeHook(ctx context.Context, token, resumeID string, payload []byte) error {
-	return fmt.Errorf("engine: not implemented")
+	run, err := e.w.HookRun(ctx, token)
+	if err != nil {
+		return fmt.Errorf("engine: resume hook %s: %w", token, err)
+	}
+	ev := world.Event{Kind: world.HookReceived, ID: "h/" + resumeID, Entity: token, Data: payload}
+	key := "wf/" + run + "/hook/" + resumeID
+	if !e.f.LazyHookResume {
+		if _, err := e.w.Append(ctx, run, ev, world.Precondition{}); err != nil {
+			return fmt.Errorf("engine: hook_received %s: %w", token, err)
+		}
+		m := message{kind: kindWorkflow, run: run}
+		_, err := e.w.Publish(ctx, world.Message{ID: key, Run: run, Body: m.encode()}, world.PublishOptions{})
+		return err
+	}
+	m := message{kind: kindWorkflow, run: run, hookToken: token, resumeID: resumeID, payload: payload}
+	var werr, perr error
+	g := e.rt.NewGroup()
+	g.Go(func() error { _, werr = e.w.Append(ctx, run, ev, world.Precondition{}); return nil })
+	g.Go(func() error {
+		_, perr = e.w.Publish(ctx, world.Message{ID: key, Run: run, Body: m.encode()}, world.PublishOptions{})
+		return nil
+	})
+	_ = g.Wait()
+	if perr != nil {
+		return fmt.Errorf("engine: resume hook %s: publish: %w", token, perr)
+	}
+	if werr != nil && !world.IsTransient(werr) && !errors.Is(werr, world.ErrGone) {
+		return fmt.Errorf("engine: hook_received %s: %w", token, werr)
+	}
+	return nil
 }
 
+// handle is the queue consumer for every engine message.
 func (e *Engine) handle(ctx context.Context, d world.Delivery) error {
-	return fmt.Errorf("engine: not implemented")
+	m, err := decodeMessage(d.Body)
+	if err != nil {
+		return nil // a message no engine version wrote: drop it, never loop on it
+	}
+	if m.kind == kindStep {
+		return e.onStep(ctx, &m, d)
+	}
+	return e.onWorkflow(ctx, &m)
+}
+
+// onWorkflow is an orchestrator invocation from the queue.
+func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
+	run, err := e.w.GetRun(ctx, m.run)
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("workflow %s: runs.get: %w", m.run, err)
+	}
+	if run.Status.Terminal() {
+		return nil
+	}
+	prog, err := e.programFrom(m.run, run.Input)
+	if err != nil {
+		e.failRun(ctx, m.run, err)
+		return nil
+	}
+	if m.hookToken != "" {
+		// A lazily resumed hook: re-ensure hook_received (deduplicated by
+		// the resume id) before replaying, whatever the producer's write did.
+		ev := world.Event{Kind: world.HookReceived, ID: "h/" + m.resumeID, Entity: m.hookToken, Data: m.payload}
+		if _, err := e.w.Append(ctx, m.run, ev, world.Precondition{}); err != nil &&
+			!errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrGone) {
+			return fmt.Errorf("workflow %s: re-ensure hook_received: %w", m.run, err)
+		}
+	}
+	return e.replay(ctx, &invocation{run: m.run, prog: prog})
+}
+
+// program returns the run's program from the cache, or fetches the run.
+func (e *Engine) program(ctx context.Context, run string) (*programInfo, error) {
+	if p, ok := e.programs.Load(run); ok {
+		return p.(*programInfo), nil
+	}
+	r, err := e.w.GetRun(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("runs.get %s: %w", run, err)
+	}
+	return e.programFrom(run, r.Input)
+}
+
+// programFrom decodes (or finds cached) the program stored as a run's input.
+func (e *Engine) programFrom(run string, input []byte) (*programInfo, error) {
+	if p, ok := e.programs.Load(run); ok {
+		return p.(*programInfo), nil
+	}
+	p, err := decodeProgram(input)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	info := newProgramInfo(p)
+	actual, _ := e.programs.LoadOrStore(run, info)
+	return actual.(*programInfo), nil
+}
+
+// failRun ends a run that cannot execute.
+func (e *Engine) failRun(ctx context.Context, run string, cause error) {
+	res, err := e.w.Append(ctx, run, world.Event{Kind: world.RunFailed, ID: idRunFailed, Data: []byte(cause.Error())}, world.Precondition{})
+	if err == nil && !res.Duplicate {
+		e.finish(run, true)
+	}
 }

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/durabench/durabench/world"
+)
+
+// dispatchStage is the suspension handler: it creates the current stage's
+// missing steps, hands the queued ones to the queue according to the
+// dispatch feature, and runs the inline ones in this task.
+func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runState, guard world.Precondition) error {
+	stage := inv.prog.Stages[st.current]
+	n := stageSteps(stage)
+	if st.created >= n {
+		return nil // every step exists: the run waits for them
+	}
+	missing := make([]int, 0, n-st.created)
+	for i := 0; i < n; i++ {
+		if st.createdSet == nil || !st.createdSet[i] {
+			missing = append(missing, i)
+		}
+	}
+	nInline := 0
+	if stage.Kind == StageSteps && (e.f.InlineBudget == 0 || inv.inlined < e.f.InlineBudget) {
+		nInline = min(e.f.InlineSteps, len(missing))
+		if e.f.InlineBudget > 0 {
+			nInline = min(nInline, e.f.InlineBudget-inv.inlined)
+		}
+	}
+	inline, queued := missing[:nInline], missing[nInline:]
+	// owned[i]: this invocation's create of inline[i] was not a duplicate, so
+	// it (and nobody else) runs the step.
+	owned := make([]bool, len(inline))
+	s := st.current
+
+	if e.f.Dispatch == Parallel {
+		g := e.rt.NewGroup()
+		for i, idx := range inline {
+			g.Go(func() error {
+				res, err := e.createStep(ctx, inv.run, s, idx, world.Precondition{})
+				owned[i] = err == nil && !res.Duplicate
+				return err
+			})
+		}
+		for _, idx := range queued {
+			// step_created ∥ publish: a transient create failure is
+			// swallowed (the message carries the step input, so the
+			// consumer re-ensures it); a publish failure fails the pass.
+			g.Go(func() error {
+				_, err := e.createStep(ctx, inv.run, s, idx, world.Precondition{})
+				if err != nil && !world.IsTransient(err) && !errors.Is(err, world.ErrConflict) {
+					return err
+				}
+				if err != nil && world.IsTransient(err) {
+					e.stats.createsSwallowed.Add(1)
+				}
+				return nil
+			})
+			g.Go(func() error { return e.publishStep(ctx, inv, s, idx, true) })
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	} else {
+		if err := e.createSequential(ctx, inv, s, missing, guard, owned); err != nil {
+			return err
+		}
+		if err := e.publishAll(ctx, inv, s, queued); err != nil {
+			return err
+		}
+	}
+
+	for i, idx := range inline {
+		if !owned[i] {
+			continue
+		}
+		inv.inlined++
+		last, err := e.runInline(ctx, inv, s, idx)
+		if err != nil {
+			return err
+		}
+		if last {
+			return errContinue
+		}
+	}
+	return nil
+}
+
+// createSequential writes every missing step_created before anything is
+// published. Under an enforced guard the writes are chained, each expecting
+// the position of the one before; otherwise they run concurrently.
+func (e *Engine) createSequential(ctx context.Context, inv *invocation, s int, missing []int,
+	guard world.Precondition, owned []bool) error {
+	// The inline steps are the first len(owned) missing ones.
+	mark := func(pos int, res world.AppendResult) {
+		if pos < len(owned) {
+			owned[pos] = !res.Duplicate
+		}
+	}
+	if e.w.Capabilities().Guard {
+		for pos, idx := range missing {
+			res, err := e.createStep(ctx, inv.run, s, idx, guard)
+			if err != nil {
+				return err
+			}
+			mark(pos, res)
+			guard.LastPos = res.Pos
+		}
+		return nil
+	}
+	g := e.rt.NewGroup()
+	for pos, idx := range missing {
+		g.Go(func() error {
+			res, err := e.createStep(ctx, inv.run, s, idx, world.Precondition{})
+			if err != nil {
+				return err
+			}
+			mark(pos, res)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// publishAll publishes the queued steps' messages: in a serial loop (the
+// reference's per-step enqueue loop) or all at once.
+func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued []int) error {
+	if e.f.PublishLoop == Serial {
+		for _, idx := range queued {
+			if err := e.publishStep(ctx, inv, s, idx, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	g := e.rt.NewGroup()
+	for _, idx := range queued {
+		g.Go(func() error { return e.publishStep(ctx, inv, s, idx, false) })
+	}
+	return g.Wait()
+}
+
+// createStep appends step_created for step (s, idx). It is idempotent
+// through the event ID: a re-ensure of an existing step reports Duplicate.
+func (e *Engine) createStep(ctx context.Context, run string, s, idx int, pre world.Precondition) (world.AppendResult, error) {
+	id := stepID(s, idx)
+	res, err := e.w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: createEventID(id), Entity: id}, pre)
+	if err != nil {
+		return res, fmt.Errorf("step_created %s/%s: %w", run, id, err)
+	}
+	return res, nil
+}
+
+// publishStep enqueues the execution message of step (s, idx).
+func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
+	id := stepID(s, idx)
+	m := message{kind: kindStep, run: inv.run, stage: s, index: idx, seq: inv.prog.seq(s, idx),
+		stepInput: withInput, runContext: e.f.RunContext}
+	if _, err := e.w.Publish(ctx, world.Message{ID: stepMessageID(inv.run, id), Run: inv.run, Body: m.encode()}, world.PublishOptions{}); err != nil {
+		return fmt.Errorf("publish step %s/%s: %w", inv.run, id, err)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/durabench/durabench/world"
+)
+
+// runState is what a replay derives from a run's log.
+type runState struct {
+	started, terminal bool
+	lastPos           int64
+	// current is the first stage that is not complete (len(stages) when all are).
+	current int
+	// created and done count the current stage's step entities; createdSet
+	// marks which of its steps exist.
+	created, done int
+	createdSet    []bool
+	hookCreated   bool
+	hookReceived  bool
+}
+
+// derive replays events against the program. It walks the log once per call:
+// the replay cost grows with the log's length, as in real engines.
+func derive(events []world.Event, p *Program, upTo int64) runState {
+	var st runState
+	n := len(p.Stages)
+	// Stage progress in one pass: per stage, created and done step counts
+	// and hook flags. Small programs use a stack array.
+	var buf [8]stageCount
+	counts := buf[:0]
+	if n <= len(buf) {
+		counts = buf[:n]
+	} else {
+		counts = make([]stageCount, n)
+	}
+	for i := range events {
+		ev := &events[i]
+		if upTo > 0 && ev.Pos > upTo {
+			continue
+		}
+		if ev.Pos > st.lastPos {
+			st.lastPos = ev.Pos
+		}
+		switch ev.Kind {
+		case world.RunStarted:
+			st.started = true
+		case world.RunCompleted, world.RunFailed:
+			st.terminal = true
+		case world.StepCreated, world.StepCompleted, world.StepFailed:
+			stage, _, ok := parseStepID(ev.Entity)
+			if !ok || stage >= n {
+				continue
+			}
+			if ev.Kind == world.StepCreated {
+				counts[stage].created++
+			} else {
+				counts[stage].done++
+			}
+		case world.HookCreated, world.HookReceived:
+			stage, ok := hookStage(ev.Entity)
+			if !ok || stage >= n {
+				continue
+			}
+			if ev.Kind == world.HookCreated {
+				counts[stage].hookCreated = true
+			} else {
+				counts[stage].hookReceived = true
+			}
+		}
+	}
+	st.current = n
+	for s := 0; s < n; s++ {
+		if !counts[s].complete(p.Stages[s]) {
+			st.current = s
+			st.created, st.done = counts[s].created, counts[s].done
+			st.hookCreated, st.hookReceived = counts[s].hookCreated, counts[s].hookReceived
+			break
+		}
+	}
+	// Which steps of the current stage exist: only needed when some but not
+	// all were created (a dispatch that stopped half way).
+	if st.current < n && st.created > 0 && st.created < stageSteps(p.Stages[st.current]) {
+		st.createdSet = make([]bool, stageSteps(p.Stages[st.current]))
+		for i := range events {
+			ev := &events[i]
+			if ev.Kind != world.StepCreated || (upTo > 0 && ev.Pos > upTo) {
+				continue
+			}
+			if stage, idx, ok := parseStepID(ev.Entity); ok && stage == st.current && idx < len(st.createdSet) {
+				st.createdSet[idx] = true
+			}
+		}
+	}
+	return st
+}
+
+type stageCount struct {
+	created, done             int
+	hookCreated, hookReceived bool
+}
+
+func (c stageCount) complete(s Stage) bool {
+	if s.Kind == StageHook {
+		return c.hookReceived
+	}
+	return c.done >= stageSteps(s)
+}
+
+// stageSteps is the number of step entities a stage creates.
+func stageSteps(s Stage) int {
+	switch s.Kind {
+	case StageSteps:
+		return s.Steps
+	case StageStream:
+		return 2 // writer and reader
+	}
+	return 0
+}
+
+// hookStage parses the stage out of a hook token "<run>/h<stage>".
+func hookStage(token string) (int, bool) {
+	for i := len(token) - 1; i > 0; i-- {
+		if token[i] == 'h' && token[i-1] == '/' {
+			return atoi(token[i+1:])
+		}
+	}
+	return 0, false
+}
+
+// invocation is one orchestrator activation: a queue delivery of a workflow
+// message, or a last completer continuing the run in its own task.
+type invocation struct {
+	run  string
+	prog *programInfo
+	// prevStep is true once a step body ran in this task: the next inline
+	// step follows it with no queue hop.
+	prevStep bool
+	// inlined counts inline steps this invocation ran (InlineBudget).
+	inlined int
+}
+
+// maxPreconditionRetries bounds the reloads after a guarded write was rejected.
+const maxPreconditionRetries = 32
+
+// replay loads the run's log, derives where it stands and drives it forward:
+// start it, dispatch the next stage's steps (running some inline), create a
+// hook, or complete the run. It returns when the run waits on steps or a
+// hook, or is terminal.
+func (e *Engine) replay(ctx context.Context, inv *invocation) error {
+	prog := inv.prog
+	rejected := 0
+	for {
+		events, err := e.w.Load(ctx, inv.run)
+		if err != nil {
+			return fmt.Errorf("load %s: %w", inv.run, err)
+		}
+		st := derive(events, prog.Program, 0)
+		if st.terminal {
+			return nil
+		}
+		err = e.advance(ctx, inv, &st)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errContinue):
+			continue // an inline step finished its stage: replay again
+		case errors.Is(err, world.ErrPrecondition):
+			if rejected++; rejected > maxPreconditionRetries {
+				return fmt.Errorf("replay %s: %d guarded writes rejected: %w", inv.run, rejected, err)
+			}
+			continue // the log moved under us: reload and derive again
+		case errors.Is(err, world.ErrGone):
+			return nil // the run ended meanwhile
+		default:
+			return err
+		}
+	}
+}
+
+// errContinue asks replay to reload and go on (an inline step completed its stage).
+var errContinue = errors.New("continue replay")
+
+// advance does one replay step from state st.
+func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState) error {
+	guard := world.Precondition{Guarded: true, LastPos: st.lastPos}
+	if !st.started {
+		res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.RunStarted, ID: idRunStarted}, guard)
+		if err != nil {
+			return fmt.Errorf("run_started %s: %w", inv.run, err)
+		}
+		st.lastPos = res.Pos
+		guard.LastPos = res.Pos
+	}
+	if st.current == len(inv.prog.Stages) {
+		res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.RunCompleted, ID: idRunCompleted}, guard)
+		if err != nil {
+			return fmt.Errorf("run_completed %s: %w", inv.run, err)
+		}
+		if !res.Duplicate {
+			e.finish(inv.run, false)
+		}
+		return nil
+	}
+	stage := inv.prog.Stages[st.current]
+	if stage.Kind == StageHook {
+		if st.hookCreated {
+			return nil // waiting for the resume
+		}
+		token := hookToken(inv.run, st.current)
+		res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.HookCreated, ID: "hc/" + token, Entity: token}, guard)
+		if err != nil {
+			return fmt.Errorf("hook_created %s: %w", token, err)
+		}
+		if !res.Duplicate {
+			e.obs.HookCreated(inv.run, token, e.rt.Now())
+		}
+		return nil
+	}
+	return e.dispatchStage(ctx, inv, st, guard)
+}
+
+// finish reports a run's end and forgets its cached program.
+func (e *Engine) finish(run string, failed bool) {
+	e.programs.Delete(run)
+	e.obs.RunFinished(run, e.rt.Now(), failed)
+}

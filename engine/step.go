@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/durabench/durabench/world"
+)
+
+// onStep is the step consumer: claim with step_started, run the body, write
+// step_completed, and continue the run when this was the stage's last step.
+func (e *Engine) onStep(ctx context.Context, m *message, d world.Delivery) error {
+	var prog *programInfo
+	if !m.runContext {
+		// The legacy prologue: one blocking runs.get before the claim.
+		run, err := e.w.GetRun(ctx, m.run)
+		if err != nil {
+			if errors.Is(err, world.ErrNotFound) {
+				return nil // nothing to run
+			}
+			return fmt.Errorf("step %s: runs.get: %w", m.run, err)
+		}
+		if run.Status.Terminal() {
+			return nil
+		}
+		if prog, err = e.programFrom(m.run, run.Input); err != nil {
+			return nil // undecodable run input: nothing can execute it
+		}
+	}
+	id := stepID(m.stage, m.index)
+	if m.stepInput && d.Attempt > 1 && e.f.Recovery != RecoveryNone {
+		// A redelivery: re-ensure step_created eagerly (a round trip cheaper
+		// than a rejected claim).
+		if err := e.ensureCreated(ctx, m); err != nil {
+			return err
+		}
+	}
+	err := e.claim(ctx, m.run, id)
+	if errors.Is(err, world.ErrNotFound) && m.stepInput && e.f.Recovery == RecoveryInband {
+		// In-band recovery, whatever the attempt: materialize step_created
+		// from the message and retry the claim once in this delivery.
+		if err = e.ensureCreated(ctx, m); err == nil {
+			e.stats.inbandRecoveries.Add(1)
+			err = e.claim(ctx, m.run, id)
+		}
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, world.ErrConflict):
+		// Already terminal: a redelivery of a step whose earlier delivery
+		// completed it. Make sure the run did not lose its continuation.
+		return e.recheck(ctx, m)
+	case errors.Is(err, world.ErrGone):
+		return nil
+	default:
+		return err
+	}
+	if prog == nil {
+		if prog, err = e.program(ctx, m.run); err != nil {
+			if errors.Is(err, world.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+	}
+	inv := &invocation{run: m.run, prog: prog}
+	last, err := e.execute(ctx, inv, m.stage, m.index, false, d.Attempt)
+	if err != nil || !last {
+		return err
+	}
+	return e.continueRun(ctx, inv)
+}
+
+// continueRun is the last completer continuing the run with an inline
+// replay. When that fails it hands the continuation to the queue, so a
+// failure here never loses the run.
+func (e *Engine) continueRun(ctx context.Context, inv *invocation) error {
+	inv.prevStep = true
+	err := e.replay(ctx, inv)
+	if err == nil {
+		return nil
+	}
+	e.stats.handoffs.Add(1)
+	m := message{kind: kindWorkflow, run: inv.run}
+	key := "wf/" + inv.run + "/cont/" + strconv.FormatInt(int64(e.rt.Now()), 10)
+	if _, perr := e.w.Publish(ctx, world.Message{ID: key, Run: inv.run, Body: m.encode()}, world.PublishOptions{}); perr != nil {
+		return fmt.Errorf("continue %s: %w (hand-off failed: %v)", inv.run, err, perr)
+	}
+	return nil
+}
+
+// recheck replays a run whose step was already complete when a delivery
+// tried to claim it, in case the completing delivery died before continuing.
+func (e *Engine) recheck(ctx context.Context, m *message) error {
+	prog, err := e.program(ctx, m.run)
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	return e.replay(ctx, &invocation{run: m.run, prog: prog})
+}
+
+// claim appends step_started.
+func (e *Engine) claim(ctx context.Context, run, id string) error {
+	if _, err := e.w.Append(ctx, run, world.Event{Kind: world.StepStarted, Entity: id}, world.Precondition{}); err != nil {
+		return fmt.Errorf("step_started %s/%s: %w", run, id, err)
+	}
+	return nil
+}
+
+// ensureCreated materializes step_created from a message's step input.
+// An existing step (duplicate ID, or created without one) is success.
+func (e *Engine) ensureCreated(ctx context.Context, m *message) error {
+	_, err := e.createStep(ctx, m.run, m.stage, m.index, world.Precondition{})
+	if err == nil || errors.Is(err, world.ErrConflict) {
+		e.stats.reensures.Add(1)
+		return nil
+	}
+	if errors.Is(err, world.ErrGone) {
+		return nil
+	}
+	return err
+}
+
+// runInline claims and runs a step in the orchestrator's task.
+func (e *Engine) runInline(ctx context.Context, inv *invocation, s, idx int) (last bool, err error) {
+	id := stepID(s, idx)
+	if err := e.claim(ctx, inv.run, id); err != nil {
+		if errors.Is(err, world.ErrConflict) {
+			return false, nil
+		}
+		return false, err
+	}
+	return e.execute(ctx, inv, s, idx, true, 1)
+}
+
+// execute runs a claimed step's body, reports it, writes step_completed and
+// tells whether this completion was the last of its stage.
+func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inline bool, attempt int) (bool, error) {
+	span := StepSpan{Stage: s, Index: idx, Seq: inv.prog.seq(s, idx), Inline: inline && inv.prevStep, Attempt: attempt}
+	span.Start = e.rt.Now()
+	if err := e.body(ctx, inv, s, idx); err != nil {
+		return false, err
+	}
+	span.End = e.rt.Now()
+	e.obs.StepBody(inv.run, span)
+	inv.prevStep = true
+
+	id := stepID(s, idx)
+	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: completeEventID(id), Entity: id}, world.Precondition{})
+	switch {
+	case err == nil:
+	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
+		return false, nil
+	default:
+		return false, fmt.Errorf("step_completed %s/%s: %w", inv.run, id, err)
+	}
+	if res.Duplicate {
+		return false, nil // another delivery completed it and owns the continuation
+	}
+	if e.f.PendingCount {
+		return res.Pending == 0, nil
+	}
+	// Load the log to see whether the stage is complete. Without a guard the
+	// check reads the log up to this completion's position: in a log whose
+	// positions are assigned at commit, exactly one completer (the one
+	// committed last) sees the whole stage. Under an enforced guard it reads
+	// the whole log, and the guard fences duplicate continuations.
+	events, err := e.w.Load(ctx, inv.run)
+	if err != nil {
+		return false, fmt.Errorf("load %s: %w", inv.run, err)
+	}
+	upTo := res.Pos
+	if e.w.Capabilities().Guard {
+		upTo = 0
+	}
+	st := derive(events, inv.prog.Program, upTo)
+	return st.current > s, nil
+}
+
+// body runs what a step does: nothing (plus the configured duration) for a
+// plain step, the writer or reader for a stream stage.
+func (e *Engine) body(ctx context.Context, inv *invocation, s, idx int) error {
+	stage := inv.prog.Stages[s]
+	if stage.Kind == StageStream {
+		if idx == 0 {
+			return e.streamWriter(ctx, inv.run, s, stage.Stream)
+		}
+		return e.streamReader(ctx, inv.run, s, stage.Stream)
+	}
+	if d := e.bodyDuration(inv.prog.Body); d > 0 {
+		return e.rt.Sleep(ctx, d)
+	}
+	return nil
+}
+
+func (e *Engine) bodyDuration(b Body) time.Duration {
+	d := b.Fixed
+	if b.Jitter > 0 {
+		e.rngMu.Lock()
+		d += time.Duration(e.rng.Int64N(int64(b.Jitter) + 1))
+		e.rngMu.Unlock()
+	}
+	return d
+}

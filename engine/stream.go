@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/durabench/durabench/world"
+)
+
+// streamWriter writes the stage's chunks, one every interval, then closes
+// the stream and records stream_closed in the run's log.
+func (e *Engine) streamWriter(ctx context.Context, run string, s int, spec *StreamSpec) error {
+	name := streamName(run, s)
+	start := e.rt.Now()
+	for i := 0; i < spec.Chunks; i++ {
+		// Pace against the schedule, not the previous write, so slow writes
+		// do not stretch the generation window.
+		if wait := start + spec.Interval*time.Duration(i) - e.rt.Now(); wait > 0 {
+			if err := e.rt.Sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+		c := world.Chunk{Index: i, Data: chunkData(i, spec.Structured), WrittenAt: e.rt.Now()}
+		if err := e.w.WriteChunk(ctx, name, c); err != nil && !errors.Is(err, world.ErrConflict) {
+			return fmt.Errorf("stream %s: write %d: %w", name, i, err)
+		}
+	}
+	if err := e.w.CloseStream(ctx, name); err != nil {
+		return fmt.Errorf("stream %s: close: %w", name, err)
+	}
+	_, err := e.w.Append(ctx, run, world.Event{Kind: world.StreamClosed, ID: "sc/" + name, Entity: name}, world.Precondition{})
+	if err != nil && !errors.Is(err, world.ErrGone) {
+		return fmt.Errorf("stream %s: stream_closed: %w", name, err)
+	}
+	return nil
+}
+
+// readWait is how long one read waits for a chunk before asking again.
+const readWait = 500 * time.Millisecond
+
+// streamReader drains the stream until it is closed, reporting each chunk.
+func (e *Engine) streamReader(ctx context.Context, run string, s int, spec *StreamSpec) error {
+	name := streamName(run, s)
+	next := 0
+	for {
+		chunks, closed, err := e.w.ReadChunks(ctx, name, next, readWait)
+		if err != nil && !errors.Is(err, world.ErrNotFound) {
+			return fmt.Errorf("stream %s: read from %d: %w", name, next, err)
+		}
+		now := e.rt.Now()
+		for _, c := range chunks {
+			e.obs.StreamChunk(run, ChunkSpan{Stage: s, Index: c.Index, Written: c.WrittenAt, Read: now})
+			next = c.Index + 1
+		}
+		if closed {
+			return nil
+		}
+		if err != nil || len(chunks) == 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// chunkData is a text delta or a small structured object, as an LLM stream.
+func chunkData(i int, structured bool) []byte {
+	if structured {
+		return []byte(`{"type":"text-delta","id":"` + strconv.Itoa(i) + `","text":"token ` + strconv.Itoa(i) + ` "}`)
+	}
+	return []byte("token " + strconv.Itoa(i) + " ")
+}
