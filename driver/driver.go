@@ -1,0 +1,322 @@
+// Package driver runs one cell of a sweep: it starts an engine on a world,
+// executes warm-up runs (discarded) and measured runs under a Pacer, waits
+// for them through the Observer, records runs still unfinished at the cell
+// timeout as stalls, and hands the timelines on to become a results.Cell.
+//
+// The driver reads the clock, sleeps, spawns tasks and waits only through
+// the world's Runtime, so the same cell runs in real time on mem and nats
+// and in virtual time on sim.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/world"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultCellTimeout = 60 * time.Second
+	DefaultGrace       = 5 * time.Second
+)
+
+// ErrStart is returned when not a single measured run could be started: the
+// world or the engine is broken, not slow.
+var ErrStart = errors.New("no run could be started")
+
+// Config is one cell to run.
+type Config struct {
+	World    world.World
+	Features engine.Features
+	Program  engine.Program
+	// RunPrefix starts every run id: "<prefix>-w0001" for warm-ups,
+	// "<prefix>-r0001" for measured runs. A hash of the cell key makes ids
+	// deterministic and unique across cells.
+	RunPrefix string
+	Reps      int
+	Warmup    int
+	Pacer     Pacer
+	// CellTimeout bounds each phase (warm-up, measured); runs unfinished by
+	// then are stalls.
+	CellTimeout time.Duration
+	// Grace is how long runs in flight may finish after an interruption.
+	Grace time.Duration
+	// EngineConcurrency is the engine's delivery concurrency (0: engine
+	// default).
+	EngineConcurrency int
+	Seed              int64
+	// OnRun, when set, is called after every run finished (warm-ups too),
+	// from the engine's task: it must not block.
+	OnRun func(p Progress)
+}
+
+// Progress reports how far a cell is.
+type Progress struct {
+	Warmup      bool
+	Done, Total int
+}
+
+// Result is what one cell produced.
+type Result struct {
+	// Timelines are the measured runs in run order; a run unfinished at the
+	// timeout is cut there (Finished false). Runs never started are absent.
+	Timelines []metrics.RunTimeline
+	// Unstarted lists measured run ids the driver never got to start before
+	// the timeout (closed or burst pacing behind stalled runs).
+	Unstarted []string
+	// Lag is actual − scheduled start of each started measured run, in run
+	// order (meaningful for open pacing only, see Pacer.Open).
+	Lag []time.Duration
+	// Elapsed is the measured phase's duration.
+	Elapsed time.Duration
+	// TimedOut is set when the measured phase hit the cell timeout.
+	TimedOut bool
+	// Interrupted is set when ctx was cancelled before every measured run
+	// finished: the cell is incomplete and must not be reported.
+	Interrupted bool
+	Pace        string
+}
+
+// Run runs the cell. Cancelling ctx interrupts it: no new run starts, runs in
+// flight get cfg.Grace to finish, and the Result says Interrupted unless
+// every measured run finished anyway. Errors are about the cell's set-up
+// (engine, world), never about individual runs, which are recorded.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.World == nil || cfg.Pacer == nil {
+		return nil, fmt.Errorf("driver: config needs a world and a pacer")
+	}
+	if cfg.Reps < 1 || cfg.Warmup < 0 {
+		return nil, fmt.Errorf("driver: reps %d, warmup %d", cfg.Reps, cfg.Warmup)
+	}
+	if cfg.CellTimeout <= 0 {
+		cfg.CellTimeout = DefaultCellTimeout
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	rec := metrics.NewRecorder()
+	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: rec,
+		Concurrency: cfg.EngineConcurrency, Seed: cfg.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("driver: %w", err)
+	}
+	// Runs and the engine keep working through an interruption (grace);
+	// they stop when the cell is over.
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	if err := eng.Start(runCtx); err != nil {
+		return nil, fmt.Errorf("driver: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Grace)
+		defer cancel()
+		_ = eng.Stop(stopCtx) // best effort: the cell's figures are already taken
+	}()
+
+	d := &cellRun{cfg: cfg, rt: cfg.World.Runtime(), rec: rec, eng: eng, runCtx: runCtx}
+	res := &Result{Pace: cfg.Pacer.String()}
+	if cfg.Warmup > 0 {
+		w := d.phase(ctx, "w", cfg.Warmup, true)
+		if w.interrupted {
+			res.Interrupted = true
+			return res, nil
+		}
+	}
+	m := d.phase(ctx, "r", cfg.Reps, false)
+	res.Timelines, res.Unstarted, res.Lag = m.timelines, m.unstarted, m.lag
+	res.Elapsed, res.TimedOut, res.Interrupted = m.elapsed, m.timedOut, m.interrupted
+	if len(m.lag) == 0 && !m.interrupted {
+		return res, fmt.Errorf("driver: %w", ErrStart)
+	}
+	// Every run failing before a single step body ran is a broken world or
+	// engine (a dead server), not a measurement.
+	broken := len(res.Timelines) == cfg.Reps
+	for _, tl := range res.Timelines {
+		if !tl.Failed || len(tl.Steps) > 0 {
+			broken = false
+			break
+		}
+	}
+	if broken {
+		return res, fmt.Errorf("driver: every run failed, first: %s: %w", res.Timelines[0].Error, ErrStart)
+	}
+	return res, nil
+}
+
+type cellRun struct {
+	cfg    Config
+	rt     world.Runtime
+	rec    *metrics.Recorder
+	eng    *engine.Engine
+	runCtx context.Context
+}
+
+// phaseState is shared between the pacing task, the runs' completion
+// callbacks and the waiting task. Its mutex guards short critical sections
+// only; every wait goes through Runtime futures.
+type phaseState struct {
+	mu       sync.Mutex
+	inflight int
+	started  int
+	paced    bool // the pacing task returned
+	changed  world.Future
+	allDone  world.Future
+	lag      []time.Duration
+	sched    []time.Duration // scheduled start of each started run
+}
+
+// finishOne is a run's done callback.
+func (s *phaseState) finishOne(rt world.Runtime) {
+	s.mu.Lock()
+	s.inflight--
+	s.signalLocked(rt)
+	s.mu.Unlock()
+}
+
+// signalLocked wakes the pacing task and, when nothing is left to wait for,
+// the waiting task.
+func (s *phaseState) signalLocked(rt world.Runtime) {
+	s.changed.Resolve()
+	s.changed = rt.NewFuture()
+	if s.paced && s.inflight == 0 {
+		s.allDone.Resolve()
+	}
+}
+
+type phaseResult struct {
+	timelines   []metrics.RunTimeline
+	unstarted   []string
+	lag         []time.Duration
+	elapsed     time.Duration
+	timedOut    bool
+	interrupted bool
+}
+
+func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) phaseResult {
+	rt := d.rt
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%s%04d", d.cfg.RunPrefix, tag, i+1)
+	}
+	st := &phaseState{changed: rt.NewFuture(), allDone: rt.NewFuture()}
+	var doneCount int
+	var doneMu sync.Mutex
+	onDone := func() {
+		st.finishOne(rt)
+		if d.cfg.OnRun != nil {
+			doneMu.Lock()
+			doneCount++
+			p := Progress{Warmup: warmup, Done: doneCount, Total: n}
+			doneMu.Unlock()
+			d.cfg.OnRun(p)
+		}
+	}
+	steps := d.cfg.Program.StepCount()
+	epoch := rt.Now()
+	timeout := d.cfg.CellTimeout
+	// paceCtx stops the pacing task at the timeout or on interruption.
+	paceCtx, stopPacing := context.WithCancel(ctx)
+	defer stopPacing()
+
+	rt.Go(func() {
+		defer func() {
+			st.mu.Lock()
+			st.paced = true
+			st.signalLocked(rt)
+			st.mu.Unlock()
+		}()
+		for i := 0; i < n; i++ {
+			var at time.Duration
+			for {
+				if paceCtx.Err() != nil {
+					return
+				}
+				now := rt.Now() - epoch
+				if now >= timeout {
+					return
+				}
+				st.mu.Lock()
+				inflight, changed := st.inflight, st.changed
+				st.mu.Unlock()
+				var block bool
+				at, block = d.cfg.Pacer.Pace(now, i, inflight)
+				if block {
+					changed.Wait(paceCtx, timeout-now)
+					continue
+				}
+				if at > now {
+					_ = rt.Sleep(paceCtx, min(at-now, timeout-now))
+					continue
+				}
+				break
+			}
+			sched := epoch + at
+			// The anchor t0 is the schedule, registered before StartRun.
+			if err := d.rec.Begin(ids[i], sched, steps, onDone); err != nil {
+				return // a duplicate id is a driver bug; stop pacing
+			}
+			st.mu.Lock()
+			st.inflight++
+			st.started++
+			st.sched = append(st.sched, sched)
+			st.lag = append(st.lag, 0)
+			st.mu.Unlock()
+			id := ids[i]
+			rt.Go(func() {
+				actual := rt.Now()
+				st.mu.Lock()
+				st.lag[i] = actual - sched
+				st.mu.Unlock()
+				if err := d.eng.StartRun(d.runCtx, id, d.cfg.Program); err != nil {
+					d.rec.Fail(id, rt.Now(), err)
+				}
+			})
+		}
+	})
+
+	var r phaseResult
+	deadline := epoch + timeout
+	if left := deadline - rt.Now(); left > 0 && !st.allDone.Wait(ctx, left) {
+		if ctx.Err() != nil {
+			// Interrupted: stop starting runs, give those in flight the grace.
+			stopPacing()
+			if left := deadline - rt.Now(); left > 0 {
+				st.allDone.Wait(context.WithoutCancel(ctx), min(d.cfg.Grace, left))
+			}
+		}
+	}
+	stopPacing()
+	end := rt.Now()
+	r.elapsed = end - epoch
+	st.mu.Lock()
+	started := st.started
+	r.lag = append([]time.Duration(nil), st.lag...)
+	st.mu.Unlock()
+	complete := true
+	for i := 0; i < n; i++ {
+		if i >= started {
+			r.unstarted = append(r.unstarted, ids[i])
+			complete = false
+			continue
+		}
+		tl, _ := d.rec.Snapshot(ids[i], end)
+		if !tl.Finished {
+			complete = false
+		}
+		r.timelines = append(r.timelines, tl)
+	}
+	if !complete {
+		if ctx.Err() != nil {
+			r.interrupted = true
+		} else {
+			r.timedOut = true
+		}
+	}
+	return r
+}

@@ -1,0 +1,113 @@
+package driver
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+)
+
+func TestPacers(t *testing.T) {
+	cases := []struct {
+		p                 Pacer
+		elapsed           time.Duration
+		started, inflight int
+		at                time.Duration
+		block             bool
+	}{
+		{Burst{Size: 3}, 5, 0, 0, 5, false},
+		{Burst{Size: 3}, 5, 2, 2, 5, false},
+		{Burst{Size: 3}, 5, 3, 1, 0, true},
+		{Burst{Size: 3}, 5, 3, 0, 5, false},
+		{Burst{}, 5, 100, 100, 5, false},
+		{Closed{Concurrency: 2}, 7, 9, 2, 0, true},
+		{Closed{Concurrency: 2}, 7, 9, 1, 7, false},
+		{OpenRate{Rate: 10}, 0, 3, 3, 300 * time.Millisecond, false},
+		{OpenRate{Rate: 10}, time.Second, 3, 0, 300 * time.Millisecond, false},
+	}
+	for _, c := range cases {
+		at, block := c.p.Pace(c.elapsed, c.started, c.inflight)
+		if at != c.at || block != c.block {
+			t.Errorf("%v.Pace(%v, %d, %d) = %v, %v; want %v, %v", c.p, c.elapsed, c.started, c.inflight, at, block, c.at, c.block)
+		}
+	}
+}
+
+// stallWorld stalls every Publish for a window of length stall that opens
+// when the run whose id ends in trigger is created — a backend that stops
+// answering for a while. It waits through the world's Runtime.
+type stallWorld struct {
+	world.World
+	trigger string
+	stall   time.Duration
+
+	mu    sync.Mutex
+	until time.Duration
+}
+
+func (s *stallWorld) CreateRun(ctx context.Context, r world.Run) error {
+	if strings.HasSuffix(r.ID, s.trigger) {
+		s.mu.Lock()
+		s.until = s.Runtime().Now() + s.stall
+		s.mu.Unlock()
+	}
+	return s.World.CreateRun(ctx, r)
+}
+
+func (s *stallWorld) Publish(ctx context.Context, m world.Message, o world.PublishOptions) (bool, error) {
+	s.mu.Lock()
+	until := s.until
+	s.mu.Unlock()
+	if now := s.Runtime().Now(); now < until {
+		if err := s.Runtime().Sleep(ctx, until-now); err != nil {
+			return false, err
+		}
+	}
+	return s.World.Publish(ctx, m, o)
+}
+
+// TestOpenLoopSeesStall: a world that stalls for 1 s raises the latency of
+// every run scheduled during the stall under open pacing (latency is
+// measured from the schedule), while closed pacing hides it in one slow run.
+func TestOpenLoopSeesStall(t *testing.T) {
+	const stall = time.Second
+	slow := func(p Pacer) (slowRuns int, res *Result) {
+		w := &stallWorld{World: mem.New(world.Options{}), trigger: "-r0005", stall: stall}
+		defer w.Close()
+		res, err := Run(context.Background(), Config{World: w, Features: version(t, "resilient"),
+			Program: engine.FanOut(4), RunPrefix: "stall", Reps: 40, Pacer: p, CellTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Timelines {
+			if !tl.Finished {
+				t.Fatalf("%v: run %s unfinished", p, tl.ID)
+			}
+			if tl.Elapsed() > stall/4 {
+				slowRuns++
+			}
+		}
+		return slowRuns, res
+	}
+	open, res := slow(OpenRate{Rate: 20}) // 20 runs are scheduled during the stall
+	closed, _ := slow(Closed{Concurrency: 1})
+	t.Logf("runs slower than %v: open %d, closed %d", stall/4, open, closed)
+	if open < 10 {
+		t.Errorf("open loop: %d slow runs, want >= 10 (runs scheduled during the stall)", open)
+	}
+	if closed > 2 {
+		t.Errorf("closed loop: %d slow runs, want <= 2 (the stall hides behind one run)", closed)
+	}
+	// The open-loop driver kept its schedule through the stall: its lag is
+	// not the stall.
+	for i, lag := range res.Lag {
+		if lag >= stall/2 {
+			t.Errorf("open loop: run %d started %v late", i, lag)
+		}
+	}
+}
