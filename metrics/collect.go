@@ -1,0 +1,222 @@
+package metrics
+
+import (
+	"slices"
+	"time"
+)
+
+// DefaultStallFloor is the smallest default stall threshold: on a fast world
+// (mem, TTLS of a few hundred µs) 10× the median is a GC pause, not a stall a
+// user would notice.
+const DefaultStallFloor = 100 * time.Millisecond
+
+// StallRule decides which runs of a cell are stalls. An unfinished run is
+// always a stall; a finished, successful run is a stall when its TTLS exceeds
+// the threshold.
+type StallRule struct {
+	// Threshold, when > 0, is the threshold and the other fields are ignored.
+	Threshold time.Duration
+	// VisibilityTimeout is the world's queue visibility timeout (0: unknown).
+	// A run that waited for a redelivery took about median + VT, so the
+	// default threshold never exceeds median + VT: the 300 s stalls of the
+	// reference are caught even when 10× the median is larger.
+	VisibilityTimeout time.Duration
+	// Floor is the smallest default threshold (0: DefaultStallFloor).
+	Floor time.Duration
+}
+
+// For returns the threshold for a cell whose finished runs have median TTLS
+// median: the explicit Threshold when set, else
+// max(Floor, min(10 × median, median + VisibilityTimeout)).
+func (r StallRule) For(median time.Duration) time.Duration {
+	if r.Threshold > 0 {
+		return r.Threshold
+	}
+	t := 10 * median
+	if r.VisibilityTimeout > 0 {
+		t = min(t, median+r.VisibilityTimeout)
+	}
+	floor := r.Floor
+	if floor <= 0 {
+		floor = DefaultStallFloor
+	}
+	return max(t, floor)
+}
+
+// Config parameterises Collect.
+type Config struct {
+	Stall StallRule
+	// ChunkInterval is the stream writer's pacing, for SO.
+	ChunkInterval time.Duration
+}
+
+// Samples are one metric's samples in microseconds, in run order, negatives
+// clamped to 0 and counted.
+type Samples struct {
+	Values   []int64
+	Negative int
+}
+
+// Add appends d in microseconds, clamping a negative value to 0.
+func (s *Samples) Add(d time.Duration) {
+	if d < 0 {
+		s.Negative++
+		d = 0
+	}
+	s.Values = append(s.Values, d.Microseconds())
+}
+
+// Stall is a run counted as a stall.
+type Stall struct {
+	Run string
+	// TTLS is the run's TTLS (its elapsed time when it never finished).
+	TTLS     time.Duration
+	Finished bool
+}
+
+// FailedRun is a run that failed.
+type FailedRun struct {
+	Run   string
+	Error string
+}
+
+// Collection is everything Collect derives from a cell's timelines.
+type Collection struct {
+	// Runs is the number of timelines; every one is accounted for as a
+	// success, a failure or a stall (a stall may also be a success).
+	Runs int
+	// Samples maps a metric name to its samples; metrics without samples
+	// are absent.
+	Samples map[string]*Samples
+	// STSOSlope is the least-squares slope of STSO over the stage index in
+	// µs per stage, pooled over runs; HasSlope is false when fewer than two
+	// distinct stage indexes had a gap.
+	STSOSlope float64
+	HasSlope  bool
+	Failed    []FailedRun
+	Stalls    []Stall
+	// Threshold is the stall threshold that was applied.
+	Threshold time.Duration
+}
+
+// Collect computes every metric the timelines support, in run order.
+//
+// Failed runs are counted in Failed and contribute no samples: a failure
+// fast path must not make latencies look better. An unfinished run
+// contributes TTLS = TTC = elapsed at the cut (lower bounds), plus the
+// per-event samples it produced (TTFS, STSO, SL, resume_to_step); the
+// whole-run shapes (skew, WO, SO) need a finished run and are left out.
+func Collect(tls []RunTimeline, cfg Config) Collection {
+	c := Collection{Runs: len(tls), Samples: map[string]*Samples{}}
+	add := func(name string, d time.Duration) {
+		s := c.Samples[name]
+		if s == nil {
+			s = &Samples{}
+			c.Samples[name] = s
+		}
+		s.Add(d)
+	}
+	var xs, ys []float64
+	var okTTLS []time.Duration
+	for i := range tls {
+		t := &tls[i]
+		if t.Failed {
+			msg := t.Error
+			if msg == "" {
+				msg = "run failed"
+			}
+			c.Failed = append(c.Failed, FailedRun{Run: t.ID, Error: msg})
+			continue
+		}
+		if d, ok := TimeToFirstStep(t); ok {
+			add(TTFS, d)
+		}
+		if d, ok := TimeToLastStep(t); ok {
+			add(TTLS, d)
+			if t.Finished {
+				okTTLS = append(okTTLS, d)
+			}
+		}
+		steps := Steps(t)
+		sts := stages(steps)
+		for _, g := range stepGaps(sts) {
+			add(STSO, g.Value)
+			if g.Inline {
+				add(STSOInline, g.Value)
+			} else {
+				add(STSOQueue, g.Value)
+			}
+			xs = append(xs, float64(g.Stage))
+			ys = append(ys, float64(g.Value)/float64(time.Microsecond))
+		}
+		add(TTC, TimeToCompletion(t))
+		for _, d := range StreamLatencies(t) {
+			add(SL, d)
+		}
+		for _, d := range ResumeLatencies(t) {
+			add(ResumeToStep, d)
+		}
+		if !t.Finished {
+			continue
+		}
+		for _, d := range branchSkews(sts) {
+			add(Skew, d)
+		}
+		for _, d := range branchOffsets(sts) {
+			add(SkewOffset, d)
+		}
+		if d, ok := workflowOverhead(t.T0, steps); ok {
+			add(WO, d)
+		}
+		if d, ok := StreamOverhead(t, cfg.ChunkInterval); ok {
+			add(SO, d)
+		}
+	}
+	c.STSOSlope, c.HasSlope = Slope(xs, ys)
+
+	slices.Sort(okTTLS)
+	var median time.Duration
+	if len(okTTLS) > 0 {
+		median = okTTLS[min(len(okTTLS)-1, (len(okTTLS)+1)/2-1)]
+	}
+	c.Threshold = cfg.Stall.For(median)
+	for i := range tls {
+		t := &tls[i]
+		if t.Failed {
+			continue
+		}
+		d, ok := TimeToLastStep(t)
+		if !ok {
+			d = t.Elapsed() // a finished run without steps: judge its TTC
+		}
+		if !t.Finished || d > c.Threshold {
+			c.Stalls = append(c.Stalls, Stall{Run: t.ID, TTLS: d, Finished: t.Finished})
+		}
+	}
+	return c
+}
+
+// Slope is the least-squares slope of ys over xs; ok is false when xs has
+// fewer than two distinct values.
+func Slope(xs, ys []float64) (slope float64, ok bool) {
+	n := float64(len(xs))
+	if len(xs) < 2 || len(xs) != len(ys) {
+		return 0, false
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx float64
+	for i := range xs {
+		dx := xs[i] - mx
+		sxy += dx * (ys[i] - my)
+		sxx += dx * dx
+	}
+	if sxx == 0 {
+		return 0, false
+	}
+	return sxy / sxx, true
+}

@@ -1,0 +1,239 @@
+package metrics
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+)
+
+// Step is one step of a run with all its executions merged: a redelivered
+// step counts once, from its first body start to its last body end.
+type Step struct {
+	Stage, Index, Seq int
+	// Start is the earliest body start, End the latest body end.
+	Start, End time.Duration
+	// Inline tells how the earliest execution was reached.
+	Inline bool
+	// Executions is how many times the body ran.
+	Executions int
+}
+
+// Steps merges t's step executions by Seq, in Seq order.
+func Steps(t *RunTimeline) []Step {
+	if len(t.Steps) == 0 {
+		return nil
+	}
+	spans := slices.Clone(t.Steps)
+	slices.SortFunc(spans, func(a, b engine.StepSpan) int {
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Start, b.Start))
+	})
+	out := make([]Step, 0, len(spans))
+	for _, sp := range spans {
+		if n := len(out); n > 0 && out[n-1].Seq == sp.Seq {
+			s := &out[n-1]
+			s.End = max(s.End, sp.End)
+			s.Executions++
+			continue
+		}
+		out = append(out, Step{Stage: sp.Stage, Index: sp.Index, Seq: sp.Seq,
+			Start: sp.Start, End: sp.End, Inline: sp.Inline, Executions: 1})
+	}
+	return out
+}
+
+// TimeToFirstStep is TTFS: earliest step body start − t0. ok is false when
+// no step body ran.
+func TimeToFirstStep(t *RunTimeline) (d time.Duration, ok bool) {
+	if len(t.Steps) == 0 {
+		return 0, false
+	}
+	first := t.Steps[0].Start
+	for _, s := range t.Steps[1:] {
+		first = min(first, s.Start)
+	}
+	return first - t.T0, true
+}
+
+// TimeToLastStep is TTLS: latest step body end − t0. A run that has not
+// finished counts the time elapsed until it was given up (Cut − t0), a lower
+// bound that keeps stalled runs in the numbers. ok is false for a finished
+// run in which no step body ran.
+func TimeToLastStep(t *RunTimeline) (d time.Duration, ok bool) {
+	if !t.Finished {
+		return t.Cut - t.T0, true
+	}
+	if len(t.Steps) == 0 {
+		return 0, false
+	}
+	last := t.Steps[0].End
+	for _, s := range t.Steps[1:] {
+		last = max(last, s.End)
+	}
+	return last - t.T0, true
+}
+
+// stages groups merged steps (in Seq order, so stages ascend) into runs of
+// one stage each.
+func stages(steps []Step) [][]Step {
+	var out [][]Step
+	for i := 0; i < len(steps); {
+		j := i + 1
+		for j < len(steps) && steps[j].Stage == steps[i].Stage {
+			j++
+		}
+		out = append(out, steps[i:j])
+		i = j
+	}
+	return out
+}
+
+// BranchSkews is skew: for each parallel stage of t (a stage in which two or
+// more steps ran), latest branch body start − earliest branch body start. A
+// fan-out run has one parallel stage, hence one sample.
+func BranchSkews(t *RunTimeline) []time.Duration { return branchSkews(stages(Steps(t))) }
+
+func branchSkews(sts [][]Step) []time.Duration {
+	var out []time.Duration
+	for _, st := range sts {
+		if len(st) < 2 {
+			continue
+		}
+		lo, hi := st[0].Start, st[0].Start
+		for _, s := range st[1:] {
+			lo, hi = min(lo, s.Start), max(hi, s.Start)
+		}
+		out = append(out, hi-lo)
+	}
+	return out
+}
+
+// BranchOffsets is skew_offset: each branch's body start − the earliest
+// branch body start of its parallel stage (the earliest branch itself
+// contributes 0).
+func BranchOffsets(t *RunTimeline) []time.Duration { return branchOffsets(stages(Steps(t))) }
+
+func branchOffsets(sts [][]Step) []time.Duration {
+	var out []time.Duration
+	for _, st := range sts {
+		if len(st) < 2 {
+			continue
+		}
+		lo := st[0].Start
+		for _, s := range st[1:] {
+			lo = min(lo, s.Start)
+		}
+		for _, s := range st {
+			out = append(out, s.Start-lo)
+		}
+	}
+	return out
+}
+
+// Gap is one step-to-step overhead sample.
+type Gap struct {
+	// Stage is i, the index of the stage whose first body start closes the
+	// gap (the x of the STSO slope).
+	Stage int
+	Value time.Duration
+	// Inline is how the step that started stage i was reached.
+	Inline bool
+}
+
+// StepGaps is STSO: for each stage i whose predecessor i−1 also ran, the
+// earliest body start in stage i − the latest body end in stage i−1. In a
+// sequential run (stages of one step) that is step[i].start − step[i−1].end.
+// A gap is tagged by how the earliest step of stage i was reached.
+func StepGaps(t *RunTimeline) []Gap { return stepGaps(stages(Steps(t))) }
+
+func stepGaps(st [][]Step) []Gap {
+	var out []Gap
+	for k := 1; k < len(st); k++ {
+		prev, cur := st[k-1], st[k]
+		if cur[0].Stage != prev[0].Stage+1 {
+			continue
+		}
+		end := prev[0].End
+		for _, s := range prev[1:] {
+			end = max(end, s.End)
+		}
+		first := cur[0]
+		for _, s := range cur[1:] {
+			if s.Start < first.Start {
+				first = s
+			}
+		}
+		out = append(out, Gap{Stage: first.Stage, Value: first.Start - end, Inline: first.Inline})
+	}
+	return out
+}
+
+// WorkflowOverhead is WO: (latest step body end − t0) − Σ step body
+// durations, each step counted once from its first start to its last end.
+// ok is false when no step body ran.
+func WorkflowOverhead(t *RunTimeline) (d time.Duration, ok bool) {
+	return workflowOverhead(t.T0, Steps(t))
+}
+
+func workflowOverhead(t0 time.Duration, steps []Step) (d time.Duration, ok bool) {
+	if len(steps) == 0 {
+		return 0, false
+	}
+	var last, sum time.Duration
+	last = steps[0].End
+	for _, s := range steps {
+		last = max(last, s.End)
+		sum += s.End - s.Start
+	}
+	return last - t0 - sum, true
+}
+
+// TimeToCompletion is TTC: the run's terminal event − t0; for a run that has
+// not finished, the time elapsed until it was given up (Cut − t0).
+func TimeToCompletion(t *RunTimeline) time.Duration { return t.Elapsed() }
+
+// StreamLatencies is SL: chunk read − chunk written, per chunk.
+func StreamLatencies(t *RunTimeline) []time.Duration {
+	out := make([]time.Duration, 0, len(t.Chunks))
+	for _, c := range t.Chunks {
+		out = append(out, c.Read-c.Written)
+	}
+	return out
+}
+
+// StreamOverhead is SO: (last chunk read − first chunk written) − chunks ×
+// interval, where interval is the writer's pacing. ok is false when no chunk
+// was read.
+func StreamOverhead(t *RunTimeline, interval time.Duration) (d time.Duration, ok bool) {
+	if len(t.Chunks) == 0 {
+		return 0, false
+	}
+	first, last := t.Chunks[0].Written, t.Chunks[0].Read
+	for _, c := range t.Chunks[1:] {
+		first, last = min(first, c.Written), max(last, c.Read)
+	}
+	return last - first - time.Duration(len(t.Chunks))*interval, true
+}
+
+// ResumeLatencies is resume_to_step: for each resumed hook, the earliest
+// step body start at or after the resume − the resume. A hook with no step
+// after its resume contributes nothing.
+func ResumeLatencies(t *RunTimeline) []time.Duration {
+	var out []time.Duration
+	for _, h := range t.Hooks {
+		if !h.WasResumed {
+			continue
+		}
+		found, next := false, time.Duration(0)
+		for _, s := range t.Steps {
+			if s.Start >= h.Resumed && (!found || s.Start < next) {
+				found, next = true, s.Start
+			}
+		}
+		if found {
+			out = append(out, next-h.Resumed)
+		}
+	}
+	return out
+}

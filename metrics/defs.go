@@ -1,0 +1,121 @@
+// Package metrics turns engine-side timelines into latency samples: the
+// Recorder (an engine.Observer) keeps one RunTimeline per run, pure functions
+// derive each metric of DESIGN.md §6 from a timeline, Collect gathers a
+// cell's samples and stalls, and Histogram holds samples in HDR form
+// (1 µs .. 1 h, 3 significant figures).
+//
+// Every metric is defined once, in Definitions; the README and the report
+// footer quote that table.
+package metrics
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Metric names, as keys of results.Cell.Metrics.
+const (
+	TTFS         = "ttfs"
+	TTLS         = "ttls"
+	Skew         = "skew"
+	SkewOffset   = "skew_offset"
+	STSO         = "stso"
+	STSOInline   = "stso_inline"
+	STSOQueue    = "stso_queue"
+	WO           = "wo"
+	TTC          = "ttc"
+	SL           = "sl"
+	SO           = "so"
+	ResumeToStep = "resume_to_step"
+	// DriverLag is not derived from a timeline: the driver measures actual −
+	// scheduled start of each run (open-loop pacing).
+	DriverLag = "driver_lag"
+)
+
+// Unit is the unit of a metric's samples.
+type Unit string
+
+// Microseconds is the unit of every latency sample.
+const Microseconds Unit = "us"
+
+// Def defines one metric.
+type Def struct {
+	// Name is the key in results files ("ttfs").
+	Name string
+	// Short is the label in tables ("TTFS").
+	Short string
+	// Title names the metric in words.
+	Title string
+	// Definition is the exact formula, as the report footer prints it.
+	Definition string
+	// Sample says what one sample is (one per run, per branch, ...).
+	Sample string
+	Unit   Unit
+}
+
+// Definitions lists every metric in report order. All times are engine-side
+// on the world's Runtime clock; t0 is the run's scheduled start.
+var Definitions = []Def{
+	{TTFS, "TTFS", "time to first step",
+		"earliest step body start − t0", "run", Microseconds},
+	{TTLS, "TTLS", "time to last step",
+		"latest step body end − t0; a run unfinished at the cell timeout counts the elapsed time (timeout − t0)", "run", Microseconds},
+	{Skew, "skew", "branch start skew",
+		"latest branch body start − earliest branch body start, per parallel stage (a stage of ≥ 2 steps)", "run × parallel stage", Microseconds},
+	{SkewOffset, "skew offset", "branch start offset",
+		"each branch's body start − the earliest branch body start of its stage", "branch", Microseconds},
+	{STSO, "STSO", "step-to-step overhead",
+		"earliest body start of stage i − latest body end of stage i−1 (sequential: step[i].start − step[i−1].end); its least-squares slope over i is reported as µs per step", "stage transition", Microseconds},
+	{STSOInline, "STSO inline", "step-to-step overhead, inline",
+		"STSO where step[i] ran inline in the orchestrator right after dispatch", "stage transition", Microseconds},
+	{STSOQueue, "STSO queue-hop", "step-to-step overhead, queue hop",
+		"STSO where step[i] was reached through a queue delivery", "stage transition", Microseconds},
+	{WO, "WO", "workflow overhead",
+		"(latest step body end − t0) − Σ step body durations", "run", Microseconds},
+	{TTC, "TTC", "time to completion",
+		"run's terminal event written − t0; a run unfinished at the cell timeout counts the elapsed time", "run", Microseconds},
+	{SL, "SL", "stream latency",
+		"chunk read − chunk written", "chunk", Microseconds},
+	{SO, "SO", "stream overhead",
+		"(last chunk read − first chunk written) − chunks × pacing interval", "run", Microseconds},
+	{ResumeToStep, "resume→step", "hook resume to next step",
+		"earliest step body start at or after the hook's resume − the resume", "hook", Microseconds},
+	{DriverLag, "driver lag", "driver start lag",
+		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind)", "run", Microseconds},
+}
+
+// Conventions are the rules shared by every metric, printed under the table.
+var Conventions = []string{
+	"A step body that ran more than once (redelivery) counts once: its first body start and its last body end.",
+	"Negative samples (a clock step) are clamped to 0 and counted as `<0 (skew)`.",
+	"Percentiles are nearest-rank over the per-sample values: sorted[min(n−1, ⌈q/100·n⌉−1)].",
+	"Failed runs are counted as errors and listed; they contribute no latency samples.",
+	"A stall is a run unfinished at the cell timeout, or one whose TTLS exceeds the stall threshold: " +
+		"the explicit threshold when set, else min(10 × median TTLS, median TTLS + visibility timeout), never below " +
+		DefaultStallFloor.String() + ".",
+}
+
+// Lookup returns the definition of name.
+func Lookup(name string) (Def, bool) {
+	for _, d := range Definitions {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}
+
+// MarkdownTable renders Definitions and Conventions as a markdown table and
+// bullet list, the form the README and the report footer use.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| metric | key | definition | one sample per |\n|---|---|---|---|\n")
+	for _, d := range Definitions {
+		fmt.Fprintf(&b, "| %s (%s) | `%s` | %s | %s |\n", d.Short, d.Title, d.Name, d.Definition, d.Sample)
+	}
+	b.WriteString("\n")
+	for _, c := range Conventions {
+		fmt.Fprintf(&b, "- %s\n", c)
+	}
+	return b.String()
+}
