@@ -1,0 +1,500 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrMethodology is returned when two results files measured their metrics
+// differently (File.Methodology differs): their numbers are never compared.
+var ErrMethodology = errors.New("results measured with different methodology")
+
+// CellKey identifies a cell of the matrix across sweeps: two cells with the
+// same key measured the same thing and can be compared.
+type CellKey struct {
+	Scenario string
+	Branches int
+	Steps    int
+	// Options are the cell's scenario options as sorted "name=value" pairs
+	// joined by ','.
+	Options string
+	Version string
+	// Switches is "none" or the sorted "name=value" kill-switch pairs joined
+	// by '+' (the engine's SwitchSet.String form).
+	Switches string
+	World    string
+	Profile  string
+}
+
+// KeyOf returns the key of c.
+func KeyOf(c *Cell) CellKey {
+	return CellKey{
+		Scenario: c.Scenario,
+		Branches: c.Branches,
+		Steps:    c.Steps,
+		Options:  optionsString(c.Options),
+		Version:  c.Version,
+		Switches: switchesString(c.Switches),
+		World:    c.World,
+		Profile:  c.Profile,
+	}
+}
+
+func optionsString(opts map[string]string) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	pairs := make([]string, 0, len(opts))
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		pairs = append(pairs, k+"="+opts[k])
+	}
+	return strings.Join(pairs, ",")
+}
+
+// switchesString canonicalises a switch list: "none" when empty, else the
+// sorted pairs joined by '+'. A list may hold "none" or pairs already joined
+// by ',' or '+'; both are split so every spelling of a set keys the same.
+func switchesString(list []string) string {
+	var pairs []string
+	for _, s := range list {
+		for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '+' }) {
+			if p = strings.TrimSpace(p); p != "" && p != "none" {
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return "none"
+	}
+	sort.Strings(pairs)
+	return strings.Join(slices.Compact(pairs), "+")
+}
+
+// fields returns the key as ordered name=value parts; branches and steps
+// are left out when zero, options when empty.
+func (k CellKey) fields() [][2]string {
+	f := [][2]string{{"scenario", k.Scenario}}
+	if k.Branches != 0 {
+		f = append(f, [2]string{"branches", strconv.Itoa(k.Branches)})
+	}
+	if k.Steps != 0 {
+		f = append(f, [2]string{"steps", strconv.Itoa(k.Steps)})
+	}
+	if k.Options != "" {
+		f = append(f, [2]string{"options", k.Options})
+	}
+	return append(f,
+		[2]string{"version", k.Version},
+		[2]string{"switches", k.Switches},
+		[2]string{"world", k.World},
+		[2]string{"profile", k.Profile})
+}
+
+// String is the full key, e.g.
+// "fanout/branches=256/version=resilient/switches=none/world=nats/profile=none".
+func (k CellKey) String() string {
+	f := k.fields()
+	parts := []string{f[0][1]}
+	for _, kv := range f[1:] {
+		parts = append(parts, kv[0]+"="+kv[1])
+	}
+	return strings.Join(parts, "/")
+}
+
+// Get returns the key's value for a selector field name (scenario, branches,
+// steps, options, version, switches, world, profile).
+func (k CellKey) Get(field string) (string, bool) {
+	switch field {
+	case "scenario":
+		return k.Scenario, true
+	case "branches":
+		return strconv.Itoa(k.Branches), true
+	case "steps":
+		return strconv.Itoa(k.Steps), true
+	case "options":
+		return k.Options, true
+	case "version":
+		return k.Version, true
+	case "switches":
+		return k.Switches, true
+	case "world":
+		return k.World, true
+	case "profile":
+		return k.Profile, true
+	}
+	return "", false
+}
+
+func (k CellKey) cmp(o CellKey) int {
+	if c := strings.Compare(k.Scenario, o.Scenario); c != 0 {
+		return c
+	}
+	if k.Branches != o.Branches {
+		return k.Branches - o.Branches
+	}
+	if k.Steps != o.Steps {
+		return k.Steps - o.Steps
+	}
+	for _, p := range [][2]string{{k.Options, o.Options}, {k.Version, o.Version}, {k.Switches, o.Switches}, {k.World, o.World}, {k.Profile, o.Profile}} {
+		if c := strings.Compare(p[0], p[1]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// cellLabels returns a short label per key that names only the fields that
+// differ between keys, and the fields every key shares (e.g.
+// "world=sim profile=cloud"), so tables stay narrow.
+func cellLabels(keys []CellKey) (labels []string, common string) {
+	if len(keys) == 0 {
+		return nil, ""
+	}
+	first := keys[0].fields()
+	varies := map[string]bool{}
+	for _, k := range keys[1:] {
+		f := k.fields()
+		seen := map[string]string{}
+		for _, kv := range f {
+			seen[kv[0]] = kv[1]
+		}
+		for _, kv := range first {
+			if seen[kv[0]] != kv[1] {
+				varies[kv[0]] = true
+			}
+			delete(seen, kv[0])
+		}
+		for name := range seen {
+			varies[name] = true
+		}
+	}
+	var commonParts []string
+	for _, kv := range first {
+		if !varies[kv[0]] {
+			commonParts = append(commonParts, kv[0]+"="+kv[1])
+		}
+	}
+	labels = make([]string, len(keys))
+	for i, k := range keys {
+		var parts []string
+		for _, kv := range k.fields() {
+			if !varies[kv[0]] {
+				continue
+			}
+			if kv[0] == "scenario" {
+				parts = append(parts, kv[1])
+			} else {
+				parts = append(parts, kv[0]+"="+kv[1])
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{k.Scenario}
+		}
+		labels[i] = strings.Join(parts, "/")
+	}
+	return labels, strings.Join(commonParts, " ")
+}
+
+// CompareOptions tunes Compare. The zero value is the default.
+type CompareOptions struct {
+	// Alpha is the significance level; 0 means Alpha (0.05).
+	Alpha float64
+	// Confidence is the confidence level of the median intervals; 0 means
+	// Confidence (0.95).
+	Confidence float64
+	// Metrics restricts the comparison to these metric names; empty means
+	// every metric either side has.
+	Metrics []string
+	// BaseLabel and HeadLabel name the two sides in reports (e.g. the file
+	// names); empty means the short git commit, else "base" / "head".
+	BaseLabel, HeadLabel string
+}
+
+// Comparison is the statistical comparison of a head sweep against a base
+// sweep.
+type Comparison struct {
+	Base, Head        SweepInfo
+	Alpha, Confidence float64
+	// Metrics holds one table per metric, in the conventional metric order
+	// (ttfs, ttls, skew, stso..., then alphabetical).
+	Metrics []MetricComparison
+	// Counts compares runs, errors and stalls of every cell, present on
+	// either side.
+	Counts []CountRow
+	// OnlyBase and OnlyHead are the cells present on one side only.
+	OnlyBase, OnlyHead []CellKey
+}
+
+// SweepInfo identifies one side of a comparison.
+type SweepInfo struct {
+	Label            string
+	Commit           string
+	DurabenchVersion string
+	StartedAt        time.Time
+	VirtualTime      bool
+	// Partial is set when that sweep did not finish every planned cell.
+	Partial bool
+	Error   string
+}
+
+// MetricComparison is one metric's rows and its geomean.
+type MetricComparison struct {
+	Metric string
+	Rows   []MetricRow
+	// Geomean summarises the medians over every cell present, with a
+	// non-zero median, on both sides.
+	Geomean GeomeanRow
+}
+
+// MetricRow compares one metric of one cell.
+type MetricRow struct {
+	Cell CellKey
+	// InBase and InHead tell which sides have the metric for this cell; a
+	// missing side has a zero Summary.
+	InBase, InHead bool
+	Base, Head     Summary
+	Test           Significance
+	// DeltaPct is the change of the medians in percent (NaN when not both
+	// sides have values, or the base median is 0 and the head's is not).
+	DeltaPct float64
+}
+
+// Delta renders the change as benchstat does: "~" when not significant,
+// else a signed percentage; "" when a side is missing.
+func (r MetricRow) Delta() string {
+	if !r.InBase || !r.InHead || r.Base.N == 0 || r.Head.N == 0 {
+		return ""
+	}
+	if !r.Test.Significant {
+		return "~"
+	}
+	if math.IsNaN(r.DeltaPct) {
+		return "?"
+	}
+	return fmt.Sprintf("%+.2f%%", r.DeltaPct)
+}
+
+// GeomeanRow is the geometric mean of the medians of a metric over cells.
+type GeomeanRow struct {
+	Base, Head float64
+	DeltaPct   float64
+	// Cells is how many cells went into it; Excluded counts cells on both
+	// sides that could not (a zero median).
+	Cells, Excluded int
+}
+
+// CountRow compares the run, error and stall counts of one cell.
+type CountRow struct {
+	Cell           CellKey
+	InBase, InHead bool
+	Base, Head     CellCounts
+}
+
+// CellCounts are a cell's run outcome counts.
+type CellCounts struct {
+	Runs, Errors, Stalls int
+}
+
+// metricOrder is the order metrics are reported in: the reference's reading
+// order, then anything else alphabetically.
+var metricOrder = []string{"ttfs", "ttls", "skew", "skew_offset", "stso", "stso_inline", "stso_queue", "wo", "ttc", "sl", "so"}
+
+func metricRank(name string) int {
+	if i := slices.Index(metricOrder, name); i >= 0 {
+		return i
+	}
+	return len(metricOrder)
+}
+
+func sortMetrics(names []string) {
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := metricRank(names[i]), metricRank(names[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+}
+
+func sweepInfo(f *File, label, fallback string) SweepInfo {
+	if label == "" {
+		label = shortCommit(f.GitCommit)
+	}
+	if label == "" {
+		label = fallback
+	}
+	return SweepInfo{
+		Label: label, Commit: f.GitCommit, DurabenchVersion: f.DurabenchVersion,
+		StartedAt: f.StartedAt, VirtualTime: f.VirtualTime, Partial: f.Partial, Error: f.Error,
+	}
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// checkComparable refuses files whose numbers cannot be compared.
+func checkComparable(base, head *File) error {
+	if base == nil || head == nil {
+		return fmt.Errorf("compare: %w: missing results file", ErrRules)
+	}
+	if base.Methodology != head.Methodology {
+		return fmt.Errorf("%w: base has methodology %d, head has %d; re-run the baseline with this durabench", ErrMethodology, base.Methodology, head.Methodology)
+	}
+	return nil
+}
+
+// indexCells maps each cell key of f to its cell. A key seen twice keeps
+// the first cell (a well-formed file has unique keys).
+func indexCells(f *File) (map[CellKey]*Cell, []CellKey) {
+	idx := make(map[CellKey]*Cell, len(f.Cells))
+	var keys []CellKey
+	for i := range f.Cells {
+		k := KeyOf(&f.Cells[i])
+		if _, dup := idx[k]; dup {
+			continue
+		}
+		idx[k] = &f.Cells[i]
+		keys = append(keys, k)
+	}
+	return idx, keys
+}
+
+// Compare compares head against base cell by cell: per metric the median
+// and its confidence interval on each side, the Mann-Whitney U test of the
+// per-run values, the change of the medians and a geomean row; per cell
+// the run, error and stall counts. Cells on one side only are listed, never
+// dropped. It refuses (ErrMethodology) files measured with different
+// methodology.
+func Compare(base, head *File, opt CompareOptions) (*Comparison, error) {
+	if err := checkComparable(base, head); err != nil {
+		return nil, err
+	}
+	if opt.Alpha == 0 {
+		opt.Alpha = Alpha
+	}
+	if opt.Confidence == 0 {
+		opt.Confidence = Confidence
+	}
+	c := &Comparison{
+		Base:       sweepInfo(base, opt.BaseLabel, "base"),
+		Head:       sweepInfo(head, opt.HeadLabel, "head"),
+		Alpha:      opt.Alpha,
+		Confidence: opt.Confidence,
+	}
+	bIdx, bKeys := indexCells(base)
+	hIdx, hKeys := indexCells(head)
+	all := slices.Clone(bKeys)
+	for _, k := range hKeys {
+		if _, ok := bIdx[k]; !ok {
+			all = append(all, k)
+			c.OnlyHead = append(c.OnlyHead, k)
+		}
+	}
+	for _, k := range bKeys {
+		if _, ok := hIdx[k]; !ok {
+			c.OnlyBase = append(c.OnlyBase, k)
+		}
+	}
+	slices.SortFunc(all, CellKey.cmp)
+	slices.SortFunc(c.OnlyBase, CellKey.cmp)
+	slices.SortFunc(c.OnlyHead, CellKey.cmp)
+
+	want := map[string]bool{}
+	for _, m := range opt.Metrics {
+		want[m] = true
+	}
+	names := map[string]bool{}
+	for _, k := range all {
+		for _, cell := range []*Cell{bIdx[k], hIdx[k]} {
+			if cell == nil {
+				continue
+			}
+			for m := range cell.Metrics {
+				if len(want) == 0 || want[m] {
+					names[m] = true
+				}
+			}
+		}
+	}
+	metricNames := slices.Collect(maps.Keys(names))
+	sortMetrics(metricNames)
+
+	for _, name := range metricNames {
+		mc := MetricComparison{Metric: name}
+		var gb, gh []float64
+		for _, k := range all {
+			row := MetricRow{Cell: k, DeltaPct: math.NaN(), Test: Significance{P: math.NaN(), Alpha: opt.Alpha}}
+			var bv, hv []int64
+			if cell := bIdx[k]; cell != nil {
+				if m, ok := cell.Metrics[name]; ok {
+					row.InBase, bv = true, m.Values
+					row.Base = Summarize(bv, opt.Confidence)
+				}
+			}
+			if cell := hIdx[k]; cell != nil {
+				if m, ok := cell.Metrics[name]; ok {
+					row.InHead, hv = true, m.Values
+					row.Head = Summarize(hv, opt.Confidence)
+				}
+			}
+			if !row.InBase && !row.InHead {
+				continue
+			}
+			if row.InBase && row.InHead && len(bv) > 0 && len(hv) > 0 {
+				row.Test = MannWhitney(bv, hv, opt.Alpha)
+				row.DeltaPct = deltaPct(row.Base.Median, row.Head.Median)
+				if row.Base.Median > 0 && row.Head.Median > 0 {
+					gb = append(gb, row.Base.Median)
+					gh = append(gh, row.Head.Median)
+				} else {
+					mc.Geomean.Excluded++
+				}
+			}
+			mc.Rows = append(mc.Rows, row)
+		}
+		mc.Geomean.Cells = len(gb)
+		mc.Geomean.Base, mc.Geomean.Head = geomean(gb), geomean(gh)
+		mc.Geomean.DeltaPct = math.NaN()
+		if len(gb) > 0 {
+			mc.Geomean.DeltaPct = deltaPct(mc.Geomean.Base, mc.Geomean.Head)
+		}
+		c.Metrics = append(c.Metrics, mc)
+	}
+
+	for _, k := range all {
+		row := CountRow{Cell: k}
+		if cell := bIdx[k]; cell != nil {
+			row.InBase, row.Base = true, CellCounts{cell.Runs, cell.Errors, cell.Stalls}
+		}
+		if cell := hIdx[k]; cell != nil {
+			row.InHead, row.Head = true, CellCounts{cell.Runs, cell.Errors, cell.Stalls}
+		}
+		c.Counts = append(c.Counts, row)
+	}
+	return c, nil
+}
+
+// Changed returns the rows whose median moved significantly, in either
+// direction, for callers that summarise a comparison.
+func (c *Comparison) Changed() []MetricRow {
+	var out []MetricRow
+	for _, m := range c.Metrics {
+		for _, r := range m.Rows {
+			if r.InBase && r.InHead && r.Test.Significant {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteText renders the comparison as aligned columns in the style of
+// benchstat: per metric, each cell's median ± the confidence interval on
+// each side, then the change ("~" when not significant) with the test's
+// p-value and sample sizes, and a geomean row; then run/error/stall counts
+// and the cells present on one side only.
+func (c *Comparison) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	c.writeHeader(bw, "")
+	keys := c.allKeys()
+	labels, common := cellLabels(keys)
+	label := labelMap(keys, labels)
+	if common != "" {
+		fmt.Fprintf(bw, "all cells: %s\n", common)
+	}
+	ci := fmt.Sprintf("%.0f%% CI", 100*c.Confidence)
+	for _, m := range c.Metrics {
+		fmt.Fprintln(bw)
+		t := alignedTable{freeLast: true}
+		t.add(m.Metric, c.Base.Label, c.Head.Label, "vs base", "")
+		t.add("", "median ± "+ci, "median ± "+ci, "", "")
+		for _, r := range m.Rows {
+			t.add(label[r.Cell], summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), deltaCell(r), testCell(r))
+		}
+		if g := m.Geomean; g.Cells > 1 {
+			t.add("geomean", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), geomeanNote(g))
+		}
+		t.write(bw, "  ")
+	}
+	if len(c.Counts) > 0 {
+		fmt.Fprintln(bw)
+		t := alignedTable{}
+		t.add("counts", c.Base.Label+" runs", "errors", "stalls", c.Head.Label+" runs", "errors", "stalls")
+		for _, r := range c.Counts {
+			b := countCells(r.InBase, r.Base)
+			h := countCells(r.InHead, r.Head)
+			t.add(label[r.Cell], b[0], b[1], b[2], h[0], h[1], h[2])
+		}
+		t.write(bw, "  ")
+	}
+	writeOneSided(bw, "only in "+c.Base.Label, c.OnlyBase, "")
+	writeOneSided(bw, "only in "+c.Head.Label, c.OnlyHead, "")
+	return bw.Flush()
+}
+
+// WriteMarkdown renders the comparison as GitHub-flavoured markdown: one
+// table per metric, a counts table, and the one-sided cells.
+func (c *Comparison) WriteMarkdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	c.writeHeader(bw, "- ")
+	keys := c.allKeys()
+	labels, common := cellLabels(keys)
+	label := labelMap(keys, labels)
+	if common != "" {
+		fmt.Fprintf(bw, "- all cells: `%s`\n", common)
+	}
+	fmt.Fprintf(bw, "\nMedians with their %.0f%% confidence interval; Δ is the change of the medians, `~` where the Mann-Whitney U test finds no significant difference (α = %g).\n", 100*c.Confidence, c.Alpha)
+	for _, m := range c.Metrics {
+		fmt.Fprintf(bw, "\n#### %s\n\n", m.Metric)
+		fmt.Fprintf(bw, "| cell | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+		for _, r := range m.Rows {
+			p, n := "", ""
+			if r.InBase && r.InHead && !math.IsNaN(r.Test.P) {
+				p = fmt.Sprintf("%.3f", r.Test.P)
+				n = fmt.Sprintf("%d+%d", r.Test.N1, r.Test.N2)
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s |\n", mdEscape(label[r.Cell]),
+				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), p, n)
+		}
+		if g := m.Geomean; g.Cells > 1 {
+			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s | | %s |\n", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), geomeanNote(g))
+		}
+	}
+	if len(c.Counts) > 0 {
+		fmt.Fprintf(bw, "\n#### runs, errors, stalls\n\n| cell | runs | errors | stalls |\n|---|--:|--:|--:|\n")
+		for _, r := range c.Counts {
+			b := countCells(r.InBase, r.Base)
+			h := countCells(r.InHead, r.Head)
+			fmt.Fprintf(bw, "| %s | %s → %s | %s | %s |\n", mdEscape(label[r.Cell]), b[0], h[0],
+				countChange(r.InBase, r.InHead, r.Base.Errors, r.Head.Errors, b[1], h[1]),
+				countChange(r.InBase, r.InHead, r.Base.Stalls, r.Head.Stalls, b[2], h[2]))
+		}
+	}
+	writeOneSided(bw, "only in "+mdEscape(c.Base.Label), c.OnlyBase, "- ")
+	writeOneSided(bw, "only in "+mdEscape(c.Head.Label), c.OnlyHead, "- ")
+	return bw.Flush()
+}
+
+func (c *Comparison) writeHeader(w io.Writer, bullet string) {
+	for _, s := range []struct {
+		side string
+		info SweepInfo
+	}{{"base", c.Base}, {"head", c.Head}} {
+		var extra []string
+		if s.info.Commit != "" && s.info.Commit != s.info.Label && shortCommit(s.info.Commit) != s.info.Label {
+			extra = append(extra, "commit "+shortCommit(s.info.Commit))
+		}
+		if s.info.DurabenchVersion != "" {
+			extra = append(extra, "durabench "+s.info.DurabenchVersion)
+		}
+		if !s.info.StartedAt.IsZero() {
+			extra = append(extra, s.info.StartedAt.UTC().Format("2006-01-02 15:04Z"))
+		}
+		if s.info.VirtualTime {
+			extra = append(extra, "virtual time")
+		}
+		if s.info.Partial {
+			extra = append(extra, "PARTIAL")
+		}
+		if s.info.Error != "" {
+			extra = append(extra, "sweep error: "+s.info.Error)
+		}
+		line := bullet + s.side + ": " + s.info.Label
+		if len(extra) > 0 {
+			line += " (" + strings.Join(extra, ", ") + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func (c *Comparison) allKeys() []CellKey {
+	keys := make([]CellKey, len(c.Counts))
+	for i, r := range c.Counts {
+		keys[i] = r.Cell
+	}
+	return keys
+}
+
+func labelMap(keys []CellKey, labels []string) map[CellKey]string {
+	m := make(map[CellKey]string, len(keys))
+	for i, k := range keys {
+		m[k] = labels[i]
+	}
+	return m
+}
+
+func summaryCell(present bool, s Summary) string {
+	if !present {
+		return "—"
+	}
+	if s.N == 0 {
+		return "no values"
+	}
+	v := FormatMicros(s.Median)
+	if pct, ok := s.RangePct(); ok {
+		return fmt.Sprintf("%s ± %.0f%%", v, pct)
+	}
+	return v + " ± ∞"
+}
+
+func deltaCell(r MetricRow) string {
+	switch {
+	case !r.InBase:
+		return "(head only)"
+	case !r.InHead:
+		return "(base only)"
+	}
+	return r.Delta()
+}
+
+func mdDelta(r MetricRow) string {
+	d := deltaCell(r)
+	if r.InBase && r.InHead && r.Test.Significant && !math.IsNaN(r.DeltaPct) {
+		return "**" + d + "**"
+	}
+	return d
+}
+
+func testCell(r MetricRow) string {
+	if !r.InBase || !r.InHead || math.IsNaN(r.Test.P) {
+		return ""
+	}
+	n := fmt.Sprintf("n=%d+%d", r.Test.N1, r.Test.N2)
+	if r.Test.N1 == r.Test.N2 {
+		n = fmt.Sprintf("n=%d", r.Test.N1)
+	}
+	return fmt.Sprintf("(p=%.3f %s)", r.Test.P, n)
+}
+
+func pctCell(pct float64) string {
+	if math.IsNaN(pct) {
+		return "?"
+	}
+	return fmt.Sprintf("%+.2f%%", pct)
+}
+
+func geomeanNote(g GeomeanRow) string {
+	if g.Excluded > 0 {
+		return fmt.Sprintf("(%d cells; %d with a zero median left out)", g.Cells, g.Excluded)
+	}
+	return fmt.Sprintf("(%d cells)", g.Cells)
+}
+
+func countCells(present bool, c CellCounts) [3]string {
+	if !present {
+		return [3]string{"—", "—", "—"}
+	}
+	return [3]string{fmt.Sprint(c.Runs), fmt.Sprint(c.Errors), fmt.Sprint(c.Stalls)}
+}
+
+// countChange renders "base → head", bold when the count grew.
+func countChange(inBase, inHead bool, b, h int, bs, hs string) string {
+	s := bs + " → " + hs
+	if inBase && inHead && h > b {
+		return "**" + s + "**"
+	}
+	return s
+}
+
+func writeOneSided(w io.Writer, title string, keys []CellKey, bullet string) {
+	if len(keys) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s (%d cells, not compared):\n", title, len(keys))
+	if bullet == "" {
+		bullet = "  "
+	}
+	for _, k := range keys {
+		if bullet == "- " {
+			fmt.Fprintf(w, "%s`%s`\n", bullet, k)
+		} else {
+			fmt.Fprintf(w, "%s%s\n", bullet, k)
+		}
+	}
+}
+
+// mdEscape keeps a value from breaking a markdown table.
+func mdEscape(s string) string {
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// alignedTable lays out rows of text columns padded to their widest cell.
+// The first column is left-aligned, the others right-aligned.
+type alignedTable struct {
+	rows [][]string
+	// freeLast leaves the last column unpadded and left-aligned (notes).
+	freeLast bool
+}
+
+func (t *alignedTable) add(cols ...string) { t.rows = append(t.rows, cols) }
+
+func (t *alignedTable) write(w io.Writer, sep string) {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+				b.WriteString(c + pad)
+			case i == len(r)-1 && t.freeLast:
+				b.WriteString(sep + c)
+			default:
+				b.WriteString(sep + pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

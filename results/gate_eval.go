@@ -1,0 +1,343 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// ErrGateFailed is returned by GateReport.Err when a rule failed (exit 1).
+var ErrGateFailed = errors.New("gate failed")
+
+// ErrSweepFailed is returned by GateReport.Err when the head sweep itself
+// failed or is partial (exit 3): its numbers are not a verdict.
+var ErrSweepFailed = errors.New("sweep failed")
+
+// Verdict is the outcome of one rule on one cell.
+type Verdict string
+
+// Verdicts.
+const (
+	// Pass: the rule holds, or a relative rule's change is over the
+	// threshold but not significant (see Check.Note).
+	Pass Verdict = "pass"
+	// Fail: the rule does not hold (relative rules: over the threshold and
+	// significant).
+	Fail Verdict = "FAIL"
+	// NoBaseline: a relative rule on a cell the baseline lacks; it is
+	// reported and does not fail the gate.
+	NoBaseline Verdict = "new"
+)
+
+// Exit codes of the gate (and the CLI): the contract a CI job relies on.
+const (
+	ExitPass        = 0 // every rule held
+	ExitFail        = 1 // a rule failed
+	ExitUsage       = 2 // usage or input error: bad rules, a rule matching no cell, a missing or corrupt file
+	ExitSweepFailed = 3 // the sweep itself failed (the head file is partial or records an error)
+)
+
+// GateReport is every rule's verdict on every cell it matched, with the
+// figures behind each verdict.
+type GateReport struct {
+	Head SweepInfo
+	// Base is the baseline; HasBaseline is false when none was given.
+	Base        SweepInfo
+	HasBaseline bool
+	Alpha       float64
+	Rules       []RuleReport
+	// SweepFailed, when set, says why the head sweep is not complete: the
+	// file is partial or records an error.
+	SweepFailed string
+}
+
+// RuleReport is one rule's checks.
+type RuleReport struct {
+	Rule   Rule
+	Checks []Check
+	// Unmatched is set when the rule matched no cell of the head sweep (and
+	// does not AllowEmpty): the gate configuration checks nothing there.
+	Unmatched bool
+}
+
+// Check is one rule evaluated on one cell. Value, Baseline and Threshold
+// are microseconds for metric rules and plain numbers for count rules.
+type Check struct {
+	Cell    CellKey
+	Verdict Verdict
+	// Value is the head figure: the statistic or the count.
+	Value float64
+	// Baseline is the baseline's statistic (relative rules; NaN otherwise
+	// or when the baseline lacks the cell).
+	Baseline float64
+	// Ratio is Value/Baseline (relative rules; NaN otherwise).
+	Ratio float64
+	// P is the Mann-Whitney U p-value of the metric's per-run values
+	// (relative rules; NaN otherwise), Significant is P < Alpha.
+	P           float64
+	Significant bool
+	N1, N2      int
+	// Note explains a verdict that the figures alone do not (e.g. "over
+	// the threshold but not significant").
+	Note string
+}
+
+// Passed reports whether the gate passed: every check passed, every rule
+// matched a cell, and the head sweep completed.
+func (r *GateReport) Passed() bool { return r.ExitCode() == ExitPass }
+
+// Failed returns the failed checks with their rules.
+func (r *GateReport) Failed() []FailedCheck {
+	var out []FailedCheck
+	for _, rr := range r.Rules {
+		for _, c := range rr.Checks {
+			if c.Verdict == Fail {
+				out = append(out, FailedCheck{Rule: rr.Rule, Check: c})
+			}
+		}
+	}
+	return out
+}
+
+// FailedCheck is a failed check with its rule.
+type FailedCheck struct {
+	Rule  Rule
+	Check Check
+}
+
+// Unmatched returns the rules that matched no cell.
+func (r *GateReport) Unmatched() []Rule {
+	var out []Rule
+	for _, rr := range r.Rules {
+		if rr.Unmatched {
+			out = append(out, rr.Rule)
+		}
+	}
+	return out
+}
+
+// ExitCode maps the report to the exit-code contract: 3 when the head
+// sweep failed (a verdict on partial data would mislead), else 2 when a rule
+// matched no cell (the configuration is wrong), else 1 when a check failed,
+// else 0.
+func (r *GateReport) ExitCode() int {
+	switch {
+	case r.SweepFailed != "":
+		return ExitSweepFailed
+	case len(r.Unmatched()) > 0:
+		return ExitUsage
+	case len(r.Failed()) > 0:
+		return ExitFail
+	}
+	return ExitPass
+}
+
+// Err is nil when the gate passed, else an error matching ErrSweepFailed,
+// ErrRules or ErrGateFailed (in the order of ExitCode) that names the
+// cause.
+func (r *GateReport) Err() error {
+	switch r.ExitCode() {
+	case ExitSweepFailed:
+		return fmt.Errorf("%w: %s", ErrSweepFailed, r.SweepFailed)
+	case ExitUsage:
+		var names []string
+		for _, rule := range r.Unmatched() {
+			names = append(names, fmt.Sprintf("%s (%s)", rule.Text, rule.Source))
+		}
+		return fmt.Errorf("%w: rule matches no cell: %s", ErrRules, strings.Join(names, "; "))
+	case ExitFail:
+		f := r.Failed()
+		return fmt.Errorf("%w: %d check(s) failed, first: %s on %s", ErrGateFailed, len(f), f[0].Rule.Text, f[0].Check.Cell)
+	}
+	return nil
+}
+
+// Gate checks rules against the head sweep, and the relative rules against
+// base. An absolute rule holds as written for every cell it matches; a
+// relative rule fails on a cell only when its statistic moved past the
+// threshold AND the Mann-Whitney U test on that metric's per-run values is
+// significant (α = Alpha), so noise alone does not fail it. It returns an
+// error matching ErrRules when a relative rule has no baseline to compare
+// with, and ErrMethodology when the files are not comparable; everything
+// else, including rules that match no cell, is in the report.
+func Gate(head, base *File, rules []Rule) (*GateReport, error) {
+	if head == nil {
+		return nil, fmt.Errorf("gate: %w: no head results", ErrRules)
+	}
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("gate: %w: no rules", ErrRules)
+	}
+	if base == nil {
+		for _, r := range rules {
+			if r.Relative {
+				return nil, fmt.Errorf("%w: %s: %q compares against a baseline; give one (--baseline) or drop the rule", ErrRules, r.Source, r.Text)
+			}
+		}
+	} else if err := checkComparable(base, head); err != nil {
+		return nil, err
+	}
+	rep := &GateReport{Head: sweepInfo(head, "", "head"), Alpha: Alpha}
+	switch {
+	case head.Error != "":
+		rep.SweepFailed = head.Error
+	case head.Partial:
+		rep.SweepFailed = "the head results are partial: not every planned cell ran"
+	}
+	var bIdx map[CellKey]*Cell
+	if base != nil {
+		rep.Base, rep.HasBaseline = sweepInfo(base, "", "base"), true
+		bIdx, _ = indexCells(base)
+	}
+	hIdx, hKeys := indexCells(head)
+	slices.SortFunc(hKeys, CellKey.cmp)
+
+	for _, rule := range rules {
+		rr := RuleReport{Rule: rule}
+		for _, k := range hKeys {
+			if !rule.matches(k) {
+				continue
+			}
+			cell := hIdx[k]
+			if rule.Count != "" {
+				rr.Checks = append(rr.Checks, checkCount(rule, k, cell))
+				continue
+			}
+			m, ok := cell.Metrics[rule.Metric]
+			if !ok {
+				continue // the selector matched, the metric does not apply here
+			}
+			if rule.Relative {
+				var bm *Metric
+				if bc := bIdx[k]; bc != nil {
+					if x, ok := bc.Metrics[rule.Metric]; ok {
+						bm = &x
+					}
+				}
+				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, rep.Alpha))
+			} else {
+				rr.Checks = append(rr.Checks, checkAbsolute(rule, k, m))
+			}
+		}
+		rr.Unmatched = len(rr.Checks) == 0 && !rule.AllowEmpty
+		rep.Rules = append(rep.Rules, rr)
+	}
+	return rep, nil
+}
+
+func newCheck(k CellKey) Check {
+	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN()}
+}
+
+func checkCount(rule Rule, k CellKey, cell *Cell) Check {
+	c := newCheck(k)
+	switch rule.Count {
+	case "stalls":
+		c.Value = float64(cell.Stalls)
+		if cell.Stalls > 0 {
+			c.Note = stalledNote(cell.StalledRuns)
+		}
+	case "errors":
+		c.Value = float64(cell.Errors)
+		if len(cell.FailedRuns) > 0 {
+			c.Note = fmt.Sprintf("first: %s: %s", cell.FailedRuns[0].Run, cell.FailedRuns[0].Error)
+		}
+	case "runs":
+		c.Value = float64(cell.Runs)
+	}
+	c.Verdict = Fail
+	if holds(c.Value, rule.Op, rule.Threshold) {
+		c.Verdict, c.Note = Pass, ""
+	}
+	return c
+}
+
+// stalledNote names up to three stalled runs with their TTLS.
+func stalledNote(runs []StalledRun) string {
+	var parts []string
+	for i, r := range runs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(runs)-3))
+			break
+		}
+		s := fmt.Sprintf("%s %s", r.Run, FormatMicros(r.TTLSMS*1000))
+		if !r.Finished {
+			s += " (unfinished)"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func checkAbsolute(rule Rule, k CellKey, m Metric) Check {
+	c := newCheck(k)
+	if m.Count == 0 {
+		c.Verdict, c.Note = Fail, "no values"
+		return c
+	}
+	c.Value = statOf(m, rule.Stat)
+	c.Verdict = Fail
+	if holds(c.Value, rule.Op, rule.Threshold) {
+		c.Verdict = Pass
+	}
+	return c
+}
+
+func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64) Check {
+	c := newCheck(k)
+	if m.Count == 0 {
+		c.Verdict, c.Note = Fail, "no values"
+		return c
+	}
+	c.Value = statOf(m, rule.Stat)
+	if base == nil || base.Count == 0 {
+		c.Verdict, c.Note = NoBaseline, "not in the baseline"
+		return c
+	}
+	c.Baseline = statOf(*base, rule.Stat)
+	switch {
+	case c.Baseline > 0:
+		c.Ratio = c.Value / c.Baseline
+	case c.Value == c.Baseline:
+		c.Ratio = 1
+	default:
+		c.Ratio = math.Inf(1)
+	}
+	t := MannWhitney(base.Values, m.Values, alpha)
+	c.P, c.Significant, c.N1, c.N2 = t.P, t.Significant, t.N1, t.N2
+	switch {
+	case holds(c.Ratio, rule.Op, rule.Threshold):
+		c.Verdict = Pass
+	case c.Significant:
+		c.Verdict = Fail
+	default:
+		c.Verdict = Pass
+		c.Note = fmt.Sprintf("past the threshold but not significant (p=%.3f ≥ α=%g)", c.P, alpha)
+		if len(t.Warnings) > 0 {
+			c.Note += "; " + strings.Join(t.Warnings, "; ")
+		}
+	}
+	return c
+}
+
+// statOf returns the named statistic of m's summary, in microseconds.
+func statOf(m Metric, stat string) float64 {
+	switch stat {
+	case "min":
+		return float64(m.Min)
+	case "p50":
+		return float64(m.P50)
+	case "p75":
+		return float64(m.P75)
+	case "p90":
+		return float64(m.P90)
+	case "p99":
+		return float64(m.P99)
+	case "max":
+		return float64(m.Max)
+	case "mean":
+		return m.Mean
+	}
+	return math.NaN()
+}

@@ -1,0 +1,198 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// headline is the one-line outcome of the gate.
+func (r *GateReport) headline() string {
+	checks := 0
+	for _, rr := range r.Rules {
+		checks += len(rr.Checks)
+	}
+	failed := len(r.Failed())
+	switch r.ExitCode() {
+	case ExitSweepFailed:
+		return fmt.Sprintf("NOT GATED: the head sweep failed (%s); %d of %d checks failed on what it measured", r.SweepFailed, failed, checks)
+	case ExitUsage:
+		return fmt.Sprintf("CONFIGURATION ERROR: %d rule(s) match no cell; %d of %d checks failed", len(r.Unmatched()), failed, checks)
+	case ExitFail:
+		return fmt.Sprintf("FAIL: %d of %d checks failed (%d rules)", failed, checks, len(r.Rules))
+	}
+	return fmt.Sprintf("PASS: %d checks, %d rules", checks, len(r.Rules))
+}
+
+func (r *GateReport) sides() string {
+	s := "head " + r.Head.Label
+	if r.HasBaseline {
+		s += " vs baseline " + r.Base.Label
+	}
+	return s
+}
+
+func (r *GateReport) labels() map[CellKey]string {
+	seen := map[CellKey]bool{}
+	var keys []CellKey
+	for _, rr := range r.Rules {
+		for _, c := range rr.Checks {
+			if !seen[c.Cell] {
+				seen[c.Cell] = true
+				keys = append(keys, c.Cell)
+			}
+		}
+	}
+	labels, _ := cellLabels(keys)
+	return labelMap(keys, labels)
+}
+
+// WriteText renders the report for a terminal or CI log: the outcome, then
+// every rule with its verdict and every cell it checked, with the value,
+// the baseline, the ratio and the p-value behind each verdict.
+func (r *GateReport) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "gate: %s (α = %g)\n%s\n", r.sides(), r.Alpha, r.headline())
+	label := r.labels()
+	for _, rr := range r.Rules {
+		fmt.Fprintf(bw, "\n%-4s  %s  (%s)%s\n", ruleVerdict(rr), rr.Rule.Text, rr.Rule.Source, ruleSummary(rr))
+		t := alignedTable{freeLast: true}
+		for _, c := range rr.Checks {
+			t.add("     "+string(c.Verdict), label[c.Cell], checkValue(rr.Rule, c), checkBaseline(rr.Rule, c), ratioCell(c), pCell(c), c.Note)
+		}
+		t.write(bw, "  ")
+	}
+	return bw.Flush()
+}
+
+// WriteMarkdown renders the report for a pull-request comment: the outcome,
+// the failed checks in a table, and every check in a collapsed section.
+func (r *GateReport) WriteMarkdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	mark := "✅"
+	if !r.Passed() {
+		mark = "❌"
+	}
+	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significant (Mann-Whitney U).\n", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
+	label := r.labels()
+	if u := r.Unmatched(); len(u) > 0 {
+		fmt.Fprintf(bw, "\nRules that match no cell (fix the rules file):\n")
+		for _, rule := range u {
+			fmt.Fprintf(bw, "- `%s` (%s)\n", rule.Text, rule.Source)
+		}
+	}
+	if f := r.Failed(); len(f) > 0 {
+		fmt.Fprintf(bw, "\n| rule | cell | value | baseline | ratio | p | note |\n|---|---|--:|--:|--:|--:|---|\n")
+		for _, fc := range f {
+			c := fc.Check
+			fmt.Fprintf(bw, "| `%s` | %s | %s | %s | %s | %s | %s |\n", mdEscape(fc.Rule.Text), mdEscape(label[c.Cell]),
+				checkValue(fc.Rule, c), checkBaseline(fc.Rule, c), ratioCell(c), pCell(c), mdEscape(c.Note))
+		}
+	}
+	checks := 0
+	for _, rr := range r.Rules {
+		checks += len(rr.Checks)
+	}
+	fmt.Fprintf(bw, "\n<details><summary>All %d checks of %d rules</summary>\n\n", checks, len(r.Rules))
+	fmt.Fprintf(bw, "| verdict | rule | cell | value | baseline | ratio | p | note |\n|---|---|---|--:|--:|--:|--:|---|\n")
+	for _, rr := range r.Rules {
+		if len(rr.Checks) == 0 {
+			v := "skipped"
+			if rr.Unmatched {
+				v = "**no cell**"
+			}
+			fmt.Fprintf(bw, "| %s | `%s` | | | | | | |\n", v, mdEscape(rr.Rule.Text))
+		}
+		for _, c := range rr.Checks {
+			v := string(c.Verdict)
+			if c.Verdict == Fail {
+				v = "**FAIL**"
+			}
+			fmt.Fprintf(bw, "| %s | `%s` | %s | %s | %s | %s | %s | %s |\n", v, mdEscape(rr.Rule.Text), mdEscape(label[c.Cell]),
+				checkValue(rr.Rule, c), checkBaseline(rr.Rule, c), ratioCell(c), pCell(c), mdEscape(c.Note))
+		}
+	}
+	fmt.Fprintf(bw, "\n</details>\n")
+	return bw.Flush()
+}
+
+func ruleVerdict(rr RuleReport) string {
+	if rr.Unmatched {
+		return "ERR"
+	}
+	for _, c := range rr.Checks {
+		if c.Verdict == Fail {
+			return string(Fail)
+		}
+	}
+	if len(rr.Checks) == 0 {
+		return "skip"
+	}
+	return string(Pass)
+}
+
+func ruleSummary(rr RuleReport) string {
+	switch {
+	case rr.Unmatched:
+		return ": matches no cell of the head sweep"
+	case len(rr.Checks) == 0:
+		return ": no cell has this metric (skipped)"
+	}
+	failed := 0
+	for _, c := range rr.Checks {
+		if c.Verdict == Fail {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Sprintf(": %d of %d cells failed", failed, len(rr.Checks))
+	}
+	return fmt.Sprintf(": %d cells", len(rr.Checks))
+}
+
+func figure(rule Rule, v float64) string {
+	if rule.Count != "" {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return FormatMicros(v)
+}
+
+func checkValue(rule Rule, c Check) string {
+	if c.Note == "no values" {
+		return "—"
+	}
+	return figure(rule, c.Value)
+}
+
+func checkBaseline(rule Rule, c Check) string {
+	if !rule.Relative {
+		return ""
+	}
+	if math.IsNaN(c.Baseline) {
+		return "—"
+	}
+	return "base " + figure(rule, c.Baseline)
+}
+
+func ratioCell(c Check) string {
+	if math.IsNaN(c.Ratio) {
+		return ""
+	}
+	if math.IsInf(c.Ratio, 1) {
+		return "∞x"
+	}
+	return fmt.Sprintf("%.3fx", c.Ratio)
+}
+
+func pCell(c Check) string {
+	if math.IsNaN(c.P) {
+		return ""
+	}
+	s := fmt.Sprintf("p=%.3f", c.P)
+	if c.N1 == c.N2 {
+		return s + fmt.Sprintf(" n=%d", c.N1)
+	}
+	return s + fmt.Sprintf(" n=%d+%d", c.N1, c.N2)
+}

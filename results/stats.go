@@ -1,0 +1,178 @@
+package results
+
+import (
+	"fmt"
+	"math"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// Alpha is the significance level of every test in compare and gate: a
+// difference counts only when the Mann-Whitney U test's p-value is below it.
+const Alpha = 0.05
+
+// Confidence is the level of the confidence intervals compare reports.
+const Confidence = 0.95
+
+// Summary is the median of a sample of per-run values with its confidence
+// interval, all in the metric's unit (microseconds).
+type Summary struct {
+	N      int
+	Median float64
+	// Lo and Hi bound the confidence interval around Median; they are
+	// infinite when the sample is too small for one (fewer than 6 values
+	// at 95%).
+	Lo, Hi float64
+	// Warnings explain a degenerate summary (e.g. too few values).
+	Warnings []string
+}
+
+// Summarize returns the median of values and its confidence interval at the
+// given confidence level (0.95 for 95%), as benchstat computes them
+// (benchmath.AssumeNothing: no distributional assumption). values is not
+// modified.
+func Summarize(values []int64, confidence float64) Summary {
+	if len(values) == 0 {
+		return Summary{Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Warnings: []string{"no values"}}
+	}
+	s := benchmath.NewSample(floats(values), &benchmath.DefaultThresholds)
+	sum := benchmath.AssumeNothing.Summary(s, confidence)
+	return Summary{N: len(values), Median: sum.Center, Lo: sum.Lo, Hi: sum.Hi, Warnings: errStrings(sum.Warnings)}
+}
+
+// RangePct is the half-width of the confidence interval as a percentage of
+// the median, the "± x%" benchstat prints; ok is false when there is no
+// finite interval.
+func (s Summary) RangePct() (pct float64, ok bool) {
+	if s.N == 0 || math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) || math.IsNaN(s.Lo) {
+		return 0, false
+	}
+	if s.Median == 0 {
+		return 0, s.Lo == 0 && s.Hi == 0
+	}
+	return 100 * math.Max(s.Hi/s.Median-1, 1-s.Lo/s.Median), true
+}
+
+// Significance is the outcome of a Mann-Whitney U test between a base and a
+// head sample.
+type Significance struct {
+	// P is the two-sided p-value of the hypothesis that both samples come
+	// from the same distribution; 1 when the test cannot run (an empty
+	// sample, or every value equal).
+	P      float64
+	Alpha  float64
+	N1, N2 int
+	// Significant is P < Alpha: the location of the distributions differs.
+	Significant bool
+	// Warnings explain a weak test (e.g. too few values to ever reach
+	// Alpha).
+	Warnings []string
+}
+
+// MannWhitney tests whether base and head per-run values come from the same
+// distribution with the Mann-Whitney U test (benchmath.AssumeNothing) at
+// the given alpha. Neither slice is modified.
+func MannWhitney(base, head []int64, alpha float64) Significance {
+	if len(base) == 0 || len(head) == 0 {
+		return Significance{P: 1, Alpha: alpha, N1: len(base), N2: len(head), Warnings: []string{"no values to compare"}}
+	}
+	th := benchmath.Thresholds{CompareAlpha: alpha}
+	s1 := benchmath.NewSample(floats(base), &th)
+	s2 := benchmath.NewSample(floats(head), &th)
+	c := benchmath.AssumeNothing.Compare(s1, s2)
+	return Significance{
+		P: c.P, Alpha: alpha, N1: c.N1, N2: c.N2,
+		Significant: c.P < alpha,
+		Warnings:    errStrings(c.Warnings),
+	}
+}
+
+// geomean returns the geometric mean of xs, which must all be > 0.
+func geomean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
+}
+
+// deltaPct is the change from base to head in percent; NaN when base is 0
+// and head is not.
+func deltaPct(base, head float64) float64 {
+	if base == head {
+		return 0
+	}
+	if base == 0 {
+		return math.NaN()
+	}
+	return (head/base - 1) * 100
+}
+
+// floats copies int64 values into a new float64 slice (benchmath sorts
+// its input in place, and per-run values must stay in run order).
+func floats(values []int64) []float64 {
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+func errStrings(errs []error) []string {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+// FormatMicros renders a duration given in microseconds with four
+// significant figures and the largest unit that keeps it >= 1 (e.g.
+// "850.0µs", "12.35ms", "1.234s"), as benchstat renders sec/op.
+func FormatMicros(us float64) string {
+	switch {
+	case math.IsNaN(us):
+		return "-"
+	case math.IsInf(us, 0):
+		return "∞"
+	}
+	neg := ""
+	if us < 0 {
+		neg, us = "-", -us
+	}
+	var v float64
+	var unit string
+	switch {
+	case us == 0:
+		return "0s"
+	case us < 1:
+		v, unit = us*1000, "ns"
+	case us < 1e3:
+		v, unit = us, "µs"
+	case us < 1e6:
+		v, unit = us/1e3, "ms"
+	default:
+		v, unit = us/1e6, "s"
+	}
+	return neg + sig4(v) + unit
+}
+
+// sig4 formats v (>= 0) with four significant figures.
+func sig4(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}

@@ -1,0 +1,96 @@
+package results
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// synthMetric builds a Metric from per-run values (µs) the way the schema
+// defines it: nearest-rank quantiles over Values.
+func synthMetric(values []int64) Metric {
+	m := Metric{Unit: "us", Count: len(values), Values: slices.Clone(values)}
+	if len(values) == 0 {
+		return m
+	}
+	s := slices.Sorted(slices.Values(values))
+	q := func(p float64) int64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[min(len(s)-1, max(0, i))]
+	}
+	var sum float64
+	for _, v := range s {
+		sum += float64(v)
+	}
+	m.Min, m.P50, m.P75, m.P90, m.P99, m.Max = s[0], q(0.50), q(0.75), q(0.90), q(0.99), s[len(s)-1]
+	m.Mean = sum / float64(len(s))
+	return m
+}
+
+// lognormal draws n values around median (µs) with log-space spread sigma,
+// scaled by factor: the shape of real latency samples.
+func lognormal(rng *rand.Rand, n int, median, sigma, factor float64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(math.Round(factor * median * math.Exp(sigma*rng.NormFloat64())))
+	}
+	return out
+}
+
+func TestSummarize(t *testing.T) {
+	vals := []int64{50, 10, 40, 20, 30, 60, 70, 80, 90, 100}
+	orig := slices.Clone(vals)
+	s := Summarize(vals, Confidence)
+	if s.N != 10 || s.Median != 55 {
+		t.Fatalf("Summarize = %+v, want N=10 median=55", s)
+	}
+	if !(s.Lo <= 55 && s.Hi >= 55) || math.IsInf(s.Lo, 0) {
+		t.Errorf("CI = [%v, %v], want a finite interval around 55", s.Lo, s.Hi)
+	}
+	if !slices.Equal(vals, orig) {
+		t.Errorf("Summarize reordered its input: %v", vals)
+	}
+	if s := Summarize([]int64{5, 6}, Confidence); !math.IsInf(s.Hi, 1) || len(s.Warnings) == 0 {
+		t.Errorf("two values: %+v, want an infinite interval with a warning", s)
+	}
+	if s := Summarize(nil, Confidence); s.N != 0 || !math.IsNaN(s.Median) {
+		t.Errorf("no values: %+v", s)
+	}
+}
+
+func TestMannWhitney(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	a := lognormal(rng, 30, 10000, 0.05, 1)
+	if got := MannWhitney(a, a, Alpha); got.Significant || got.P < 0.9 {
+		t.Errorf("identical samples: %+v, want p≈1, not significant", got)
+	}
+	b := lognormal(rng, 30, 10000, 0.05, 1.2)
+	if got := MannWhitney(a, b, Alpha); !got.Significant || got.P > 0.001 {
+		t.Errorf("+20%% shift: %+v, want significant", got)
+	}
+	same := []int64{7, 7, 7, 7, 7}
+	if got := MannWhitney(same, same, Alpha); got.Significant || got.P != 1 {
+		t.Errorf("all-equal samples: %+v, want p=1", got)
+	}
+	if got := MannWhitney([]int64{1, 2, 3}, []int64{10, 20, 30}, Alpha); got.Significant || len(got.Warnings) == 0 {
+		t.Errorf("n=3: %+v, want not significant with a too-few-samples warning", got)
+	}
+	if got := MannWhitney(nil, a, Alpha); got.Significant || got.P != 1 {
+		t.Errorf("empty base: %+v", got)
+	}
+}
+
+func TestFormatMicros(t *testing.T) {
+	for _, tc := range []struct {
+		us   float64
+		want string
+	}{
+		{0, "0s"}, {0.5, "500.0ns"}, {1, "1.000µs"}, {850, "850.0µs"}, {12345, "12.35ms"},
+		{1054000, "1.054s"}, {306000000, "306.0s"}, {-2000, "-2.000ms"}, {math.NaN(), "-"},
+	} {
+		if got := FormatMicros(tc.us); got != tc.want {
+			t.Errorf("FormatMicros(%v) = %q, want %q", tc.us, got, tc.want)
+		}
+	}
+}
