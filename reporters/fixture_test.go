@@ -1,0 +1,212 @@
+package reporters
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/durabench/durabench/results"
+)
+
+// metricOf summarises values (µs) as a results file does: nearest-rank
+// quantiles, per-run values in run order, the encoded HDR histogram.
+func metricOf(values []int64) results.Metric {
+	m := results.Metric{Unit: "us", Count: len(values), Values: slices.Clone(values)}
+	if len(values) == 0 {
+		return m
+	}
+	s := slices.Sorted(slices.Values(values))
+	q := func(p float64) int64 { return s[nearestRank(len(s), p)] }
+	h := hdrhistogram.New(1, 3_600_000_000, 3)
+	var total float64
+	for _, v := range values {
+		total += float64(v)
+		if err := h.RecordValue(max(v, 1)); err != nil {
+			panic(err)
+		}
+	}
+	enc, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		panic(err)
+	}
+	m.Min, m.P50, m.P75, m.P90, m.P99, m.Max = s[0], q(50), q(75), q(90), q(99), s[len(s)-1]
+	m.Mean = total / float64(len(values))
+	m.HDR = string(enc)
+	return m
+}
+
+// lognormal draws n values around median µs with spread sigma.
+func lognormal(r *rand.Rand, n int, median, sigma float64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(median * math.Exp(sigma*r.NormFloat64()))
+	}
+	return out
+}
+
+// fixtureOpts shape a synthetic sweep: speed scales every latency of a
+// version (1 = as the fixture's head), commit and start name it.
+type fixtureOpts struct {
+	commit  string
+	start   time.Time
+	seed    uint64
+	speed   map[string]float64
+	stall   bool // one resilient run at 256 branches stalls for ~306 s
+	partial bool
+	virtual bool
+	profile string
+}
+
+// fixture builds a deterministic results file: a fan-out sweep over 20, 64
+// and 256 branches for three versions (baseline shows the O(N²) cliff,
+// pending-count removes it) and a 50-step sequence for two versions.
+func fixture(o fixtureOpts) *results.File {
+	r := rand.New(rand.NewPCG(o.seed, 7))
+	if o.profile == "" {
+		o.profile = "none"
+	}
+	versions := []string{"baseline", "resilient", "pending-count"}
+	f := &results.File{
+		Schema:           results.Schema,
+		Methodology:      results.Methodology,
+		DurabenchVersion: "v0.1.0",
+		GitCommit:        o.commit,
+		StartedAt:        o.start,
+		FinishedAt:       o.start.Add(90 * time.Second),
+		Host:             results.Host{CPUs: 2, OS: "linux", Arch: "amd64", Go: "go1.26.8"},
+		Partial:          o.partial,
+		VirtualTime:      o.virtual,
+		Plan: results.Plan{
+			Scenarios: []string{"fanout", "sequential"},
+			Branches:  []int{20, 64, 256},
+			Switches:  []string{"none"},
+			Worlds:    []string{"mem"},
+			Profiles:  []string{o.profile},
+			Reps:      10, Warmup: 2, Pace: "burst", CellTimeoutMS: 600_000, Seed: 1,
+			WorldOptions: results.WorldOptions{RetryStyle: "redeliver", VisibilityTimeoutMS: 300_000},
+		},
+	}
+	if o.partial {
+		f.Error = "interrupted: context canceled"
+	}
+	for _, v := range versions {
+		f.Plan.Versions = append(f.Plan.Versions, results.VersionSpec{Name: v, Features: map[string]any{}})
+	}
+	speed := func(v string) float64 {
+		if s, ok := o.speed[v]; ok {
+			return s
+		}
+		return 1
+	}
+	const reps = 10
+	for _, b := range []int{20, 64, 256} {
+		for _, v := range versions {
+			// Per-branch cost grows with the log for every version but
+			// pending-count, whose completers skip the log load.
+			perBranch := map[string]float64{"baseline": 40, "resilient": 28, "pending-count": 9}[v]
+			growth := map[string]float64{"baseline": 0.9, "resilient": 0.6, "pending-count": 0}[v]
+			ttls := (2000 + perBranch*float64(b) + growth*float64(b*b)) * speed(v)
+			c := results.Cell{Scenario: "fanout", Branches: b, Version: v, Switches: []string{}, World: "mem", Profile: o.profile, Runs: reps}
+			ttlsV := lognormal(r, reps, ttls, 0.12)
+			ttfsV := lognormal(r, reps, 900*speed(v)+float64(b)*3, 0.2)
+			skewV := lognormal(r, reps, ttls*0.6, 0.15)
+			var offsets []int64
+			for range b {
+				offsets = append(offsets, int64(r.Float64()*ttls*0.6))
+			}
+			if o.stall && v == "resilient" && b == 256 {
+				ttlsV[3] = 306_200_000
+				c.Stalls = 1
+				c.StalledRuns = []results.StalledRun{{Run: "fanout-256-resilient-r04", TTLSMS: 306_200, Finished: true}}
+			}
+			if v == "baseline" && b == 64 {
+				c.Errors = 1
+				c.FailedRuns = []results.FailedRun{{Run: "fanout-64-baseline-r07", Error: "step s12: claim rejected: step not found (412)\nafter 3 attempts"}}
+			}
+			c.Metrics = map[string]results.Metric{
+				"ttls":        metricOf(ttlsV),
+				"ttfs":        metricOf(ttfsV),
+				"skew":        metricOf(skewV),
+				"skew_offset": metricOf(offsets),
+				"ttc":         metricOf(addEach(ttlsV, 400)),
+			}
+			c.ElapsedMS = float64(sum(ttlsV)) / 1000
+			f.Cells = append(f.Cells, c)
+		}
+	}
+	for _, v := range []string{"baseline", "pending-count"} {
+		c := results.Cell{Scenario: "sequential", Steps: 50, Version: v, Switches: []string{}, World: "mem", Profile: o.profile, Runs: reps}
+		var inline, queue, all []int64
+		for range reps {
+			for i := 1; i < 50; i++ {
+				// Inline gaps are replay cost growing with the log; every
+				// fifth step hops through the queue.
+				if i%5 == 0 {
+					x := int64((900 + 12*float64(i)) * speed(v) * math.Exp(0.2*r.NormFloat64()))
+					queue = append(queue, x)
+					all = append(all, x)
+				} else {
+					x := int64((60 + 3*float64(i)) * speed(v) * math.Exp(0.25*r.NormFloat64()))
+					inline = append(inline, x)
+					all = append(all, x)
+				}
+			}
+		}
+		c.Metrics = map[string]results.Metric{
+			"ttfs":        metricOf(lognormal(r, reps, 800*speed(v), 0.2)),
+			"stso":        metricOf(all),
+			"stso_inline": metricOf(inline),
+			"stso_queue":  metricOf(queue),
+			"wo":          metricOf(lognormal(r, reps, 25_000*speed(v), 0.1)),
+			"ttc":         metricOf(lognormal(r, reps, 26_000*speed(v), 0.1)),
+		}
+		slope := 3.1 * speed(v)
+		c.STSOSlopeUS = &slope
+		f.Cells = append(f.Cells, c)
+	}
+	if o.partial {
+		f.Cells = f.Cells[:5]
+	}
+	return f
+}
+
+func addEach(vs []int64, d int64) []int64 {
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		out[i] = v + d
+	}
+	return out
+}
+
+var fixtureStart = time.Date(2026, 11, 28, 14, 30, 0, 0, time.UTC)
+
+// fixtureHead is the sweep under review; fixtureBase the base commit's,
+// where resilient is faster and pending-count slower than on the head.
+func fixtureHead() *results.File {
+	return fixture(fixtureOpts{commit: "a1b2c3d4e5f6", start: fixtureStart, seed: 1, stall: true})
+}
+
+func fixtureBase() *results.File {
+	return fixture(fixtureOpts{commit: "0f9e8d7c6b5a", start: fixtureStart.Add(-2 * time.Hour), seed: 2,
+		speed: map[string]float64{"resilient": 0.8, "pending-count": 1.3}})
+}
+
+// fixtureHistory returns n earlier sweeps, one hour apart.
+func fixtureHistory(n int) []*results.File {
+	var out []*results.File
+	for i := range n {
+		out = append(out, fixture(fixtureOpts{
+			commit: fmt.Sprintf("%07x", 0xabc0000+i*7919),
+			start:  fixtureStart.Add(-time.Duration(i+3) * time.Hour),
+			seed:   uint64(100 + i),
+			speed:  map[string]float64{"baseline": 1 + float64(i%5)/20},
+		}))
+	}
+	return out
+}
+
+func fixedNow() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) }

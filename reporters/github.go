@@ -1,0 +1,183 @@
+package reporters
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/durabench/durabench/results"
+)
+
+// Marker is the hidden first line of the GitHub comment; the workflow finds
+// its earlier comment by it and updates that comment instead of adding one.
+const Marker = "<!-- durabench-benchmark -->"
+
+// embedPrefix opens the HTML comment that carries the compact results copy.
+const embedPrefix = "<!-- durabench-results:v1\n"
+
+// CommentLimit is the size the GitHub comment stays under, in bytes (GitHub
+// rejects comments over 65,536 characters; bytes are never fewer).
+const CommentLimit = 65000
+
+// ErrNoEmbedded is returned by ExtractEmbedded when the body has no embedded
+// results.
+var ErrNoEmbedded = errors.New("no embedded durabench results in the comment")
+
+// githubBody renders the comment and trims it to CommentLimit: the oldest
+// history entries go first, then the histograms, then per-run detail
+// (stalled and failed run ids), then the histograms of the embedded copy,
+// and last the table rows.
+func githubBody(f *results.File, opt Options) (string, error) {
+	m := newMarkdown(f, opt)
+	d := fullDetail(opt)
+	render := func(d detail) (string, error) {
+		emb, err := embed(f, d.embedHDR)
+		if err != nil {
+			return "", err
+		}
+		return m.render(d) + emb, nil
+	}
+	fits := func(d detail) (string, bool, error) {
+		s, err := render(d)
+		return s, len(s) < CommentLimit, err
+	}
+	s, ok, err := fits(d)
+	if err != nil || ok {
+		return s, err
+	}
+	// History: keep the largest number of newest entries that fits (the
+	// size grows with the count, so a binary search finds it).
+	if d.history > 0 {
+		d.trimmed = append(d.trimmed, "older previous results")
+		lo, hi := 0, d.history // fits(lo) is unknown, fits(hi) is false
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			d.history = mid
+			if _, ok, err := fits(d); err != nil {
+				return "", err
+			} else if ok {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		d.history = lo
+		if s, ok, err = fits(d); err != nil || ok {
+			return s, err
+		}
+	}
+	steps := []struct {
+		note  string
+		apply func(*detail)
+	}{
+		{"histograms", func(d *detail) { d.histograms = false }},
+		{"stalled and failed run ids", func(d *detail) { d.runDetail = false }},
+		{"histograms of the embedded copy", func(d *detail) { d.embedHDR = false }},
+	}
+	for _, st := range steps {
+		st.apply(&d)
+		d.trimmed = append(d.trimmed, st.note)
+		if s, ok, err = fits(d); err != nil || ok {
+			return s, err
+		}
+	}
+	d.trimmed = append(d.trimmed, "table rows")
+	for rows := 200; rows > 0; rows /= 2 {
+		d.maxRows = rows
+		if s, ok, err = fits(d); err != nil || ok {
+			return s, err
+		}
+	}
+	return "", fmt.Errorf("github comment: %d bytes even with every table trimmed (limit %d)", len(s), CommentLimit)
+}
+
+// compact returns a copy of f without per-run values (and without encoded
+// histograms unless keepHDR): what the comment embeds for the next
+// comparison.
+func compact(f *results.File, keepHDR bool) *results.File {
+	c := *f
+	c.Cells = make([]results.Cell, len(f.Cells))
+	for i, cell := range f.Cells {
+		cell.Metrics = make(map[string]results.Metric, len(f.Cells[i].Metrics))
+		for k, m := range f.Cells[i].Metrics {
+			m.Values = nil
+			if !keepHDR {
+				m.HDR = ""
+			}
+			cell.Metrics[k] = m
+		}
+		if cell.DriverLag != nil {
+			lag := *cell.DriverLag
+			lag.Values = nil
+			cell.DriverLag = &lag
+		}
+		c.Cells[i] = cell
+	}
+	return &c
+}
+
+// embed returns the hidden HTML comment carrying f's compact copy: gzip of
+// its JSON, base64 in 76-character lines (base64 never contains "--", so it
+// cannot close the comment).
+func embed(f *results.File, keepHDR bool) (string, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err := json.NewEncoder(zw).Encode(compact(f, keepHDR)); err != nil {
+		return "", fmt.Errorf("embed results: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return "", fmt.Errorf("embed results: %w", err)
+	}
+	enc := base64.StdEncoding.EncodeToString(buf.Bytes())
+	var sb strings.Builder
+	sb.WriteString("\n" + embedPrefix)
+	for len(enc) > 76 {
+		sb.WriteString(enc[:76] + "\n")
+		enc = enc[76:]
+	}
+	sb.WriteString(enc + "\n-->\n")
+	return sb.String(), nil
+}
+
+// ExtractEmbedded returns the results embedded in a GitHub comment body
+// rendered by Markdown with Options.GitHub, so a later run can compare with
+// it. The copy has no per-run values. It returns ErrNoEmbedded when the body
+// has none, and an error naming the problem when the copy is corrupt or of
+// another schema.
+func ExtractEmbedded(body string) (*results.File, error) {
+	i := strings.Index(body, embedPrefix)
+	if i < 0 {
+		return nil, ErrNoEmbedded
+	}
+	rest := body[i+len(embedPrefix):]
+	j := strings.Index(rest, "-->")
+	if j < 0 {
+		return nil, fmt.Errorf("embedded results: unterminated comment")
+	}
+	enc := strings.Join(strings.Fields(rest[:j]), "")
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("embedded results: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("embedded results: %w", err)
+	}
+	js, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("embedded results: %w", err)
+	}
+	var f results.File
+	if err := json.Unmarshal(js, &f); err != nil {
+		return nil, fmt.Errorf("embedded results: %w", err)
+	}
+	if f.Schema != results.Schema {
+		return nil, fmt.Errorf("embedded results: schema %q, want %q", f.Schema, results.Schema)
+	}
+	return &f, nil
+}

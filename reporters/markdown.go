@@ -1,0 +1,595 @@
+package reporters
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/durabench/durabench/results"
+)
+
+// Marks used in the markdown report; the footer explains each.
+const (
+	markWorse     = "🔺" // a percentile more than markThreshold% above the baseline
+	markBetter    = "🟢" // a percentile more than markThreshold% below the baseline
+	markOver      = "🔴" // a percentile over its target
+	markNoise     = "~" // the change is not statistically significant
+	markStall     = "⚠️"
+	markError     = "❌"
+	markPartial   = "⚠️"
+	markThreshold = 15.0
+)
+
+// Title is the header of the markdown report and the GitHub comment.
+const Title = "Durable Workflow Benchmarks"
+
+// Markdown writes f as a markdown report: per scenario a table of every
+// metric and cell (best, p50, p75, p90, p99, n) with changes against
+// opt.Baseline, target and significance marks, stalls and errors, and
+// collapsed text histograms; then collapsed previous results (opt.History)
+// and metric definitions. With opt.GitHub it writes a pull-request comment
+// instead (see Options.GitHub).
+func Markdown(w io.Writer, f *results.File, opt Options) error {
+	var body string
+	if opt.GitHub {
+		var err error
+		if body, err = githubBody(f, opt); err != nil {
+			return err
+		}
+	} else {
+		body = newMarkdown(f, opt).render(fullDetail(opt))
+	}
+	_, err := io.WriteString(w, body)
+	return err
+}
+
+// detail is how much of the optional content a rendering includes; the
+// GitHub comment lowers it step by step to fit the size limit.
+type detail struct {
+	history    int  // previous results shown, newest first
+	histograms bool // collapsed text histograms
+	runDetail  bool // stalled and failed run ids and error messages
+	maxRows    int  // table rows per scenario; 0 means all
+	// embedHDR keeps the encoded histograms in the embedded results copy.
+	embedHDR bool
+	// trimmed notes what was left out, for the reader.
+	trimmed []string
+}
+
+func fullDetail(opt Options) detail {
+	return detail{history: len(opt.History), histograms: true, runDetail: true, embedHDR: true}
+}
+
+// markdown holds what every rendering of one report shares.
+type markdown struct {
+	f       *results.File
+	opt     Options
+	base    map[string]*results.Cell
+	lab     labeler
+	groups  []scenarioGroup
+	history []*results.File // newest first
+	now     time.Time
+	// comparable is false when the baseline was measured with another
+	// methodology, so deltas would mislead.
+	comparable bool
+}
+
+func newMarkdown(f *results.File, opt Options) *markdown {
+	m := &markdown{f: f, opt: opt, lab: newLabeler(f), groups: groupScenarios(f), now: opt.now()}
+	if opt.Baseline != nil && opt.Baseline.Methodology == f.Methodology {
+		m.base = cellIndex(opt.Baseline)
+		m.comparable = true
+	}
+	m.history = slices.Clone(opt.History)
+	m.history = slices.DeleteFunc(m.history, func(h *results.File) bool { return h == nil })
+	slices.SortStableFunc(m.history, func(a, b *results.File) int { return b.StartedAt.Compare(a.StartedAt) })
+	return m
+}
+
+func (m *markdown) render(d detail) string {
+	var sb strings.Builder
+	if m.opt.GitHub {
+		sb.WriteString(Marker + "\n")
+	}
+	m.header(&sb)
+	for _, g := range m.groups {
+		m.scenario(&sb, g, d)
+	}
+	if len(m.groups) == 0 {
+		sb.WriteString("\n_No cells in this results file._\n")
+	}
+	if d.history > 0 && len(m.history) > 0 {
+		m.previous(&sb, d.history)
+	}
+	m.footer(&sb)
+	if len(d.trimmed) > 0 {
+		fmt.Fprintf(&sb, "\n_Trimmed to fit GitHub's comment size limit: %s left out; the uploaded artifacts have everything._\n",
+			strings.Join(d.trimmed, ", "))
+	}
+	return sb.String()
+}
+
+func shortCommit(c string) string {
+	if c == "" {
+		return "(no commit)"
+	}
+	if len(c) > 7 {
+		return c[:7]
+	}
+	return c
+}
+
+func (m *markdown) header(sb *strings.Builder) {
+	f := m.f
+	title := "## 📊 " + Title
+	if f.Partial {
+		title += " — " + markPartial + " PARTIAL RESULTS"
+	}
+	sb.WriteString(title + "\n\n")
+	if f.Partial {
+		fmt.Fprintf(sb, "> [!WARNING]\n> **Partial results: the sweep did not finish.** Only %d cell(s) are present; "+
+			"planned cells that are missing are not shown, so this report is incomplete.", len(f.Cells))
+		if f.Error != "" {
+			fmt.Fprintf(sb, " Error: `%s`.", oneLine(f.Error, 200))
+		}
+		sb.WriteString("\n\n")
+	}
+	if f.VirtualTime {
+		sb.WriteString("> ⏱ **Virtual time.** Every figure is simulated time from the deterministic sim world, not wall-clock time.\n\n")
+	}
+	p := f.Plan
+	var meta []string
+	meta = append(meta, "commit `"+shortCommit(f.GitCommit)+"`")
+	if f.DurabenchVersion != "" {
+		meta = append(meta, "durabench "+f.DurabenchVersion)
+	}
+	meta = append(meta, "world "+strings.Join(p.Worlds, ", "), "profile "+strings.Join(p.Profiles, ", "))
+	pace := p.Pace
+	switch {
+	case p.Pace == "closed" && p.Concurrency > 0:
+		pace += fmt.Sprintf(" (%d in flight)", p.Concurrency)
+	case p.Pace == "open" && p.Rate > 0:
+		pace += fmt.Sprintf(" (%g runs/s)", p.Rate)
+	}
+	if pace != "" {
+		meta = append(meta, pace)
+	}
+	meta = append(meta, fmt.Sprintf("%d reps + %d warm-up", p.Reps, p.Warmup))
+	if p.Seed != 0 {
+		meta = append(meta, fmt.Sprintf("seed %d", p.Seed))
+	}
+	host := fmt.Sprintf("%d CPUs %s", f.Host.CPUs, f.Host.OS)
+	if f.Host.Arch != "" {
+		host += "/" + f.Host.Arch
+	}
+	if f.Host.Go != "" {
+		host += " " + f.Host.Go
+	}
+	meta = append(meta, host, "started "+f.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	sb.WriteString(strings.Join(meta, " · ") + "\n\n")
+	if b := m.opt.Baseline; b != nil {
+		if m.comparable {
+			fmt.Fprintf(sb, "Changes are against the baseline `%s` (started %s)", shortCommit(b.GitCommit),
+				b.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
+			if b.Partial {
+				sb.WriteString(", itself **partial**")
+			}
+			sb.WriteString(".\n\n")
+		} else {
+			fmt.Fprintf(sb, "> The baseline `%s` was measured with methodology %d and this run with %d: they are not compared.\n\n",
+				shortCommit(b.GitCommit), b.Methodology, f.Methodology)
+		}
+	}
+}
+
+// scenario writes one scenario's table, stalls, errors and histograms.
+func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
+	fmt.Fprintf(sb, "### %s\n\n", g.Name)
+	sb.WriteString("| metric | cell | best | p50 | p75 | p90 | p99 | n |\n")
+	sb.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
+	rows := 0
+	omitted := 0
+	for _, name := range orderedMetrics(g.Cells) {
+		if tableSkip[name] {
+			continue
+		}
+		first := true
+		for _, c := range g.Cells {
+			mt, ok := c.Metrics[name]
+			if !ok {
+				continue
+			}
+			if d.maxRows > 0 && rows >= d.maxRows {
+				omitted++
+				continue
+			}
+			rows++
+			title := ""
+			if first {
+				title = "**" + metricTitle(name) + "**"
+				first = false
+			}
+			sb.WriteString("| " + title + " | " + m.lab.label(c) + " | " + m.row(c, name, mt) + " |\n")
+		}
+	}
+	if omitted > 0 {
+		fmt.Fprintf(sb, "\n_%d more row(s) left out to fit the comment; see the uploaded results._\n", omitted)
+	}
+	m.incidents(sb, g, d)
+	m.slopes(sb, g)
+	if d.histograms {
+		m.histograms(sb, g)
+	}
+	sb.WriteString("\n")
+}
+
+// row renders best | p50 | p75 | p90 | p99 | n for one metric of a cell.
+func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
+	if mt.Count == 0 {
+		return "- | - | - | - | - | 0"
+	}
+	var bm *results.Metric
+	if b := m.base[cellKey(c)]; b != nil {
+		if x, ok := b.Metrics[name]; ok && x.Count > 0 {
+			bm = &x
+		}
+	}
+	// Significance needs per-run values on both sides; a baseline read back
+	// from a comment carries none, and then marks rely on Δ% alone.
+	var sig *results.Significance
+	if bm != nil && len(bm.Values) > 0 && len(mt.Values) > 0 {
+		s := results.MannWhitney(bm.Values, mt.Values, results.Alpha)
+		sig = &s
+	}
+	targets := m.opt.targetsFor(m.f, c)
+	target, hasTarget := targets[name]
+	cell := func(v int64, bv func(*results.Metric) int64, ti int) string {
+		s := fmtUS(v)
+		if hasTarget && ti >= 0 && float64(v)/1000 > target[ti] {
+			s = markOver + " " + s
+		}
+		if bm != nil {
+			base := float64(bv(bm))
+			s += " " + deltaText(base, float64(v))
+			if mk := deltaMark(base, float64(v)); mk != "" && (sig == nil || sig.Significant) {
+				s += " " + mk
+			}
+		}
+		return s
+	}
+	cols := []string{
+		cell(mt.Min, func(b *results.Metric) int64 { return b.Min }, -1),
+		cell(mt.P50, func(b *results.Metric) int64 { return b.P50 }, -1),
+		cell(mt.P75, func(b *results.Metric) int64 { return b.P75 }, 0),
+		cell(mt.P90, func(b *results.Metric) int64 { return b.P90 }, 1),
+		cell(mt.P99, func(b *results.Metric) int64 { return b.P99 }, 2),
+	}
+	n := fmt.Sprint(mt.Count)
+	if sig != nil && !sig.Significant {
+		n += " " + markNoise
+	}
+	return strings.Join(append(cols, n), " | ")
+}
+
+// deltaText is the change from base to cur as "(+12%)", "(-3%)" or "(±0%)"
+// under half a percent.
+func deltaText(base, cur float64) string {
+	if base == 0 {
+		if cur == 0 {
+			return "(±0%)"
+		}
+		return "(new)"
+	}
+	d := (cur/base - 1) * 100
+	if math.Abs(d) < 0.5 {
+		return "(±0%)"
+	}
+	return fmt.Sprintf("(%+.0f%%)", d)
+}
+
+// deltaMark flags changes beyond ±markThreshold percent.
+func deltaMark(base, cur float64) string {
+	if base == 0 {
+		return ""
+	}
+	// Rounded to a hundredth so float noise cannot push exactly -15% over.
+	switch d := math.Round((cur/base-1)*10000) / 100; {
+	case d > markThreshold:
+		return markWorse
+	case d < -markThreshold:
+		return markBetter
+	}
+	return ""
+}
+
+// incidents lists stalls and errors of a scenario's cells.
+func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
+	var lines []string
+	for _, c := range g.Cells {
+		if c.Stalls == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%s **Stalls** in `%s`: %d of %d runs", markStall, m.lab.label(c), c.Stalls, c.Runs)
+		if b := m.base[cellKey(c)]; b != nil {
+			s += fmt.Sprintf(" (baseline: %d)", b.Stalls)
+		}
+		if d.runDetail && len(c.StalledRuns) > 0 {
+			var ids []string
+			for i, r := range c.StalledRuns {
+				if i == 10 {
+					ids = append(ids, fmt.Sprintf("… %d more", len(c.StalledRuns)-i))
+					break
+				}
+				t := "TTLS " + results.FormatMicros(r.TTLSMS*1000)
+				if !r.Finished {
+					t = "unfinished after " + results.FormatMicros(r.TTLSMS*1000)
+				}
+				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, t))
+			}
+			s += " — " + strings.Join(ids, ", ")
+		}
+		lines = append(lines, s)
+	}
+	for _, c := range g.Cells {
+		if c.Errors == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%s **Errors** in `%s`: %d of %d runs", markError, m.lab.label(c), c.Errors, c.Runs)
+		if d.runDetail && len(c.FailedRuns) > 0 {
+			var ids []string
+			for i, r := range c.FailedRuns {
+				if i == 3 {
+					ids = append(ids, fmt.Sprintf("… %d more", len(c.FailedRuns)-i))
+					break
+				}
+				ids = append(ids, fmt.Sprintf("`%s`: %s", r.Run, oneLine(r.Error, 120)))
+			}
+			s += " — " + strings.Join(ids, "; ")
+		}
+		lines = append(lines, s)
+	}
+	if len(lines) > 0 {
+		sb.WriteString("\n" + strings.Join(lines, "  \n") + "\n")
+	}
+}
+
+// slopes lists the STSO slope over the step index of sequential cells: the
+// replay cost each extra event adds to every later step.
+func (m *markdown) slopes(sb *strings.Builder, g scenarioGroup) {
+	var parts []string
+	for _, c := range g.Cells {
+		if c.STSOSlopeUS == nil {
+			continue
+		}
+		s := fmt.Sprintf("`%s` %s/step", m.lab.label(c), results.FormatMicros(*c.STSOSlopeUS))
+		if b := m.base[cellKey(c)]; b != nil && b.STSOSlopeUS != nil {
+			s += " " + deltaText(*b.STSOSlopeUS, *c.STSOSlopeUS)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) > 0 {
+		sb.WriteString("\n**STSO slope** over the step index (replay cost per step of log): " + strings.Join(parts, " · ") + "\n")
+	}
+}
+
+// oneLine collapses whitespace and cuts s to at most n runes, so an error
+// message cannot break a table or a list item.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "`", "'")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// histogramMetrics are the metrics a scenario draws histograms of: the STSO
+// split when present (inline vs queue-hop tells replay cost from dispatch
+// cost), otherwise the headline metric.
+func histogramMetrics(cells []*results.Cell) []string {
+	var out []string
+	for _, name := range []string{"stso_inline", "stso_queue"} {
+		if _, ok := firstMetric(cells, name); ok {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		if h := headlineMetric(cells); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (m *markdown) histograms(sb *strings.Builder, g scenarioGroup) {
+	names := histogramMetrics(g.Cells)
+	if len(names) == 0 {
+		return
+	}
+	titles := make([]string, len(names))
+	for i, n := range names {
+		titles[i] = metricTitle(n)
+	}
+	what := "vs baseline"
+	if m.base == nil {
+		what = ""
+	}
+	fmt.Fprintf(sb, "\n<details><summary>📈 %s distribution %s (%d cells)</summary>\n\n", strings.Join(titles, " / "), what, len(g.Cells))
+	for _, c := range g.Cells {
+		for _, name := range names {
+			mt, ok := c.Metrics[name]
+			if !ok || mt.Count == 0 {
+				continue
+			}
+			head := samples(mt)
+			var base []int64
+			var bm results.Metric
+			hasBase := false
+			if b := m.base[cellKey(c)]; b != nil {
+				if bm, hasBase = b.Metrics[name]; hasBase {
+					base = samples(bm)
+				}
+			}
+			fmt.Fprintf(sb, "**%s** — %s", m.lab.label(c), metricTitle(name))
+			if hasBase {
+				fmt.Fprintf(sb, ", baseline n=%d · this run n=%d", bm.Count, mt.Count)
+			} else {
+				fmt.Fprintf(sb, ", n=%d", mt.Count)
+			}
+			sb.WriteString("\n")
+			if hasBase && strings.HasPrefix(name, "stso") {
+				// The reference comment's cumulative line: the whole time
+				// spent between steps, which a per-step median hides.
+				bs, hs := sum(base), sum(head)
+				fmt.Fprintf(sb, "Cumulative %s time: baseline %s → this run %s (Δ %s, %s)\n",
+					metricTitle(name), fmtUS(bs), fmtUS(hs), signedUS(hs-bs), strings.Trim(deltaText(float64(bs), float64(hs)), "()"))
+			}
+			sb.WriteString("\n```text\n")
+			sb.WriteString(textHistogram(base, head, bm.Negative, mt.Negative, hasBase))
+			sb.WriteString("```\n\n")
+		}
+	}
+	sb.WriteString("</details>\n")
+}
+
+func sum(vs []int64) int64 {
+	var s int64
+	for _, v := range vs {
+		s += v
+	}
+	return s
+}
+
+func signedUS(us int64) string {
+	if us >= 0 {
+		return "+" + fmtUS(us)
+	}
+	return fmtUS(us)
+}
+
+// previous writes the collapsed "Previous results" section: the newest n
+// history entries with, per scenario, the geometric mean of the headline
+// metric's p50 over the cells this run also has (so entries with different
+// matrices stay comparable).
+func (m *markdown) previous(sb *strings.Builder, n int) {
+	n = min(n, len(m.history))
+	type col struct {
+		scenario, metric string
+		keys             map[string]bool
+	}
+	var cols []col
+	for _, g := range m.groups {
+		h := headlineMetric(g.Cells)
+		if h == "" {
+			continue
+		}
+		keys := map[string]bool{}
+		for _, c := range g.Cells {
+			keys[cellKey(c)] = true
+		}
+		cols = append(cols, col{g.Name, h, keys})
+	}
+	fmt.Fprintf(sb, "<details><summary>📜 Previous results (%d)</summary>\n\n", n)
+	sb.WriteString("| commit | date | cells | stalls |")
+	for _, c := range cols {
+		fmt.Fprintf(sb, " %s %s p50 |", c.scenario, metricTitle(c.metric))
+	}
+	sb.WriteString("\n|---|---|--:|--:|" + strings.Repeat("--:|", len(cols)) + "\n")
+	line := func(f *results.File, label string) {
+		stalls := 0
+		for _, c := range f.Cells {
+			stalls += c.Stalls
+		}
+		cells := fmt.Sprint(len(f.Cells))
+		if f.Partial {
+			cells += " (partial)"
+		}
+		fmt.Fprintf(sb, "| %s | %s | %s | %d |", label, f.StartedAt.UTC().Format("Mon, 02 Jan 2006 15:04 UTC"), cells, stalls)
+		for _, c := range cols {
+			var p50s []float64
+			for i := range f.Cells {
+				fc := &f.Cells[i]
+				if !c.keys[cellKey(fc)] {
+					continue
+				}
+				if mt, ok := fc.Metrics[c.metric]; ok && mt.Count > 0 && mt.P50 > 0 {
+					p50s = append(p50s, float64(mt.P50))
+				}
+			}
+			if len(p50s) == 0 {
+				sb.WriteString(" - |")
+				continue
+			}
+			fmt.Fprintf(sb, " %s |", results.FormatMicros(geomean(p50s)))
+		}
+		sb.WriteString("\n")
+	}
+	line(m.f, "**this run** `"+shortCommit(m.f.GitCommit)+"`")
+	for _, h := range m.history[:n] {
+		line(h, "`"+shortCommit(h.GitCommit)+"`")
+	}
+	sb.WriteString("\nEach scenario column is the geometric mean of the headline metric's p50 over the cells this run also has.\n\n</details>\n\n")
+}
+
+func geomean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += math.Log(x)
+	}
+	return math.Exp(s / float64(len(xs)))
+}
+
+// footer writes the collapsed metric definitions and methodology.
+func (m *markdown) footer(sb *strings.Builder) {
+	sb.WriteString("<details><summary>ℹ️ Metric definitions & methodology</summary>\n\n")
+	for _, d := range definitions() {
+		fmt.Fprintf(sb, "- **%s** — %s\n", d.Title, d.Definition)
+	}
+	sb.WriteString("\n")
+	sb.WriteString("All timestamps are taken engine-side; t0 is the run's scheduled start, so a backlog cannot hide itself. " +
+		"Percentiles are nearest-rank over the measured runs; warm-up runs are discarded. " +
+		fmt.Sprintf("Methodology version %d: results of another methodology are never compared.", m.f.Methodology))
+	if m.f.VirtualTime {
+		sb.WriteString(" This sweep ran in virtual time: figures are simulated, deterministic for the seed.")
+	}
+	sb.WriteString("\n\n")
+	fmt.Fprintf(sb, "%s marks a percentile over its target (within target is left unmarked). "+
+		"Δ%% compares each figure with the baseline's matching cell; %s is more than %.0f%% slower, %s more than %.0f%% faster, ±0%% is under 0.5%%. "+
+		"%s in the n column: the change is not statistically significant (Mann-Whitney U on per-run values, α = %.2f), and its marks are dropped.\n\n",
+		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, results.Alpha)
+	if t := m.targetsLine(); t != "" {
+		sb.WriteString(t + "\n\n")
+	}
+	sb.WriteString("</details>\n")
+}
+
+// targetsLine lists the targets in force, e.g. "Targets (p75/p90/p99, ms) —
+// TTFS 200/300/600 · SL 50/60/125".
+func (m *markdown) targetsLine() string {
+	all := map[string][3]float64{}
+	for i := range m.f.Cells {
+		for k, v := range m.opt.targetsFor(m.f, &m.f.Cells[i]) {
+			all[k] = v
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(all))
+	for k := range all {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(planIndex(metricOrder, a), planIndex(metricOrder, b)), cmp.Compare(a, b))
+	})
+	var parts []string
+	for _, k := range names {
+		t := all[k]
+		parts = append(parts, fmt.Sprintf("%s %g/%g/%g", metricTitle(k), t[0], t[1], t[2]))
+	}
+	return "Targets (p75/p90/p99, ms) — " + strings.Join(parts, " · ")
+}

@@ -1,0 +1,356 @@
+package reporters
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/durabench/durabench/results"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reporters -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./reporters -run %s -update to accept):\n%s",
+			name, t.Name(), firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(wl), len(gl)) {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\nwant: %s\ngot:  %s", i+1, w, g)
+		}
+	}
+	return "(same lines)"
+}
+
+func render(t *testing.T, f *results.File, opt Options) string {
+	t.Helper()
+	opt.Now = fixedNow
+	var buf bytes.Buffer
+	if err := Markdown(&buf, f, opt); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		file *results.File
+		opt  Options
+	}{
+		{"report.md", fixtureHead(), Options{}},
+		{"report-baseline-history.md", fixtureHead(), Options{Baseline: fixtureBase(), History: fixtureHistory(3)}},
+		{"report-partial-virtual-cloud.md", fixture(fixtureOpts{commit: "feedface", start: fixtureStart, seed: 3,
+			partial: true, virtual: true, profile: "cloud"}), Options{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			golden(t, tc.name, []byte(render(t, tc.file, tc.opt)))
+		})
+	}
+}
+
+func TestMarkdownContent(t *testing.T) {
+	head, base := fixtureHead(), fixtureBase()
+	md := render(t, head, Options{Baseline: base, History: fixtureHistory(3)})
+	for _, want := range []string{
+		"## 📊 Durable Workflow Benchmarks",
+		"| metric | cell | best | p50 | p75 | p90 | p99 | n |",
+		"### fanout", "### sequential",
+		"`fanout-256-resilient-r04` (TTLS 306.2s)", // stalled run id with its TTLS
+		"`fanout-64-baseline-r07`: step s12: claim rejected: step not found (412) after 3 attempts",
+		"<details><summary>📈 TTLS distribution vs baseline",
+		"<details><summary>📈 STSO inline / STSO queue-hop distribution vs baseline",
+		"Cumulative STSO inline time: baseline",
+		"<details><summary>📜 Previous results (3)</summary>",
+		"<details><summary>ℹ️ Metric definitions & methodology</summary>",
+		markWorse, markBetter,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// No GitHub-only parts in plain markdown.
+	for _, not := range []string{Marker, embedPrefix} {
+		if strings.Contains(md, not) {
+			t.Errorf("plain markdown contains %q", not)
+		}
+	}
+	// Every definition is quoted in the footer.
+	for _, d := range definitions() {
+		if !strings.Contains(md, "- **"+d.Title+"** — "+d.Definition) {
+			t.Errorf("footer lacks the definition of %s", d.Name)
+		}
+	}
+}
+
+func TestDeltaText(t *testing.T) {
+	cases := []struct {
+		base, cur  float64
+		text, mark string
+	}{
+		{100, 100, "(±0%)", ""},
+		{1000, 1004, "(±0%)", ""},
+		{1000, 996, "(±0%)", ""},
+		{100, 112, "(+12%)", ""},
+		{100, 116, "(+16%)", markWorse},
+		{100, 84, "(-16%)", markBetter},
+		{100, 85, "(-15%)", ""},
+		{0, 0, "(±0%)", ""},
+		{0, 5, "(new)", ""},
+	}
+	for _, c := range cases {
+		if got := deltaText(c.base, c.cur); got != c.text {
+			t.Errorf("deltaText(%v, %v) = %q, want %q", c.base, c.cur, got, c.text)
+		}
+		if got := deltaMark(c.base, c.cur); got != c.mark {
+			t.Errorf("deltaMark(%v, %v) = %q, want %q", c.base, c.cur, got, c.mark)
+		}
+	}
+}
+
+func TestTargets(t *testing.T) {
+	f := fixture(fixtureOpts{commit: "c", start: fixtureStart, seed: 4, profile: "cloud"})
+	c := &f.Cells[0]
+	if got := (Options{}).targetsFor(f, c)["ttfs"]; got != [3]float64{200, 300, 600} {
+		t.Errorf("cloud default TTFS targets = %v", got)
+	}
+	f.Plan.Targets = map[string][3]float64{"ttfs": {1, 2, 3}}
+	if got := (Options{}).targetsFor(f, c)["ttfs"]; got != [3]float64{1, 2, 3} {
+		t.Errorf("plan targets not applied: %v", got)
+	}
+	opt := Options{Targets: map[string][3]float64{"ttfs": {0.5, 0.6, 0.7}}}
+	if got := opt.targetsFor(f, c)["ttfs"]; got != [3]float64{0.5, 0.6, 0.7} {
+		t.Errorf("option targets not applied: %v", got)
+	}
+	// TTFS in the fixture is ~1 ms: over a 0.5 ms p75 target, so marked.
+	md := render(t, f, opt)
+	overMark := regexp.MustCompile(markOver + ` \d`)
+	if !overMark.MatchString(md) {
+		t.Error("no over-target mark with a target every cell misses")
+	}
+	// Profile none has no default targets: nothing marked.
+	none := fixtureHead()
+	if md := render(t, none, Options{}); overMark.MatchString(md) {
+		t.Error("over-target mark without any target")
+	}
+}
+
+func TestNiceStep(t *testing.T) {
+	for in, want := range map[float64]int64{0.3: 1, 1: 1, 1.5: 2, 3: 5, 7: 10, 11: 20, 240: 500, 1000: 1000, 1001: 2000} {
+		if got := niceStep(in); got != want {
+			t.Errorf("niceStep(%v) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestTextHistogram(t *testing.T) {
+	head := []int64{1000, 1100, 1150, 1300, 1900, 2000, 2100, 306_000_000}
+	base := []int64{900, 1000, 1200, 1250}
+	h := textHistogram(base, head, 0, 2, true)
+	lines := strings.Split(strings.TrimRight(h, "\n"), "\n")
+	// header, <0 (skew), about 12 bins, one overflow bin for the stall.
+	if n := len(lines); n < 8 || n > histBins+5 {
+		t.Errorf("histogram has %d lines:\n%s", n, h)
+	}
+	if !strings.Contains(h, "<0 (skew)") || !strings.Contains(h, "≥") {
+		t.Errorf("histogram lacks the negative or the overflow bin:\n%s", h)
+	}
+	var total int
+	for _, l := range lines[1:] {
+		var b, c int
+		fields := strings.Fields(strings.NewReplacer("█", " ", "░", " ").Replace(l))
+		if _, err := fmt.Sscan(fields[len(fields)-2]+" "+fields[len(fields)-1], &b, &c); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		total += b + c
+	}
+	if total != len(head)+len(base)+2 {
+		t.Errorf("histogram counts %d samples, want %d:\n%s", total, len(head)+len(base)+2, h)
+	}
+	for _, l := range lines {
+		if utf8.RuneCountInString(l) > 90 {
+			t.Errorf("line too wide for a comment: %q", l)
+		}
+	}
+}
+
+func TestGitHubBudgetTrimsHistoryFirst(t *testing.T) {
+	head := fixtureHead()
+	// A long history: copies of one sweep under many commits (building each
+	// from scratch would only slow the test).
+	proto := fixtureHistory(1)[0]
+	var history []*results.File
+	for i := range 2000 {
+		h := *proto
+		h.GitCommit = fmt.Sprintf("%07x%033x", i+1, 0)
+		h.StartedAt = fixtureStart.Add(-time.Duration(i+1) * time.Hour)
+		history = append(history, &h)
+	}
+	body := render(t, head, Options{GitHub: true, Baseline: fixtureBase(), History: history})
+	if len(body) >= CommentLimit {
+		t.Fatalf("comment is %d bytes, limit %d", len(body), CommentLimit)
+	}
+	if !strings.HasPrefix(body, Marker+"\n") {
+		t.Error("comment does not start with the sticky marker")
+	}
+	// History was trimmed, but only history: histograms and run ids stay.
+	if strings.Contains(body, "<details><summary>📜 Previous results (2000)") {
+		t.Error("history not trimmed")
+	}
+	if !strings.Contains(body, "📜 Previous results (") {
+		t.Error("history dropped entirely although histograms could have gone first")
+	}
+	for _, keep := range []string{"📈 TTLS distribution", "`fanout-256-resilient-r04`"} {
+		if !strings.Contains(body, keep) {
+			t.Errorf("%q trimmed before history was exhausted", keep)
+		}
+	}
+	if !strings.Contains(body, "Trimmed to fit GitHub's comment size limit: older previous results left out") {
+		t.Error("trimming not announced")
+	}
+	// The newest entry is kept, the oldest dropped.
+	if !strings.Contains(body, "`"+shortCommit(history[0].GitCommit)+"`") {
+		t.Error("newest history entry trimmed")
+	}
+	if strings.Contains(body, "`"+shortCommit(history[len(history)-1].GitCommit)+"`") {
+		t.Error("oldest history entry kept")
+	}
+
+	// Untrimmed, the same comment with a short history keeps everything.
+	short := render(t, head, Options{GitHub: true, Baseline: fixtureBase(), History: history[:3]})
+	if strings.Contains(short, "Trimmed to fit") || !strings.Contains(short, "📜 Previous results (3)") {
+		t.Error("short comment trimmed")
+	}
+}
+
+func TestGitHubBudgetTrimsHistogramsThenRunDetail(t *testing.T) {
+	// A sweep so wide that even without history the histograms must go.
+	f := fixtureHead()
+	var cells []results.Cell
+	for i := range 40 {
+		for _, c := range f.Cells {
+			c.Version = fmt.Sprintf("%s-v%02d", c.Version, i)
+			cells = append(cells, c)
+		}
+	}
+	f.Cells = cells
+	body := render(t, f, Options{GitHub: true})
+	if len(body) >= CommentLimit {
+		t.Fatalf("comment is %d bytes, limit %d", len(body), CommentLimit)
+	}
+	if strings.Contains(body, "📈 ") {
+		t.Error("histograms kept in an over-budget comment")
+	}
+	if _, err := ExtractEmbedded(body); err != nil {
+		t.Errorf("embedded copy lost while trimming: %v", err)
+	}
+}
+
+func TestExtractEmbeddedRoundTrip(t *testing.T) {
+	head := fixtureHead()
+	body := render(t, head, Options{GitHub: true, Baseline: fixtureBase()})
+	got, err := ExtractEmbedded(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GitCommit != head.GitCommit || len(got.Cells) != len(head.Cells) || !got.StartedAt.Equal(head.StartedAt) {
+		t.Fatalf("round trip lost the file: commit %q cells %d", got.GitCommit, len(got.Cells))
+	}
+	for i, c := range got.Cells {
+		want := head.Cells[i]
+		if cellKey(&c) != cellKey(&want) || c.Stalls != want.Stalls || len(c.StalledRuns) != len(want.StalledRuns) {
+			t.Errorf("cell %d: %s differs", i, cellKey(&c))
+		}
+		for name, m := range c.Metrics {
+			w := want.Metrics[name]
+			if m.P50 != w.P50 || m.P99 != w.P99 || m.Count != w.Count || m.HDR != w.HDR {
+				t.Errorf("cell %d %s: summary differs", i, name)
+			}
+			if len(m.Values) != 0 {
+				t.Errorf("cell %d %s: per-run values embedded", i, name)
+			}
+		}
+	}
+	if len(head.Cells[0].Metrics["ttls"].Values) == 0 {
+		t.Error("rendering stripped the caller's per-run values")
+	}
+
+	// The copy serves as the next comparison's baseline: deltas appear, and
+	// the histograms come from the embedded HDR.
+	next := render(t, head, Options{Baseline: got})
+	if !strings.Contains(next, "(±0%)") || !strings.Contains(next, "baseline n=10") {
+		t.Error("embedded copy does not work as a baseline")
+	}
+
+	if _, err := ExtractEmbedded("just a comment"); !errors.Is(err, ErrNoEmbedded) {
+		t.Errorf("no embed: err = %v, want ErrNoEmbedded", err)
+	}
+	broken := strings.Replace(body, embedPrefix, embedPrefix+"!!", 1)
+	if _, err := ExtractEmbedded(broken); err == nil || errors.Is(err, ErrNoEmbedded) {
+		t.Errorf("corrupt embed: err = %v", err)
+	}
+}
+
+func TestPartialIsLoud(t *testing.T) {
+	f := fixture(fixtureOpts{commit: "c", start: fixtureStart, seed: 5, partial: true})
+	md := render(t, f, Options{})
+	if !strings.Contains(strings.SplitN(md, "\n", 2)[0], "PARTIAL") {
+		t.Error("title does not say partial")
+	}
+	if !strings.Contains(md, "interrupted: context canceled") {
+		t.Error("the sweep's error is not shown")
+	}
+	var buf bytes.Buffer
+	if err := Text(&buf, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "PARTIAL RESULTS") {
+		t.Errorf("text report does not open with PARTIAL RESULTS:\n%s", buf.String())
+	}
+}
+
+func TestMethodologyMismatchNotCompared(t *testing.T) {
+	base := fixtureBase()
+	base.Methodology = results.Methodology + 1
+	md := render(t, fixtureHead(), Options{Baseline: base})
+	if strings.Contains(md, "%)") {
+		t.Error("deltas shown against a baseline of another methodology")
+	}
+	if !strings.Contains(md, "they are not compared") {
+		t.Error("methodology mismatch not explained")
+	}
+}

@@ -1,0 +1,116 @@
+package reporters
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/durabench/durabench/results"
+)
+
+// Text writes a compact terminal table per scenario: for each cell its runs,
+// the p50/p90/p99/max of the scenario's headline metric (TTLS for fan-outs),
+// the p50 and p99 of TTFS, and its stalls and errors. With a baseline, the
+// headline p50 carries its change against the baseline's matching cell.
+func Text(w io.Writer, f *results.File, opt Options) error {
+	ew := &errWriter{w: w}
+	if f.Partial {
+		fmt.Fprintf(ew, "PARTIAL RESULTS: the sweep did not finish every planned cell")
+		if f.Error != "" {
+			fmt.Fprintf(ew, " (%s)", f.Error)
+		}
+		fmt.Fprintln(ew)
+	}
+	if f.VirtualTime {
+		fmt.Fprintln(ew, "virtual time: every figure is simulated time (sim world), not wall-clock")
+	}
+	base := cellIndex(opt.Baseline)
+	lab := newLabeler(f)
+	for gi, g := range groupScenarios(f) {
+		// tabwriter aligns every column the same way; padding the labels
+		// keeps the cell column left-aligned while numbers align right.
+		width := 0
+		for _, c := range g.Cells {
+			width = max(width, utf8.RuneCountInString(lab.label(c)))
+		}
+		if gi > 0 || f.Partial || f.VirtualTime {
+			fmt.Fprintln(ew)
+		}
+		head := headlineMetric(g.Cells)
+		_, hasTTFS := firstMetric(g.Cells, "ttfs")
+		fmt.Fprintf(ew, "%s\n", g.Name)
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		cols := []string{"cell" + strings.Repeat(" ", max(0, width-4)), "runs"}
+		if head != "" {
+			t := metricTitle(head)
+			cols = append(cols, t+" p50", "p90", "p99", "max")
+		}
+		if hasTTFS && head != "ttfs" {
+			cols = append(cols, "TTFS p50", "p99")
+		}
+		cols = append(cols, "stalls", "errors")
+		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+		for _, c := range g.Cells {
+			l := lab.label(c)
+			row := []string{l + strings.Repeat(" ", width-utf8.RuneCountInString(l)), strconv.Itoa(c.Runs)}
+			if head != "" {
+				m, ok := c.Metrics[head]
+				if ok && m.Count > 0 {
+					p50 := results.FormatMicros(float64(m.P50))
+					if b := base[cellKey(c)]; b != nil {
+						if bm, ok := b.Metrics[head]; ok && bm.Count > 0 {
+							p50 += " " + deltaText(float64(bm.P50), float64(m.P50))
+						}
+					}
+					row = append(row, p50, fmtUS(m.P90), fmtUS(m.P99), fmtUS(m.Max))
+				} else {
+					row = append(row, "-", "-", "-", "-")
+				}
+			}
+			if hasTTFS && head != "ttfs" {
+				if m, ok := c.Metrics["ttfs"]; ok && m.Count > 0 {
+					row = append(row, fmtUS(m.P50), fmtUS(m.P99))
+				} else {
+					row = append(row, "-", "-")
+				}
+			}
+			row = append(row, strconv.Itoa(c.Stalls), strconv.Itoa(c.Errors))
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return ew.err
+}
+
+// firstMetric returns the first of cells' metric name and whether any has it.
+func firstMetric(cells []*results.Cell, name string) (results.Metric, bool) {
+	for _, c := range cells {
+		if m, ok := c.Metrics[name]; ok {
+			return m, true
+		}
+	}
+	return results.Metric{}, false
+}
+
+func fmtUS(us int64) string { return results.FormatMicros(float64(us)) }
+
+// errWriter keeps the first write error so a report's many small writes need
+// one check at the end.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
