@@ -1,6 +1,9 @@
 package mem_test
 
 import (
+	"context"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/durabench/durabench/world"
@@ -15,3 +18,126 @@ func factory(t *testing.T, opts world.Options) worldtest.Harness {
 }
 
 func TestConformance(t *testing.T) { worldtest.Run(t, factory) }
+
+// BenchmarkAppend is one unguarded append with an ID to a run whose log
+// grows by one event per iteration.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	w := mem.New(world.Options{})
+	defer w.Close()
+	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = "s" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := w.Append(ctx, "r", world.Event{Kind: world.StepCreated, ID: ids[i], Entity: ids[i]}, world.Precondition{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendParallel is appends to one run from GOMAXPROCS goroutines:
+// the cost of the run's lock under contention.
+func BenchmarkAppendParallel(b *testing.B) {
+	ctx := context.Background()
+	w := mem.New(world.Options{})
+	defer w.Close()
+	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := w.Append(ctx, "r", world.Event{Kind: world.RunStarted}, world.Precondition{}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkLoad1000 is loading a run whose log holds 1000 events.
+func BenchmarkLoad1000(b *testing.B) {
+	ctx := context.Background()
+	w := mem.New(world.Options{})
+	defer w.Close()
+	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 999 {
+		s := "s" + strconv.Itoa(i)
+		if _, err := w.Append(ctx, "r", world.Event{Kind: world.StepCreated, ID: s, Entity: s, Data: []byte(s)}, world.Precondition{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		evs, err := w.Load(ctx, "r")
+		if err != nil || len(evs) != 1000 {
+			b.Fatal(len(evs), err)
+		}
+	}
+}
+
+// BenchmarkPublishDeliver is the round trip from Publish to the handler,
+// one message at a time.
+func BenchmarkPublishDeliver(b *testing.B) {
+	ctx := context.Background()
+	w := mem.New(world.Options{})
+	defer w.Close()
+	got := make(chan struct{}, 1)
+	sub, err := w.Consume(ctx, world.ConsumeOptions{Concurrency: 1}, func(context.Context, world.Delivery) error {
+		got <- struct{}{}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Stop(ctx)
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = "m" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := w.Publish(ctx, world.Message{ID: ids[i], Run: "r"}, world.PublishOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		<-got
+	}
+}
+
+// BenchmarkPublishDeliverBurst is a 256-message burst, as one 256-branch
+// fan-out dispatches, consumed by 512 concurrent handlers; per message.
+func BenchmarkPublishDeliverBurst(b *testing.B) {
+	ctx := context.Background()
+	w := mem.New(world.Options{})
+	defer w.Close()
+	var wg sync.WaitGroup
+	sub, err := w.Consume(ctx, world.ConsumeOptions{Concurrency: 512}, func(context.Context, world.Delivery) error {
+		wg.Done()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Stop(ctx)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 256 {
+		wg.Add(256)
+		for j := range 256 {
+			if _, err := w.Publish(ctx, world.Message{ID: strconv.Itoa(i + j), Run: "r"}, world.PublishOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wg.Wait()
+	}
+}

@@ -18,7 +18,8 @@ type queue struct {
 	published map[string]struct{} // every published ID, for the world's life
 	ready     []*msg              // FIFO of deliverable messages
 	head      int                 // ready[head:] is the live part
-	wake      chan struct{}       // closed and replaced when ready grows
+	wake      chan struct{}       // closed and replaced when ready grows and someone waits
+	wakeUsed  bool                // a dispatcher is waiting on wake
 	subs      map[*subscription]struct{}
 }
 
@@ -86,8 +87,10 @@ func (w *World) enqueueLocked(mm *msg, delay time.Duration) {
 func (q *queue) pushLocked(mm *msg) {
 	mm.state = stateReady
 	q.ready = append(q.ready, mm)
-	close(q.wake)
-	q.wake = make(chan struct{})
+	if q.wakeUsed {
+		close(q.wake)
+		q.wake, q.wakeUsed = make(chan struct{}), false
+	}
 }
 
 // popLocked returns the next ready message, or nil.
@@ -180,6 +183,7 @@ type subscription struct {
 	cancel context.CancelFunc
 	slots  chan struct{}
 
+	unhook   func() bool // detaches halt from the Consume context
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Stop and Close
 	stopped  bool          // guarded by w.q.mu: no pop after this is set
@@ -212,7 +216,7 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 	w.q.subs[s] = struct{}{}
 	w.q.mu.Unlock()
 	// Cancelling the Consume context stops fetching, as Stop does.
-	context.AfterFunc(ctx, s.halt)
+	s.unhook = context.AfterFunc(ctx, s.halt)
 	w.rt.Go(s.run)
 	return s, nil
 }
@@ -233,6 +237,7 @@ func (s *subscription) run() {
 				break
 			}
 			wake := q.wake
+			q.wakeUsed = true
 			q.mu.Unlock()
 			select {
 			case <-wake:
@@ -285,6 +290,7 @@ func (s *subscription) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("mem: stop consumer: %w", ctx.Err())
 	}
+	s.unhook()
 	s.w.q.mu.Lock()
 	delete(s.w.q.subs, s)
 	s.w.q.mu.Unlock()

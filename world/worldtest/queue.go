@@ -16,6 +16,8 @@ var queueTests = []subtest{
 	{name: "Delay", opts: queueOptions(world.Redeliver), fn: testDelay},
 	{name: "RetryRedeliver", opts: queueOptions(world.Redeliver), fn: testRetryRedeliver},
 	{name: "RetryFresh", opts: queueOptions(world.Fresh), fn: testRetryFresh},
+	{name: "BackoffRedeliver", opts: queueOptions(world.Redeliver), fn: testBackoffRedeliver},
+	{name: "BackoffFresh", opts: queueOptions(world.Fresh), fn: testBackoffFresh},
 	{name: "AbandonRedeliver", opts: queueOptions(world.Redeliver), fn: testAbandon},
 	{name: "AbandonFresh", opts: queueOptions(world.Fresh), fn: testAbandon},
 	{name: "SlowHandler", opts: queueOptions(world.Redeliver), fn: testSlowHandler},
@@ -338,5 +340,92 @@ func testStop(c *C) {
 	got := c.waitCount(next, 1, "after Stop, a new consumer")
 	if got[0].ID != "b" || got[0].Attempt != 1 {
 		c.Fatalf("new consumer got %+v, want b attempt 1", got[0].Delivery)
+	}
+}
+
+// wantBackoff checks that consecutive deliveries are at least
+// RetryDelay, 2×RetryDelay, 4×RetryDelay... apart (less a tenth, for
+// clock granularity).
+func (c *C) wantBackoff(ds []delivered) {
+	c.T.Helper()
+	want := RetryDelay
+	for i := 1; i < len(ds); i++ {
+		if gap := ds[i].At - ds[i-1].At; gap < want*9/10 {
+			c.Fatalf("retry %d came %v after the failure, want at least %v (RetryDelay doubling per failure)", i, gap, want)
+		}
+		want *= 2
+	}
+}
+
+// testBackoffRedeliver: the nak delay doubles with each failure of the
+// message; attempts count up.
+func testBackoffRedeliver(c *C) {
+	const failures = 4
+	rec := &recorder{}
+	sub := c.consume(1, func(ctx context.Context, d world.Delivery) error {
+		if rec.add(d, c.RT.Now()) <= failures {
+			return errHandler
+		}
+		return nil
+	})
+	defer c.stop(sub)
+	c.publish(world.Message{ID: "m"}, 0)
+	got := c.waitCount(rec, failures+1, "redeliveries with backoff")
+	for i, d := range got {
+		if d.ID != "m" || d.Attempt != i+1 {
+			c.Fatalf("delivery %d = %+v, want m attempt %d", i, d.Delivery, i+1)
+		}
+	}
+	c.wantBackoff(got)
+	c.Settle(settleWait)
+	if n := rec.count(); n != failures+1 {
+		c.Fatalf("%d deliveries after the ack, want %d", n, failures+1)
+	}
+}
+
+// testBackoffFresh: each failed delivery publishes a fresh copy (attempt 1,
+// delay doubling along the lineage) and stays unacknowledged itself, so
+// every failed delivery — the original and each failed copy — comes back
+// with attempt 2 after the visibility timeout.
+func testBackoffFresh(c *C) {
+	const failures = 3
+	rec := &recorder{}
+	sub := c.consume(4, func(ctx context.Context, d world.Delivery) error {
+		if d.Attempt == 1 && rec.add(d, c.RT.Now()) <= failures {
+			return errHandler
+		}
+		if d.Attempt > 1 {
+			rec.add(d, c.RT.Now())
+		}
+		return nil
+	})
+	defer c.stop(sub)
+	c.publish(world.Message{ID: "m"}, 0)
+	got := c.waitCount(rec, 2*failures+1, "fresh copies and redeliveries")
+	c.Settle(settleWait)
+	got = rec.snapshot()
+	var firsts, seconds []delivered
+	for _, d := range got {
+		if d.ID != "m" {
+			c.Fatalf("delivery %+v is not m", d.Delivery)
+		}
+		switch d.Attempt {
+		case 1:
+			firsts = append(firsts, d)
+		case 2:
+			seconds = append(seconds, d)
+		default:
+			c.Fatalf("delivery with attempt %d: only failed deliveries come back, once", d.Attempt)
+		}
+	}
+	if len(firsts) != failures+1 || len(seconds) != failures {
+		c.Fatalf("%d deliveries with attempt 1 and %d with attempt 2, want %d and %d: %+v",
+			len(firsts), len(seconds), failures+1, failures, got)
+	}
+	c.wantBackoff(firsts)
+	for _, d := range seconds {
+		if gap := d.At - firsts[0].At; gap < VisibilityTimeout*9/10 {
+			c.Fatalf("a failed delivery came back with attempt 2 after %v, before the visibility timeout %v", gap, VisibilityTimeout)
+		}
 	}
 }

@@ -50,7 +50,7 @@ const (
 	// happen (a duplicate delivery, a delivery after Stop).
 	settleWait = 100 * time.Millisecond
 	// deadline bounds every wait for something that must happen.
-	deadline = 10 * time.Second
+	deadline = 5 * time.Second
 )
 
 // queueOptions are the options of the queue subtests.
