@@ -2,9 +2,11 @@ package mem_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
@@ -139,5 +141,55 @@ func BenchmarkPublishDeliverBurst(b *testing.B) {
 			}
 		}
 		wg.Wait()
+	}
+}
+
+// TestCloseWakesReader: Close ends a long poll with ErrClosed.
+func TestCloseWakesReader(t *testing.T) {
+	w := mem.New(world.Options{})
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := w.ReadChunks(context.Background(), "s", 0, time.Minute)
+		errc <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, world.ErrClosed) {
+			t.Fatalf("ReadChunks after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake the long poll")
+	}
+}
+
+// TestConsumeContext: cancelling the Consume context stops fetching, as
+// Stop does.
+func TestConsumeContext(t *testing.T) {
+	w := mem.New(world.Options{})
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan world.Delivery, 4)
+	sub, err := w.Consume(ctx, world.ConsumeOptions{Concurrency: 1}, func(_ context.Context, d world.Delivery) error {
+		got <- d
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := sub.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Publish(context.Background(), world.Message{ID: "a"}, world.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		t.Fatalf("delivery %+v after the Consume context was cancelled", d)
+	case <-time.After(50 * time.Millisecond):
 	}
 }

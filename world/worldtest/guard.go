@@ -11,7 +11,7 @@ func guarded(last int64) world.Precondition { return world.Precondition{Guarded:
 
 // testGuardEnforced: a guarded append whose LastPos is not the log's last
 // position fails with ErrPrecondition; unguarded appends and duplicates pass.
-func testGuardEnforced(c *C) {
+func testGuardEnforced(c *env) {
 	if !c.W.Capabilities().Guard {
 		c.Fatalf("Capabilities().Guard = false with Options.Guard = true")
 	}
@@ -44,7 +44,7 @@ func testGuardEnforced(c *C) {
 }
 
 // testGuardNotEnforced: a world created without Guard ignores LastPos.
-func testGuardNotEnforced(c *C) {
+func testGuardNotEnforced(c *env) {
 	if c.W.Capabilities().Guard {
 		c.Fatalf("Capabilities().Guard = true with Options.Guard = false")
 	}

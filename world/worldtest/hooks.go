@@ -8,7 +8,7 @@ var hookTests = []subtest{
 
 // testHooks: hook_created indexes a token to its run, unique across runs;
 // hook_received needs a known token and is deduplicated by its ID.
-func testHooks(c *C) {
+func testHooks(c *env) {
 	c.createRun("a")
 	c.createRun("b")
 	c.append("a", world.Event{Kind: world.RunStarted})

@@ -24,7 +24,7 @@ var logTests = []subtest{
 
 // testOrder: positions are 1..n in append order and Load returns the log in
 // that order with every field the writer set.
-func testOrder(c *C) {
+func testOrder(c *env) {
 	c.createRun("r")
 	want := []world.Event{{Pos: 1, Kind: world.RunCreated}}
 	c.append("r", world.Event{Kind: world.RunStarted, ID: "start"})
@@ -55,7 +55,7 @@ func testOrder(c *C) {
 
 // testLoadCopies: neither the appender's buffer nor the slice Load returns
 // aliases the stored log.
-func testLoadCopies(c *C) {
+func testLoadCopies(c *env) {
 	c.createRun("r")
 	buf := []byte("payload")
 	c.append("r", world.Event{Kind: world.RunStarted, Data: buf})
@@ -80,7 +80,7 @@ func testLoadCopies(c *C) {
 // testCreateRun: CreateRun stores the run with run_created at position 1;
 // a second CreateRun with the same ID fails with ErrConflict; ListRuns is in
 // creation order.
-func testCreateRun(c *C) {
+func testCreateRun(c *env) {
 	in := world.Run{ID: "a", Deployment: "dep-1", SpecVersion: 3, Input: []byte("prog")}
 	c.NoErr(c.W.CreateRun(c.Ctx, in), "CreateRun a")
 	got, err := c.W.GetRun(c.Ctx, "a")
@@ -106,7 +106,7 @@ func testCreateRun(c *C) {
 }
 
 // testUnknownRun: every per-run call on an unknown run is ErrNotFound.
-func testUnknownRun(c *C) {
+func testUnknownRun(c *env) {
 	_, err := c.W.Append(c.Ctx, "nope", world.Event{Kind: world.RunStarted, ID: "x"}, world.Precondition{})
 	c.IsErr(err, world.ErrNotFound, "Append to unknown run")
 	_, err = c.W.Load(c.Ctx, "nope")
@@ -117,7 +117,7 @@ func testUnknownRun(c *C) {
 
 // testIdempotentAppend: a second append with the same ID adds nothing and
 // reports the first position with Duplicate set.
-func testIdempotentAppend(c *C) {
+func testIdempotentAppend(c *env) {
 	c.createRun("r")
 	first := c.append("r", world.Event{Kind: world.StepCreated, ID: "create-s", Entity: "s"})
 	c.append("r", world.Event{Kind: world.RunStarted})
@@ -134,7 +134,7 @@ func testIdempotentAppend(c *C) {
 
 // testTerminalRun: after run_completed nothing may be appended (ErrGone),
 // but a retried append of the terminal event itself is a duplicate.
-func testTerminalRun(c *C) {
+func testTerminalRun(c *env) {
 	for _, kind := range []world.EventKind{world.RunCompleted, world.RunFailed} {
 		run := "r-" + kind.String()
 		c.createRun(run)
@@ -156,7 +156,7 @@ func testTerminalRun(c *C) {
 }
 
 // testEntityRules: step events need a step_created and no terminal event.
-func testEntityRules(c *C) {
+func testEntityRules(c *env) {
 	c.createRun("r")
 	c.append("r", world.Event{Kind: world.RunStarted})
 	for _, k := range []world.EventKind{world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying} {
@@ -184,7 +184,7 @@ func testEntityRules(c *C) {
 }
 
 // testPending: AppendResult.Pending counts created, unfinished steps.
-func testPending(c *C) {
+func testPending(c *env) {
 	c.createRun("r")
 	steps := []struct {
 		ev      world.Event
@@ -211,7 +211,7 @@ func testPending(c *C) {
 }
 
 // testRunStatus: the status is derived from the log.
-func testRunStatus(c *C) {
+func testRunStatus(c *env) {
 	status := func(id string) world.RunStatus {
 		r, err := c.W.GetRun(c.Ctx, id)
 		c.NoErr(err, "GetRun "+id)
@@ -244,7 +244,7 @@ func testRunStatus(c *C) {
 
 // testConcurrentAppends: 32 tasks append to one run at once; positions are
 // unique and dense, and Pending reaches 0 exactly once.
-func testConcurrentAppends(c *C) {
+func testConcurrentAppends(c *env) {
 	const n = 32
 	c.createRun("r")
 	c.append("r", world.Event{Kind: world.RunStarted})

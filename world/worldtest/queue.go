@@ -22,6 +22,7 @@ var queueTests = []subtest{
 	{name: "AbandonFresh", opts: queueOptions(world.Fresh), fn: testAbandon},
 	{name: "SlowHandler", opts: queueOptions(world.Redeliver), fn: testSlowHandler},
 	{name: "Concurrency", opts: queueOptions(world.Redeliver), fn: testConcurrency},
+	{name: "Burst", opts: queueOptions(world.Redeliver), fn: testBurst},
 	{name: "SharedConsumers", opts: queueOptions(world.Redeliver), fn: testSharedConsumers},
 	{name: "Stop", opts: queueOptions(world.Redeliver), fn: testStop},
 }
@@ -29,7 +30,7 @@ var queueTests = []subtest{
 var errHandler = errors.New("worldtest: handler failure")
 
 // waitCount waits until rec holds n deliveries.
-func (c *C) waitCount(rec *recorder, n int, what string) []delivered {
+func (c *env) waitCount(rec *recorder, n int, what string) []delivered {
 	c.T.Helper()
 	if !c.WaitFor(deadline, func() bool { return rec.count() >= n }) {
 		c.Fatalf("%s: %d deliveries after %v, want %d: %+v", what, rec.count(), deadline, n, rec.snapshot())
@@ -38,7 +39,7 @@ func (c *C) waitCount(rec *recorder, n int, what string) []delivered {
 }
 
 // testPublishConsume: every message is delivered once, intact, attempt 1.
-func testPublishConsume(c *C) {
+func testPublishConsume(c *env) {
 	const n = 20
 	rec := &recorder{}
 	sub := c.consume(4, func(ctx context.Context, d world.Delivery) error {
@@ -72,7 +73,7 @@ func testPublishConsume(c *C) {
 
 // testIdempotentPublish: a message ID is published once for the world's
 // life, however often it is published again, before or after delivery.
-func testIdempotentPublish(c *C) {
+func testIdempotentPublish(c *env) {
 	if c.publish(world.Message{ID: "x", Body: []byte("1")}, 0) {
 		c.Fatalf("first publish of x reported duplicate")
 	}
@@ -100,7 +101,7 @@ func testIdempotentPublish(c *C) {
 
 // testDelay: a delayed message is not delivered before its delay, and does
 // not hold back messages published after it.
-func testDelay(c *C) {
+func testDelay(c *env) {
 	const delay = 80 * time.Millisecond
 	rec := &recorder{}
 	sub := c.consume(2, func(ctx context.Context, d world.Delivery) error {
@@ -126,7 +127,7 @@ func testDelay(c *C) {
 // testRetryRedeliver: with Redeliver, a failed delivery comes back as the
 // same message with attempt 2 after the retry delay — well before the
 // visibility timeout.
-func testRetryRedeliver(c *C) {
+func testRetryRedeliver(c *env) {
 	if caps := c.W.Capabilities(); caps.RetryStyle != world.Redeliver || caps.VisibilityTimeout != VisibilityTimeout {
 		c.Fatalf("Capabilities = %+v, want Redeliver with VT %v", caps, VisibilityTimeout)
 	}
@@ -155,7 +156,7 @@ func testRetryRedeliver(c *C) {
 // testRetryFresh: with Fresh, a failed delivery is retried soon by a copy
 // whose attempt is 1, and the original comes back with attempt 2 only after
 // the visibility timeout — the 300 s stall of the reference write-up.
-func testRetryFresh(c *C) {
+func testRetryFresh(c *env) {
 	if caps := c.W.Capabilities(); caps.RetryStyle != world.Fresh {
 		c.Fatalf("Capabilities().RetryStyle = %q, want fresh", caps.RetryStyle)
 	}
@@ -192,7 +193,7 @@ func testRetryFresh(c *C) {
 
 // testAbandon: ErrAbandon leaves the delivery unacknowledged; it comes back
 // with attempt+1 after the visibility timeout, whatever the retry style.
-func testAbandon(c *C) {
+func testAbandon(c *env) {
 	rec := &recorder{}
 	sub := c.consume(2, func(ctx context.Context, d world.Delivery) error {
 		if rec.add(d, c.RT.Now()) == 1 {
@@ -218,7 +219,7 @@ func testAbandon(c *C) {
 // testSlowHandler: a handler still running past the visibility timeout does
 // not hold the message: it is redelivered (attempt 2) while the first
 // handler runs (at-least-once).
-func testSlowHandler(c *C) {
+func testSlowHandler(c *env) {
 	rec := &recorder{}
 	sub := c.consume(4, func(ctx context.Context, d world.Delivery) error {
 		rec.enter()
@@ -248,7 +249,7 @@ func testSlowHandler(c *C) {
 
 // testConcurrency: no more than Concurrency handlers run at once, and more
 // than one does.
-func testConcurrency(c *C) {
+func testConcurrency(c *env) {
 	const conc, n = 3, 24
 	rec := &recorder{}
 	sub := c.consume(conc, func(ctx context.Context, d world.Delivery) error {
@@ -275,7 +276,7 @@ func testConcurrency(c *C) {
 
 // testSharedConsumers: several consumers share the messages: each message
 // goes to one of them.
-func testSharedConsumers(c *C) {
+func testSharedConsumers(c *env) {
 	const n = 30
 	rec := &recorder{}
 	for range 3 {
@@ -303,7 +304,7 @@ func testSharedConsumers(c *C) {
 
 // testStop: Stop waits for running handlers; nothing is delivered to a
 // stopped consumer, and its messages go to the next one.
-func testStop(c *C) {
+func testStop(c *env) {
 	rec := &recorder{}
 	finished := 0
 	sub := c.consume(2, func(ctx context.Context, d world.Delivery) error {
@@ -346,7 +347,7 @@ func testStop(c *C) {
 // wantBackoff checks that consecutive deliveries are at least
 // RetryDelay, 2×RetryDelay, 4×RetryDelay... apart (less a tenth, for
 // clock granularity).
-func (c *C) wantBackoff(ds []delivered) {
+func (c *env) wantBackoff(ds []delivered) {
 	c.T.Helper()
 	want := RetryDelay
 	for i := 1; i < len(ds); i++ {
@@ -359,7 +360,7 @@ func (c *C) wantBackoff(ds []delivered) {
 
 // testBackoffRedeliver: the nak delay doubles with each failure of the
 // message; attempts count up.
-func testBackoffRedeliver(c *C) {
+func testBackoffRedeliver(c *env) {
 	const failures = 4
 	rec := &recorder{}
 	sub := c.consume(1, func(ctx context.Context, d world.Delivery) error {
@@ -387,7 +388,7 @@ func testBackoffRedeliver(c *C) {
 // delay doubling along the lineage) and stays unacknowledged itself, so
 // every failed delivery — the original and each failed copy — comes back
 // with attempt 2 after the visibility timeout.
-func testBackoffFresh(c *C) {
+func testBackoffFresh(c *env) {
 	const failures = 3
 	rec := &recorder{}
 	sub := c.consume(4, func(ctx context.Context, d world.Delivery) error {
@@ -427,5 +428,42 @@ func testBackoffFresh(c *C) {
 		if gap := d.At - firsts[0].At; gap < VisibilityTimeout*9/10 {
 			c.Fatalf("a failed delivery came back with attempt 2 after %v, before the visibility timeout %v", gap, VisibilityTimeout)
 		}
+	}
+}
+
+// testBurst: a burst as a 256-branch fan-out dispatches it, published from
+// concurrent tasks, is delivered exactly once per message, attempt 1.
+func testBurst(c *env) {
+	const n, publishers = 256, 8
+	rec := &recorder{}
+	sub := c.consume(64, func(ctx context.Context, d world.Delivery) error {
+		rec.add(d, c.RT.Now())
+		return nil
+	})
+	defer c.stop(sub)
+	g := c.RT.NewGroup()
+	for p := range publishers {
+		g.Go(func() error {
+			for i := p; i < n; i += publishers {
+				if _, err := c.W.Publish(c.Ctx, world.Message{ID: fmt.Sprintf("m%d", i), Run: "r"}, world.PublishOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	c.NoErr(g.Wait(), "concurrent publish")
+	c.waitCount(rec, n, "burst")
+	c.Settle(settleWait)
+	got := rec.snapshot()
+	seen := make(map[string]bool, n)
+	for _, d := range got {
+		if seen[d.ID] || d.Attempt != 1 {
+			c.Fatalf("delivery %+v: repeated or not attempt 1", d.Delivery)
+		}
+		seen[d.ID] = true
+	}
+	if len(got) != n {
+		c.Fatalf("%d deliveries, want %d", len(got), n)
 	}
 }

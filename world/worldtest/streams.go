@@ -11,19 +11,19 @@ var streamTests = []subtest{
 	{name: "LongPoll", fn: testStreamLongPoll},
 }
 
-func (c *C) write(stream string, i int, data string) {
+func (c *env) write(stream string, i int, data string) {
 	c.T.Helper()
 	c.NoErr(c.W.WriteChunk(c.Ctx, stream, world.Chunk{Index: i, Data: []byte(data), WrittenAt: time.Duration(i+1) * time.Millisecond}), "WriteChunk")
 }
 
-func (c *C) read(stream string, from int, wait time.Duration) ([]world.Chunk, bool) {
+func (c *env) read(stream string, from int, wait time.Duration) ([]world.Chunk, bool) {
 	c.T.Helper()
 	chunks, closed, err := c.W.ReadChunks(c.Ctx, stream, from, wait)
 	c.NoErr(err, "ReadChunks")
 	return chunks, closed
 }
 
-func (c *C) wantChunks(got []world.Chunk, from int, data ...string) {
+func (c *env) wantChunks(got []world.Chunk, from int, data ...string) {
 	c.T.Helper()
 	if len(got) != len(data) {
 		c.Fatalf("read %d chunks from %d, want %d: %+v", len(got), from, len(data), got)
@@ -37,7 +37,7 @@ func (c *C) wantChunks(got []world.Chunk, from int, data ...string) {
 
 // testStreams: chunks are read back from any index; indexes must be dense;
 // a closed stream reports closed and refuses writes.
-func testStreams(c *C) {
+func testStreams(c *env) {
 	c.write("s", 0, "a")
 	c.write("s", 1, "b")
 	got, closed := c.read("s", 0, 0)
@@ -75,7 +75,7 @@ func testStreams(c *C) {
 
 // testStreamLongPoll: a waiting reader wakes on a write and on a close, and
 // returns empty after its wait when nothing comes.
-func testStreamLongPoll(c *C) {
+func testStreamLongPoll(c *env) {
 	start := c.RT.Now()
 	got, closed := c.read("idle", 0, 30*time.Millisecond)
 	if len(got) != 0 || closed {

@@ -15,8 +15,8 @@ var worldTests = []subtest{
 }
 
 // testCapabilities: the declared capabilities reflect the options.
-func testCapabilities(want world.Options) func(c *C) {
-	return func(c *C) {
+func testCapabilities(want world.Options) func(c *env) {
+	return func(c *env) {
 		caps := c.W.Capabilities()
 		if caps.Guard != want.Guard || caps.RetryStyle != want.RetryStyle || caps.VisibilityTimeout != want.VisibilityTimeout {
 			c.Fatalf("Capabilities = %+v, want Guard %v, RetryStyle %q, VisibilityTimeout %v",
@@ -30,7 +30,7 @@ func testCapabilities(want world.Options) func(c *C) {
 
 // testClose: Close stops consumers; later calls fail with ErrClosed; a
 // second Close is not an error.
-func testClose(c *C) {
+func testClose(c *env) {
 	c.createRun("r")
 	rec := &recorder{}
 	_ = c.consume(1, func(ctx context.Context, d world.Delivery) error {

@@ -61,7 +61,7 @@ func queueOptions(style world.RetryStyle) world.Options {
 type subtest struct {
 	name string
 	opts world.Options
-	fn   func(c *C)
+	fn   func(c *env)
 }
 
 // Run runs every conformance subtest, each on a fresh world from f.
@@ -101,12 +101,12 @@ func runOne(t *testing.T, f Factory, st subtest) {
 				}
 			}
 		}()
-		st.fn(&C{T: t, H: h, W: h.World, RT: h.World.Runtime(), Ctx: ctx})
+		st.fn(&env{T: t, H: h, W: h.World, RT: h.World.Runtime(), Ctx: ctx})
 	})
 }
 
-// C is the context of one subtest body.
-type C struct {
+// env is the context of one subtest body.
+type env struct {
 	T   *testing.T
 	H   Harness
 	W   world.World
@@ -115,14 +115,14 @@ type C struct {
 }
 
 // Fatalf reports a failure and ends the subtest body.
-func (c *C) Fatalf(format string, args ...any) {
+func (c *env) Fatalf(format string, args ...any) {
 	c.T.Helper()
 	c.T.Errorf(format, args...)
 	panic(abort{})
 }
 
 // NoErr ends the subtest when err is not nil.
-func (c *C) NoErr(err error, what string) {
+func (c *env) NoErr(err error, what string) {
 	c.T.Helper()
 	if err != nil {
 		c.Fatalf("%s: unexpected error: %v", what, err)
@@ -130,7 +130,7 @@ func (c *C) NoErr(err error, what string) {
 }
 
 // IsErr ends the subtest unless errors.Is(err, want).
-func (c *C) IsErr(err, want error, what string) {
+func (c *env) IsErr(err, want error, what string) {
 	c.T.Helper()
 	if !errors.Is(err, want) {
 		c.Fatalf("%s: error %v, want %v", what, err, want)
@@ -139,7 +139,7 @@ func (c *C) IsErr(err, want error, what string) {
 
 // WaitFor polls cond through the runtime until it holds or limit passes,
 // and reports whether it held.
-func (c *C) WaitFor(limit time.Duration, cond func() bool) bool {
+func (c *env) WaitFor(limit time.Duration, cond func() bool) bool {
 	end := c.RT.Now() + limit
 	for !cond() {
 		if c.RT.Now() > end {
@@ -153,7 +153,7 @@ func (c *C) WaitFor(limit time.Duration, cond func() bool) bool {
 }
 
 // Settle sleeps d through the runtime.
-func (c *C) Settle(d time.Duration) {
+func (c *env) Settle(d time.Duration) {
 	if err := c.RT.Sleep(c.Ctx, d); err != nil {
 		c.Fatalf("sleep: %v", err)
 	}
@@ -161,25 +161,25 @@ func (c *C) Settle(d time.Duration) {
 
 // --- shared fixtures ---
 
-func (c *C) createRun(id string) {
+func (c *env) createRun(id string) {
 	c.T.Helper()
 	c.NoErr(c.W.CreateRun(c.Ctx, world.Run{ID: id, Deployment: "dep", SpecVersion: 1}), "CreateRun "+id)
 }
 
-func (c *C) append(run string, ev world.Event) world.AppendResult {
+func (c *env) append(run string, ev world.Event) world.AppendResult {
 	c.T.Helper()
 	res, err := c.W.Append(c.Ctx, run, ev, world.Precondition{})
 	c.NoErr(err, fmt.Sprintf("Append %s %q to %s", ev.Kind, ev.Entity, run))
 	return res
 }
 
-func (c *C) appendErr(run string, ev world.Event, want error) {
+func (c *env) appendErr(run string, ev world.Event, want error) {
 	c.T.Helper()
 	_, err := c.W.Append(c.Ctx, run, ev, world.Precondition{})
 	c.IsErr(err, want, fmt.Sprintf("Append %s %q to %s", ev.Kind, ev.Entity, run))
 }
 
-func (c *C) load(run string) []world.Event {
+func (c *env) load(run string) []world.Event {
 	c.T.Helper()
 	evs, err := c.W.Load(c.Ctx, run)
 	c.NoErr(err, "Load "+run)
@@ -232,7 +232,7 @@ func (r *recorder) leave() {
 }
 
 // consume starts a consumer; the caller defers c.stop(sub).
-func (c *C) consume(conc int, h world.Handler) world.Subscription {
+func (c *env) consume(conc int, h world.Handler) world.Subscription {
 	c.T.Helper()
 	sub, err := c.W.Consume(c.Ctx, world.ConsumeOptions{Concurrency: conc}, h)
 	c.NoErr(err, "Consume")
@@ -240,14 +240,14 @@ func (c *C) consume(conc int, h world.Handler) world.Subscription {
 }
 
 // stop stops sub, waiting for its running handlers.
-func (c *C) stop(sub world.Subscription) {
+func (c *env) stop(sub world.Subscription) {
 	c.T.Helper()
 	if err := sub.Stop(c.Ctx); err != nil {
 		c.T.Errorf("Stop: %v", err)
 	}
 }
 
-func (c *C) publish(m world.Message, delay time.Duration) bool {
+func (c *env) publish(m world.Message, delay time.Duration) bool {
 	c.T.Helper()
 	dup, err := c.W.Publish(c.Ctx, m, world.PublishOptions{Delay: delay})
 	c.NoErr(err, "Publish "+m.ID)
