@@ -180,10 +180,9 @@ func TestConsumeContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sub.Stop(context.Background())
 	cancel()
-	if err := sub.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	time.Sleep(100 * time.Millisecond) // context.AfterFunc runs on its own goroutine
 	if _, err := w.Publish(context.Background(), world.Message{ID: "a"}, world.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
