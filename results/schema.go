@@ -105,6 +105,9 @@ type Cell struct {
 	// StalledRuns lists each stalled run with its TTLS (or its elapsed time
 	// when it never finished).
 	StalledRuns []StalledRun `json:"stalled_runs,omitempty"`
+	// StallThresholdMS is the TTLS above which a finished run counted as a
+	// stall (metrics.StallRule), as applied to this cell.
+	StallThresholdMS float64 `json:"stall_threshold_ms,omitempty"`
 	// FailedRuns lists runs that failed, with the error.
 	FailedRuns []FailedRun `json:"failed_runs,omitempty"`
 	// ElapsedMS is the cell's wall (or virtual) duration.
@@ -125,6 +128,9 @@ type StalledRun struct {
 	Run      string  `json:"run"`
 	TTLSMS   float64 `json:"ttls_ms"`
 	Finished bool    `json:"finished"`
+	// NotStarted is set for a planned run the driver never started before
+	// the cell timeout (TTLSMS is 0: it has no latency).
+	NotStarted bool `json:"not_started,omitempty"`
 }
 
 // FailedRun is a run that failed.
@@ -148,6 +154,9 @@ type Metric struct {
 	// Negative counts samples that were below zero (clock skew between
 	// hosts); they are clamped to 0 in Values.
 	Negative int `json:"negative,omitempty"`
+	// Overflow counts samples above the HDR range (1 h): they are recorded
+	// at 1 h in HDR, but kept exact in Values and the summary.
+	Overflow int `json:"overflow,omitempty"`
 	// Values are the per-sample values in run order.
 	Values []int64 `json:"values"`
 	// HDR is the base64 of the HDR histogram's V2 compressed encoding

@@ -1,0 +1,131 @@
+package results
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
+)
+
+func TestNewMetric(t *testing.T) {
+	values := []int64{50, 10, 40, 20, 30, 60, 70, 80, 100, 90}
+	m := NewMetric(values, 2)
+	if !slices.Equal(m.Values, values) {
+		t.Errorf("Values = %v; want run order %v", m.Values, values)
+	}
+	values[0] = -1
+	if m.Values[0] != 50 {
+		t.Error("Values aliases the caller's slice")
+	}
+	want := Metric{Unit: "us", Count: 10, Min: 10, P50: 50, P75: 80, P90: 90, P99: 100, Max: 100, Mean: 55, Negative: 2}
+	got := m
+	got.Values, got.HDR = nil, ""
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("summary = %+v\nwant %+v", got, want)
+	}
+	h, err := metrics.DecodeHistogram(m.HDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Count() != 10 || h.Max() != 100 {
+		t.Errorf("hdr: count %d max %d", h.Count(), h.Max())
+	}
+
+	big := NewMetric([]int64{1, metrics.HistogramHighest * 2}, 0)
+	if big.Overflow != 1 || big.Max != metrics.HistogramHighest*2 {
+		t.Errorf("over-range sample: overflow %d, max %d", big.Overflow, big.Max)
+	}
+	empty := NewMetric(nil, 0)
+	if empty.Count != 0 || empty.Values == nil || empty.HDR == "" {
+		t.Errorf("empty metric = %+v", empty)
+	}
+}
+
+func TestBuildCell(t *testing.T) {
+	step := func(stage, seq int, start, end time.Duration, inline bool) engine.StepSpan {
+		return engine.StepSpan{Stage: stage, Seq: seq, Start: start, End: end, Inline: inline, Attempt: 1}
+	}
+	ms := time.Millisecond
+	seq := func(id string, gap time.Duration) metrics.RunTimeline {
+		return metrics.RunTimeline{ID: id, Finished: true, Done: 10 * ms, Steps: []engine.StepSpan{
+			step(0, 0, 1*ms, 2*ms, false), step(1, 1, 2*ms+gap, 3*ms+gap, true)}}
+	}
+	tls := []metrics.RunTimeline{
+		seq("r1", ms), seq("r2", 2*ms), seq("r3", 3*ms),
+		{ID: "r4", Finished: true, Failed: true, Done: ms, Error: "boom"},
+		{ID: "r5", Cut: time.Second, Steps: []engine.StepSpan{step(0, 0, ms, 2*ms, false)}},
+	}
+	id := Cell{Scenario: "sequential", Steps: 2, Version: "baseline", World: "mem", Profile: "none"}
+	c := BuildCell(id, tls, BuildOptions{Elapsed: 1500 * ms, DriverLag: []time.Duration{ms, -ms},
+		Unstarted: []string{"r6"}, Metrics: metrics.Config{Stall: metrics.StallRule{Threshold: 500 * ms}}})
+
+	if c.Scenario != "sequential" || c.Steps != 2 || c.Version != "baseline" || c.Switches == nil {
+		t.Errorf("identity = %+v", c)
+	}
+	if c.Runs != 6 || c.Errors != 1 || c.Stalls != 2 || c.ElapsedMS != 1500 || c.StallThresholdMS != 500 {
+		t.Errorf("counts: runs %d errors %d stalls %d elapsed %v threshold %v", c.Runs, c.Errors, c.Stalls, c.ElapsedMS, c.StallThresholdMS)
+	}
+	wantStalls := []StalledRun{{Run: "r5", TTLSMS: 1000}, {Run: "r6", NotStarted: true}}
+	if !slices.Equal(c.StalledRuns, wantStalls) {
+		t.Errorf("StalledRuns = %+v; want %+v", c.StalledRuns, wantStalls)
+	}
+	if len(c.FailedRuns) != 1 || c.FailedRuns[0] != (FailedRun{Run: "r4", Error: "boom"}) {
+		t.Errorf("FailedRuns = %+v", c.FailedRuns)
+	}
+	wantValues := map[string][]int64{
+		metrics.TTFS:       {1000, 1000, 1000, 1000},
+		metrics.TTLS:       {4000, 5000, 6000, 1000000},
+		metrics.STSO:       {1000, 2000, 3000},
+		metrics.STSOInline: {1000, 2000, 3000},
+		metrics.WO:         {2000, 3000, 4000},
+		metrics.TTC:        {10000, 10000, 10000, 1000000},
+	}
+	for name, want := range wantValues {
+		if m, ok := c.Metrics[name]; !ok || !slices.Equal(m.Values, want) {
+			t.Errorf("%s = %v; want %v", name, c.Metrics[name].Values, want)
+		}
+	}
+	if len(c.Metrics) != len(wantValues) {
+		t.Errorf("metrics %v; want only those with samples", slices.Sorted(maps.Keys(c.Metrics)))
+	}
+	// gaps 1, 2, 3 ms all at stage 1: no slope.
+	if c.STSOSlopeUS != nil {
+		t.Errorf("STSO slope = %v; want none (one stage index)", *c.STSOSlopeUS)
+	}
+	if c.DriverLag == nil || !slices.Equal(c.DriverLag.Values, []int64{1000, 0}) || c.DriverLag.Negative != 1 {
+		t.Errorf("DriverLag = %+v", c.DriverLag)
+	}
+	f := sampleFile()
+	f.Cells = []Cell{c}
+	if err := validate("built", f); err != nil {
+		t.Errorf("built cell does not validate: %v", err)
+	}
+}
+
+// BenchmarkBuildCell10k builds a cell from 10,000 fan-out runs of 20
+// branches: Collect plus a summary and HDR encoding per metric.
+func BenchmarkBuildCell10k(b *testing.B) {
+	tls := make([]metrics.RunTimeline, 10000)
+	for i := range tls {
+		t0 := time.Duration(i) * time.Millisecond
+		steps := make([]engine.StepSpan, 20)
+		var last time.Duration
+		for j := range steps {
+			start := t0 + time.Duration(100+(i*7+j*13)%500)*time.Microsecond
+			end := start + time.Duration(20+(i+j)%30)*time.Microsecond
+			steps[j] = engine.StepSpan{Index: j, Seq: j, Start: start, End: end, Attempt: 1}
+			last = max(last, end)
+		}
+		tls[i] = metrics.RunTimeline{ID: fmt.Sprint("run-", i), T0: t0, Finished: true, Done: last + 50*time.Microsecond, Steps: steps}
+	}
+	id := Cell{Scenario: "fanout", Branches: 20, Version: "baseline", World: "mem", Profile: "none"}
+	b.ReportAllocs()
+	for b.Loop() {
+		BuildCell(id, tls, BuildOptions{})
+	}
+}

@@ -1,0 +1,127 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// JournalName is the journal's file name inside a sweep's output directory.
+const JournalName = "results.partial.jsonl"
+
+// Journal appends each finished cell to DIR/results.partial.jsonl, one JSON
+// line per cell, synced before Append returns: an interrupted or crashed
+// sweep loses no finished cell, and --resume skips the cells it holds. It is
+// safe for concurrent use.
+type Journal struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+}
+
+// OpenJournal opens (creating when missing) the journal in dir for
+// appending. A torn last line left by a crash mid-write is cut off first, so
+// the next line starts on a line of its own.
+func OpenJournal(dir string) (*Journal, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results: journal: %w", err)
+	}
+	path := filepath.Join(dir, JournalName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("results: journal: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("results: journal: %w", err)
+	}
+	keep := int64(bytes.LastIndexByte(data, '\n') + 1)
+	if keep < int64(len(data)) {
+		if err := f.Truncate(keep); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("results: journal: cut torn line: %w", err)
+		}
+	}
+	if _, err := f.Seek(keep, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("results: journal: %w", err)
+	}
+	return &Journal{f: f, path: path}, nil
+}
+
+// Path returns the journal's file path.
+func (j *Journal) Path() string { return j.path }
+
+// Append writes cell as one line and syncs it to disk.
+func (j *Journal) Append(cell Cell) error {
+	line, err := json.Marshal(&cell)
+	if err != nil {
+		return fmt.Errorf("results: journal: encode cell: %w", err)
+	}
+	line = append(line, '\n')
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return fmt.Errorf("results: journal %s: closed", j.path)
+	}
+	// One write per line: a crash leaves at most one torn line, at the end.
+	if _, err := j.f.Write(line); err != nil {
+		return fmt.Errorf("results: journal %s: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("results: journal %s: sync: %w", j.path, err)
+	}
+	return nil
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// ReadJournal returns the cells in the journal at path, in the order they
+// were appended. A torn last line (no newline, or not decodable: a crash
+// mid-write) is ignored; any other bad line is an *InvalidError naming it.
+// A missing journal is an error wrapping fs.ErrNotExist (and ErrInvalid).
+func ReadJournal(path string) ([]Cell, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &InvalidError{File: path, Reason: "cannot read: " + unwrapPath(err), Err: err}
+	}
+	var cells []Cell
+	for n := 1; len(data) > 0; n++ {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // torn: the write of the last line never finished
+		}
+		line := bytes.TrimSpace(data[:i])
+		data = data[i+1:]
+		if len(line) == 0 {
+			continue
+		}
+		var c Cell
+		name := fmt.Sprintf("%s:%d", path, n)
+		if err := decodeJSON(name, line, &c); err != nil {
+			if len(bytes.TrimSpace(data)) == 0 {
+				break // the last line: torn
+			}
+			return nil, err
+		}
+		if err := validateCell(name, "cell", &c); err != nil {
+			return nil, err
+		}
+		cells = append(cells, c)
+	}
+	return cells, nil
+}
