@@ -192,7 +192,9 @@ type subscription struct {
 }
 
 // Consume starts a dispatcher and up to opt.Concurrency concurrent handlers.
-// Consumers of one world share its messages.
+// Consumers of one world share its messages. Cancelling ctx stops fetching,
+// as Stop does; running handlers keep their context, which only Close
+// cancels, so a handler is never cut off halfway through by its consumer.
 func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
 	if err := w.checkOpen(ctx); err != nil {
 		return nil, err
@@ -291,6 +293,7 @@ func (s *subscription) Stop(ctx context.Context) error {
 		return fmt.Errorf("mem: stop consumer: %w", ctx.Err())
 	}
 	s.unhook()
+	s.cancel()
 	s.w.q.mu.Lock()
 	delete(s.w.q.subs, s)
 	s.w.q.mu.Unlock()
