@@ -1,0 +1,729 @@
+package reporters
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"image/color"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/durabench/durabench/results"
+)
+
+// Chart size: legible on a laptop screen and in a GitHub comment.
+const (
+	chartWidthPx  = 900
+	chartHeightPx = 600
+	chartDPI      = 96
+)
+
+// palette is the Okabe-Ito colour-blind-safe palette (black last): a
+// version keeps its colour across every chart of a report.
+var palette = []color.Color{
+	color.RGBA{0, 114, 178, 255},   // blue
+	color.RGBA{213, 94, 0, 255},    // vermillion
+	color.RGBA{0, 158, 115, 255},   // bluish green
+	color.RGBA{204, 121, 167, 255}, // reddish purple
+	color.RGBA{230, 159, 0, 255},   // orange
+	color.RGBA{86, 180, 233, 255},  // sky blue
+	color.RGBA{180, 160, 0, 255},   // dark yellow
+	color.RGBA{0, 0, 0, 255},
+}
+
+// PNG writes charts of f (and, where it has matching cells, baseline) into
+// dir, one file each, and returns their paths:
+//
+//   - cdf-*.png: the headline latency's distribution per cell group, one line
+//     per version (dashed: baseline), on a percentile axis scaled by
+//     log(1/(1−p)) so the tail gets as much room as the median;
+//   - ttls-vs-branches.png: TTLS p50 against the fan-out width, one line per
+//     version and switch set (where a cliff shows);
+//   - stso-*.png: step-to-step overhead histograms, inline against queue-hop;
+//   - skew-*.png: per-run skew as a box per version.
+//
+// The directory is created when missing.
+func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("png: %w", err)
+	}
+	if baseline != nil && baseline.Methodology != f.Methodology {
+		baseline = nil // measured differently: never drawn side by side
+	}
+	c := newCharts(f, baseline)
+	var files []string
+	var errs []error
+	save := func(name string, p *plot.Plot, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("png %s: %w", name, err))
+			return
+		}
+		if p == nil {
+			return
+		}
+		path := filepath.Join(dir, name)
+		if err := savePNG(p, path); err != nil {
+			errs = append(errs, err)
+			return
+		}
+		files = append(files, path)
+	}
+	for _, g := range c.groups {
+		for _, fam := range cellFamilies(g.Cells) {
+			p, err := c.cdf(g, fam)
+			save("cdf-"+slug(g.Name, familyName(fam[0])+".png"), p, err)
+		}
+	}
+	for _, g := range c.groups {
+		if !hasBranchSweep(g.Cells) {
+			continue
+		}
+		name := "ttls-vs-branches.png"
+		if g.Name != "fanout" {
+			name = slug(g.Name, "ttls-vs-branches.png")
+		}
+		p, err := c.cliff(g)
+		save(name, p, err)
+	}
+	for _, g := range c.groups {
+		for _, cell := range g.Cells {
+			if _, ok := cell.Metrics["stso_inline"]; !ok {
+				if _, ok := cell.Metrics["stso_queue"]; !ok {
+					continue
+				}
+			}
+			p, err := c.stso(g, cell)
+			save("stso-"+slug(g.Name, c.lab.label(cell)+".png"), p, err)
+		}
+	}
+	for _, g := range c.groups {
+		if _, ok := firstMetric(g.Cells, "skew"); !ok {
+			continue
+		}
+		for _, fam := range cellFamiliesBy(g.Cells, false) {
+			p, err := c.skew(g, fam)
+			save("skew-"+slug(g.Name, familyName(fam[0])+".png"), p, err)
+		}
+	}
+	return files, errors.Join(errs...)
+}
+
+func savePNG(p *plot.Plot, path string) error {
+	w := vg.Length(chartWidthPx) * vg.Inch / chartDPI
+	h := vg.Length(chartHeightPx) * vg.Inch / chartDPI
+	canvas := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(chartDPI))
+	p.Draw(draw.New(canvas))
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("png: %w", err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: canvas}).WriteTo(out); err != nil {
+		out.Close()
+		return fmt.Errorf("png %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("png %s: %w", path, err)
+	}
+	return nil
+}
+
+// slug makes a file name from parts: lower case, [a-z0-9.-] only.
+func slug(parts ...string) string {
+	s := strings.ToLower(strings.Join(parts, "-"))
+	var b strings.Builder
+	dash := false
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.'
+		if ok {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(strings.ReplaceAll(b.String(), "-.", "."), "-")
+}
+
+// charts holds what every chart of one report shares.
+type charts struct {
+	f      *results.File
+	base   map[string]*results.Cell
+	baseF  *results.File
+	lab    labeler
+	groups []scenarioGroup
+	colour map[string]color.Color // by version
+}
+
+func newCharts(f, baseline *results.File) *charts {
+	c := &charts{f: f, baseF: baseline, base: cellIndex(baseline), lab: newLabeler(f, baseline), groups: groupScenarios(f), colour: map[string]color.Color{}}
+	var versions []string
+	for _, v := range f.Plan.Versions {
+		versions = append(versions, v.Name)
+	}
+	for _, x := range []*results.File{f, baseline} {
+		if x == nil {
+			continue
+		}
+		for _, cell := range x.Cells {
+			if !slices.Contains(versions, cell.Version) {
+				versions = append(versions, cell.Version)
+			}
+		}
+	}
+	for i, v := range versions {
+		c.colour[v] = palette[i%len(palette)]
+	}
+	return c
+}
+
+// familyKey is a cell's key without its version (and, with switches false,
+// without its switch set): the cells a chart draws side by side.
+func familyKey(c *results.Cell, switches bool) string {
+	x := *c
+	x.Version = ""
+	if !switches {
+		x.Switches = nil
+	}
+	return cellKey(&x)
+}
+
+// cellFamilies groups cells that differ only by version.
+func cellFamilies(cells []*results.Cell) [][]*results.Cell { return cellFamiliesBy(cells, true) }
+
+func cellFamiliesBy(cells []*results.Cell, switches bool) [][]*results.Cell {
+	idx := map[string]int{}
+	var out [][]*results.Cell
+	for _, c := range cells {
+		k := familyKey(c, switches)
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], c)
+	}
+	return out
+}
+
+// familyName describes a cell family: "256-branches", "50-steps-rsd=0".
+func familyName(c *results.Cell) string {
+	var parts []string
+	if c.Branches > 0 {
+		parts = append(parts, fmt.Sprintf("%d branches", c.Branches))
+	}
+	if c.Steps > 0 {
+		parts = append(parts, fmt.Sprintf("%d steps", c.Steps))
+	}
+	if len(c.Switches) > 0 {
+		parts = append(parts, strings.Join(c.Switches, ","))
+	}
+	if len(c.Options) > 0 {
+		parts = append(parts, optionsLabel(c.Options))
+	}
+	parts = append(parts, c.World+"/"+c.Profile)
+	return strings.Join(parts, ", ")
+}
+
+func hasBranchSweep(cells []*results.Cell) bool {
+	seen := map[int]bool{}
+	for _, c := range cells {
+		if _, ok := c.Metrics["ttls"]; ok && c.Branches > 0 {
+			seen[c.Branches] = true
+		}
+	}
+	return len(seen) >= 2
+}
+
+// newPlot is a plot with the report's title and font sizes.
+func (c *charts) newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	if c.f.VirtualTime {
+		title += " (virtual time)"
+	}
+	if c.f.Partial {
+		title += " — PARTIAL"
+	}
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = font.Length(15)
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = font.Length(13)
+		a.Tick.Label.Font.Size = font.Length(11)
+	}
+	p.Legend.TextStyle.Font.Size = font.Length(12)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(-6)
+	p.Legend.Padding = vg.Points(2)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// headStyle and baseStyle tell the run under review (solid, thick) from
+// the baseline (dashed, thin) in every chart.
+func headStyle(col color.Color) draw.LineStyle {
+	return draw.LineStyle{Color: col, Width: vg.Points(2.2)}
+}
+
+func baseStyle(col color.Color) draw.LineStyle {
+	return draw.LineStyle{Color: col, Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(6), vg.Points(4)}}
+}
+
+func (c *charts) baseLabel() string {
+	if c.baseF == nil {
+		return "baseline"
+	}
+	return "base " + shortCommit(c.baseF.GitCommit)
+}
+
+// percentileScale maps a percentile 0..100 to log10(1/(1−p)), the HDR
+// histogram percentile plot's axis: each further "nine" gets equal room.
+type percentileScale struct{}
+
+func pscale(p float64) float64 { return math.Log10(100 / (100 - math.Min(p, maxPercentile))) }
+
+func (percentileScale) Normalize(min, max, x float64) float64 {
+	lo, hi := pscale(min), pscale(max)
+	return (pscale(x) - lo) / (hi - lo)
+}
+
+// maxPercentile is where percentile axes end.
+const maxPercentile = 99.99
+
+var percentileTicks = plot.ConstantTicks{
+	{Value: 0, Label: "0%"}, {Value: 50, Label: "50%"}, {Value: 75}, {Value: 90, Label: "90%"},
+	{Value: 95}, {Value: 99, Label: "99%"}, {Value: 99.5}, {Value: 99.9, Label: "99.9%"},
+	{Value: 99.95}, {Value: 99.99, Label: "99.99%"},
+}
+
+// percentileLine returns the empirical distribution of vals (µs) as points
+// (percentile, ms): a step per sample for small samples, a log-spaced
+// percentile grid for large ones.
+func percentileLine(vals []int64) plotter.XYs {
+	s := slices.Sorted(slices.Values(vals))
+	n := len(s)
+	var pts plotter.XYs
+	if n <= 400 {
+		for i, v := range s {
+			ms := float64(v) / 1000
+			lo := float64(i) / float64(n) * 100
+			hi := math.Min(float64(i+1)/float64(n)*100, maxPercentile)
+			pts = append(pts, plotter.XY{X: lo, Y: ms}, plotter.XY{X: hi, Y: ms})
+		}
+		return pts
+	}
+	const k = 300
+	for i := 0; i <= k; i++ {
+		p := 100 * (1 - math.Pow(10, -4*float64(i)/k))
+		p = math.Min(p, maxPercentile)
+		pts = append(pts, plotter.XY{X: p, Y: float64(s[nearestRank(n, p)]) / 1000})
+	}
+	return pts
+}
+
+// useLogY reports whether values spread over more than a factor of 30, when
+// a linear axis would flatten everything but the outliers.
+func useLogY(lo, hi float64) bool { return lo > 0 && hi/lo > 30 }
+
+// axisTicks labels an axis plainly ("0.5", "20", "1000") or, for a
+// millisecond axis, with units ("500µs", "20ms", "2s"); on a log axis it
+// puts major ticks at 1, 2, 5 × 10ⁿ, easier to read than plot.LogTicks'
+// exponents.
+type axisTicks struct{ log, ms bool }
+
+func (t axisTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	if t.log {
+		for e := math.Floor(math.Log10(min)) - 1; e <= math.Ceil(math.Log10(max))+1; e++ {
+			for _, m := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9} {
+				v := m * math.Pow(10, e)
+				if v < min || v > max {
+					continue
+				}
+				tk := plot.Tick{Value: v}
+				if m == 1 || m == 2 || m == 5 {
+					tk.Label = "x"
+				}
+				ts = append(ts, tk)
+			}
+		}
+	} else {
+		ts = plot.DefaultTicks{}.Ticks(min, max)
+	}
+	for i := range ts {
+		if ts[i].Label == "" {
+			continue
+		}
+		if t.ms {
+			ts[i].Label = msLabel(ts[i].Value)
+		} else {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
+		}
+	}
+	return ts
+}
+
+// msLabel renders a millisecond value with the unit that keeps it short.
+func msLabel(ms float64) string {
+	g := func(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'g', 4, 64) }
+	switch a := math.Abs(ms); {
+	case a == 0:
+		return "0"
+	case a >= 1000:
+		return g(ms/1000) + "s"
+	case a >= 1:
+		return g(ms) + "ms"
+	default:
+		return g(ms*1000) + "µs"
+	}
+}
+
+func setLogY(p *plot.Plot, lo, hi float64) {
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = axisTicks{log: true, ms: true}
+	p.Y.Min, p.Y.Max = lo/1.2, hi*1.2
+}
+
+// cdf charts the headline metric's distribution of one cell family, a line
+// per version for this run and, dashed, for the baseline.
+func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
+	name := headlineMetric(fam)
+	if name == "" {
+		return nil, nil
+	}
+	title := metricTitle(name)
+	p := c.newPlot(fmt.Sprintf("%s distribution — %s, %s", title, g.Name, familyName(fam[0])),
+		"percentile (log scale: each tick adds a nine)", title)
+	p.Y.Tick.Marker = axisTicks{ms: true}
+	p.X.Scale = percentileScale{}
+	p.X.Tick.Marker = percentileTicks
+	p.X.Min, p.X.Max = 0, maxPercentile
+	lo, hi := math.Inf(1), math.Inf(-1)
+	add := func(label string, vals []int64, style draw.LineStyle) error {
+		if len(vals) == 0 {
+			return nil
+		}
+		pts := percentileLine(vals)
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.LineStyle = style
+		p.Add(l)
+		p.Legend.Add(label, l)
+		for _, pt := range pts {
+			if pt.Y > 0 {
+				lo = math.Min(lo, pt.Y)
+			}
+			hi = math.Max(hi, pt.Y)
+		}
+		return nil
+	}
+	for _, cell := range fam {
+		col := c.colour[cell.Version]
+		if err := add(cell.Version, samples(cell.Metrics[name]), headStyle(col)); err != nil {
+			return nil, err
+		}
+		if b := c.base[cellKey(cell)]; b != nil {
+			if err := add(cell.Version+" ("+c.baseLabel()+")", samples(b.Metrics[name]), baseStyle(col)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if math.IsInf(lo, 1) {
+		return nil, nil
+	}
+	if useLogY(lo, hi) {
+		setLogY(p, lo, hi)
+		p.Y.Label.Text = title + " (log scale)"
+	} else {
+		p.Y.Min = 0
+	}
+	return p, nil
+}
+
+// cliff charts TTLS p50 against the fan-out width: a line per version and
+// switch set, dashed for the baseline, each labelled at its widest point
+// so the fastest version at the widest fan-out reads without the legend.
+func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
+	p := c.newPlot(fmt.Sprintf("TTLS p50 vs fan-out width — %s", g.Name), "branches (log scale)", "TTLS p50 (log scale)")
+	type series struct {
+		label string
+		col   color.Color
+		pts   plotter.XYs
+		base  bool
+		shape int
+	}
+	var all []series
+	switchIdx := map[string]int{}
+	collect := func(cells []*results.Cell, base bool) {
+		byLine := map[string]*series{}
+		var order []string
+		for _, cell := range cells {
+			m, ok := cell.Metrics["ttls"]
+			if !ok || m.Count == 0 || cell.Branches == 0 {
+				continue
+			}
+			k := cell.Version + "|" + switchSet(cell) + "|" + cell.World + "|" + cell.Profile
+			s := byLine[k]
+			if s == nil {
+				label := cell.Version
+				if c.lab.switches && len(cell.Switches) > 0 {
+					label += " " + strings.Join(cell.Switches, ",")
+				}
+				if c.lab.world || c.lab.profile {
+					label += " " + cell.World + "/" + cell.Profile
+				}
+				if base {
+					label += " (" + c.baseLabel() + ")"
+				}
+				if _, ok := switchIdx[switchSet(cell)]; !ok {
+					switchIdx[switchSet(cell)] = len(switchIdx)
+				}
+				s = &series{label: label, col: c.colour[cell.Version], base: base, shape: switchIdx[switchSet(cell)]}
+				byLine[k] = s
+				order = append(order, k)
+			}
+			s.pts = append(s.pts, plotter.XY{X: float64(cell.Branches), Y: float64(m.P50) / 1000})
+		}
+		for _, k := range order {
+			s := byLine[k]
+			slices.SortFunc(s.pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+			all = append(all, *s)
+		}
+	}
+	collect(g.Cells, false)
+	if c.baseF != nil {
+		var bcells []*results.Cell
+		for i := range c.baseF.Cells {
+			if bc := &c.baseF.Cells[i]; bc.Scenario == g.Name {
+				bcells = append(bcells, bc)
+			}
+		}
+		collect(bcells, true)
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	branches := map[float64]bool{}
+	var endLabels plotter.XYLabels
+	var endColours []color.Color
+	for _, s := range all {
+		l, sc, err := plotter.NewLinePoints(s.pts)
+		if err != nil {
+			return nil, err
+		}
+		if s.base {
+			l.LineStyle = baseStyle(s.col)
+		} else {
+			l.LineStyle = headStyle(s.col)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: s.col, Radius: vg.Points(4), Shape: shapes[s.shape%len(shapes)]}
+		if s.base {
+			sc.GlyphStyle.Radius = vg.Points(3)
+		}
+		p.Add(l, sc)
+		p.Legend.Add(s.label, l, sc)
+		for _, pt := range s.pts {
+			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			branches[pt.X] = true
+		}
+		if !s.base {
+			last := s.pts[len(s.pts)-1]
+			endLabels.XYs = append(endLabels.XYs, last)
+			endLabels.Labels = append(endLabels.Labels, " "+results.FormatMicros(last.Y*1000))
+			endColours = append(endColours, s.col)
+		}
+	}
+	// End-of-line values at the widest fan-out: the answer to "which is
+	// fastest at 256?" without matching colours to the legend.
+	if len(endLabels.XYs) > 0 {
+		labels, err := plotter.NewLabels(endLabels)
+		if err != nil {
+			return nil, err
+		}
+		for i := range labels.TextStyle {
+			labels.TextStyle[i].Color = endColours[i]
+			labels.TextStyle[i].Font.Size = font.Length(12)
+			labels.TextStyle[i].YAlign = -0.5
+		}
+		p.Add(labels)
+	}
+	xs := slices.Sorted(maps.Keys(branches))
+	var ticks plot.ConstantTicks
+	for _, x := range xs {
+		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(int(x))})
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = ticks
+	// Room on the right for the end labels.
+	p.X.Min, p.X.Max = xs[0]/1.15, xs[len(xs)-1]*1.9
+	if lo > 0 {
+		setLogY(p, lo, hi)
+	}
+	return p, nil
+}
+
+// stso charts one sequential cell's step-to-step overhead, inline gaps
+// against queue-hop gaps, on log-spaced bins (the two differ by orders of
+// magnitude).
+func (c *charts) stso(g scenarioGroup, cell *results.Cell) (*plot.Plot, error) {
+	inline, queue := samples(cell.Metrics["stso_inline"]), samples(cell.Metrics["stso_queue"])
+	all := append(slices.Clone(inline), queue...)
+	if len(all) == 0 {
+		return nil, nil
+	}
+	lo, hi := float64(slices.Min(all)), float64(slices.Max(all))
+	lo = math.Max(lo, 1) / 1000 // ms; a 0 µs gap still needs a bin on a log axis
+	hi = math.Max(hi/1000, lo*1.01)
+	const nbins = 40
+	edges := make([]float64, nbins+1)
+	for i := range edges {
+		edges[i] = lo * math.Pow(hi/lo, float64(i)/nbins)
+	}
+	edges[nbins] *= 1.0001
+	hist := func(vals []int64, col color.Color) *plotter.Histogram {
+		bins := make([]plotter.HistogramBin, nbins)
+		for i := range bins {
+			bins[i] = plotter.HistogramBin{Min: edges[i], Max: edges[i+1]}
+		}
+		for _, v := range vals {
+			ms := math.Max(float64(v), 1) / 1000
+			i := binOf(edges, ms)
+			bins[i].Weight++
+		}
+		h := &plotter.Histogram{Bins: bins, FillColor: col, LineStyle: draw.LineStyle{Color: col, Width: vg.Points(0.8)}}
+		return h
+	}
+	p := c.newPlot(fmt.Sprintf("STSO inline vs queue-hop — %s, %s", g.Name, c.lab.label(cell)),
+		"step-to-step overhead (log scale)", "step gaps")
+	p.Y.Tick.Marker = axisTicks{}
+	p.Legend.Left = false
+	blue := color.NRGBA{0, 114, 178, 150}
+	orange := color.NRGBA{213, 94, 0, 150}
+	if len(inline) > 0 {
+		h := hist(inline, blue)
+		p.Add(h)
+		p.Legend.Add(fmt.Sprintf("inline (n=%d, p50 %s)", len(inline), fmtUS(cell.Metrics["stso_inline"].P50)), h)
+	}
+	if len(queue) > 0 {
+		h := hist(queue, orange)
+		p.Add(h)
+		p.Legend.Add(fmt.Sprintf("queue-hop (n=%d, p50 %s)", len(queue), fmtUS(cell.Metrics["stso_queue"].P50)), h)
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = axisTicks{log: true, ms: true}
+	p.X.Min, p.X.Max = edges[0], edges[nbins]
+	p.Y.Min = 0
+	return p, nil
+}
+
+// binOf returns the bin index of x among ascending edges (len(edges)-1 bins).
+func binOf(edges []float64, x float64) int {
+	i, _ := slices.BinarySearch(edges, x)
+	// BinarySearch gives the first edge >= x; x belongs to the bin below
+	// it unless it sits exactly on an edge.
+	if i < len(edges) && edges[i] == x {
+		return min(i, len(edges)-2)
+	}
+	return min(max(i-1, 0), len(edges)-2)
+}
+
+// skew draws per-run skew as one box per version and switch set, with the
+// baseline's box beside it, for one fan-out width.
+func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
+	p := c.newPlot(fmt.Sprintf("Skew per run — %s, %s", g.Name, familyName(fam[0])), "", "skew: latest − earliest branch start")
+	p.Y.Tick.Marker = axisTicks{ms: true}
+	var names []string
+	width := vg.Points(28)
+	if c.base != nil {
+		width = vg.Points(22)
+	}
+	hasBase, drawn := false, false
+	for i, cell := range fam {
+		label := cell.Version
+		if len(cell.Switches) > 0 {
+			label += "\n" + strings.Join(cell.Switches, ",")
+		}
+		names = append(names, label)
+		col := c.colour[cell.Version]
+		box := func(m results.Metric, offset vg.Length, fill color.Color, line draw.LineStyle) (*plotter.BoxPlot, error) {
+			vals := samples(m)
+			if len(vals) == 0 {
+				return nil, nil
+			}
+			vs := make(plotter.Values, len(vals))
+			for j, v := range vals {
+				vs[j] = float64(v) / 1000
+			}
+			b, err := plotter.NewBoxPlot(width, float64(i), vs)
+			if err != nil {
+				return nil, err
+			}
+			b.Offset = offset
+			b.FillColor = fill
+			b.BoxStyle, b.MedianStyle, b.WhiskerStyle = line, line, line
+			b.MedianStyle.Width = vg.Points(2.5)
+			b.GlyphStyle.Color = line.Color
+			return b, nil
+		}
+		off := vg.Length(0)
+		if c.base[cellKey(cell)] != nil {
+			off = width / 2 * 1.1
+		}
+		r, gg, bb, _ := col.RGBA()
+		light := color.NRGBA{uint8(r >> 8), uint8(gg >> 8), uint8(bb >> 8), 70}
+		hb, err := box(cell.Metrics["skew"], off, light, draw.LineStyle{Color: col, Width: vg.Points(1.6)})
+		if err != nil {
+			return nil, err
+		}
+		if hb != nil {
+			drawn = true
+			p.Add(hb)
+			if i == 0 {
+				p.Legend.Add("this run (solid)", &plotter.Line{LineStyle: hb.BoxStyle, FillColor: hb.FillColor})
+			}
+		}
+		if b := c.base[cellKey(cell)]; b != nil {
+			bs := baseStyle(col)
+			bb, err := box(b.Metrics["skew"], -off, color.White, bs)
+			if err != nil {
+				return nil, err
+			}
+			if bb != nil {
+				p.Add(bb)
+				if !hasBase {
+					p.Legend.Add(c.baseLabel()+" (dashed, left)", &plotter.Line{LineStyle: bb.BoxStyle})
+					hasBase = true
+				}
+			}
+		}
+	}
+	if !drawn {
+		return nil, nil
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	// Headroom above the tallest box keeps the legend off the data.
+	p.Y.Min = 0
+	p.Y.Max *= 1.3
+	p.Legend.Left = false
+	return p, nil
+}
