@@ -1,7 +1,6 @@
 package results
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -14,7 +13,8 @@ import (
 
 // ErrMethodology is returned when two results files measured their metrics
 // differently (File.Methodology differs): their numbers are never compared.
-var ErrMethodology = errors.New("results measured with different methodology")
+// It matches ErrInvalid (an input error, exit 2).
+var ErrMethodology error = &inputError{"results measured with different methodology"}
 
 // CellKey identifies a cell of the matrix across sweeps: two cells with the
 // same key measured the same thing and can be compared.

@@ -26,7 +26,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	ci := fmt.Sprintf("%.0f%% CI", 100*c.Confidence)
 	for _, m := range c.Metrics {
 		fmt.Fprintln(bw)
-		t := alignedTable{freeLast: true}
+		t := alignedTable{align: "lrrrl"}
 		t.add(m.Metric, c.Base.Label, c.Head.Label, "vs base", "")
 		t.add("", "median ± "+ci, "median ± "+ci, "", "")
 		for _, r := range m.Rows {
@@ -240,14 +240,19 @@ func mdEscape(s string) string {
 }
 
 // alignedTable lays out rows of text columns padded to their widest cell.
-// The first column is left-aligned, the others right-aligned.
+// align gives each column's alignment, 'l' or 'r'; columns past it are
+// right-aligned, except the first, which is always left-aligned. A trailing
+// left-aligned column is not padded.
 type alignedTable struct {
-	rows [][]string
-	// freeLast leaves the last column unpadded and left-aligned (notes).
-	freeLast bool
+	rows  [][]string
+	align string
 }
 
 func (t *alignedTable) add(cols ...string) { t.rows = append(t.rows, cols) }
+
+func (t *alignedTable) left(i int) bool {
+	return i == 0 || (i < len(t.align) && t.align[i] == 'l')
+}
 
 func (t *alignedTable) write(w io.Writer, sep string) {
 	var widths []int
@@ -263,13 +268,13 @@ func (t *alignedTable) write(w io.Writer, sep string) {
 		var b strings.Builder
 		for i, c := range r {
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
-			switch {
-			case i == 0:
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			if t.left(i) {
 				b.WriteString(c + pad)
-			case i == len(r)-1 && t.freeLast:
-				b.WriteString(sep + c)
-			default:
-				b.WriteString(sep + pad + c)
+			} else {
+				b.WriteString(pad + c)
 			}
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))

@@ -168,8 +168,8 @@ func TestCompareMethodologyMismatch(t *testing.T) {
 	if _, err := Compare(base, head, CompareOptions{}); !errors.Is(err, ErrMethodology) {
 		t.Errorf("Compare across methodologies: err = %v, want ErrMethodology", err)
 	}
-	if _, err := Gate(head, base, DefaultRules()); !errors.Is(err, ErrMethodology) {
-		t.Errorf("Gate across methodologies: err = %v, want ErrMethodology", err)
+	if _, err := Gate(head, base, DefaultRules()); !errors.Is(err, ErrMethodology) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("Gate across methodologies: err = %v, want ErrMethodology (an ErrInvalid)", err)
 	}
 }
 

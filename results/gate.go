@@ -11,9 +11,19 @@ import (
 )
 
 // ErrRules marks a gate configuration error: a rule that does not parse, a
-// rule that matches no cell, or a relative rule without a baseline. The CLI
-// exits 2 on it.
-var ErrRules = errors.New("invalid gate rules")
+// rule that matches no cell, or a relative rule without a baseline. It
+// matches ErrInvalid too, so the CLI exits 2 on it.
+var ErrRules error = &inputError{"invalid gate rules"}
+
+// inputError is a sentinel for input that is unusable although no results
+// file is malformed; like a bad file, it is a usage or input error (exit 2),
+// so it matches ErrInvalid.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *inputError) Is(target error) bool { return target == ErrInvalid }
 
 // Rule is one gate rule, e.g.
 //
@@ -290,7 +300,7 @@ func (p *ruleParser) rule() (Rule, error) {
 		return r, p.errAt(unitPos, "unknown unit %q (want %s)", p.restWord(), unitList)
 	case unit == "x":
 		if isCount {
-			return r, p.errAt(unitPos, "relative thresholds apply to metrics; compare %s with a number", name)
+			return r, p.errAt(numPos, "relative thresholds apply to metrics; compare %s with a number", name)
 		}
 		p.skipSpace()
 		bp := p.pos
@@ -389,12 +399,15 @@ func (p *ruleParser) selector() ([]Match, error) {
 		case 0:
 			return nil, p.errAt(open, "unterminated selector: missing '}'")
 		default:
+			if indexRune(p.src[p.pos:], '}') < 0 {
+				return nil, p.errAt(open, "unterminated selector: missing '}'")
+			}
 			return nil, p.errAt(p.pos, "expected ',' or '}' in selector")
 		}
 	}
 }
 
-// selectorValue reads a quoted string or the text up to ',' or '}'.
+// selectorValue reads a quoted string or a run of value runes.
 func (p *ruleParser) selectorValue() (string, error) {
 	if p.peek() == '"' {
 		q := p.pos
@@ -411,10 +424,15 @@ func (p *ruleParser) selectorValue() (string, error) {
 		return v, nil
 	}
 	start := p.pos
-	for !p.eol() && p.peek() != ',' && p.peek() != '}' {
+	for !p.eol() && isValueRune(p.peek()) {
 		p.pos++
 	}
-	return strings.TrimSpace(string(p.src[start:p.pos])), nil
+	return string(p.src[start:p.pos]), nil
+}
+
+// isValueRune reports whether r may appear in an unquoted selector value.
+func isValueRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_.=+|:/@", r)
 }
 
 func (p *ruleParser) op() string {
@@ -496,9 +514,25 @@ func (r Rule) String() string {
 	case r.Count != "":
 		b.WriteString(strconv.FormatFloat(r.Threshold, 'f', -1, 64))
 	default:
-		b.WriteString(FormatMicros(r.Threshold))
+		b.WriteString(thresholdString(r.Threshold))
 	}
 	return b.String()
+}
+
+// thresholdString renders microseconds exactly, in the unit that spells
+// them shortest (200ms, 1.5s, 250ns).
+func thresholdString(us float64) string {
+	best := ""
+	for _, u := range []struct {
+		name string
+		size float64
+	}{{"s", 1e6}, {"ms", 1e3}, {"µs", 1}, {"ns", 1e-3}} {
+		s := strconv.FormatFloat(us/u.size, 'f', -1, 64) + u.name
+		if best == "" || len([]rune(s)) < len([]rune(best)) {
+			best = s
+		}
+	}
+	return best
 }
 
 // matches reports whether the selector admits the cell key.

@@ -74,11 +74,16 @@ type Check struct {
 	Baseline float64
 	// Ratio is Value/Baseline (relative rules; NaN otherwise).
 	Ratio float64
-	// P is the Mann-Whitney U p-value of the metric's per-run values
-	// (relative rules; NaN otherwise), Significant is P < Alpha.
-	P           float64
+	// P is the two-sided Mann-Whitney U p-value of the metric's per-run
+	// values, base against head (relative rules; NaN otherwise).
+	P      float64
+	N1, N2 int
+	// PBeyond is the one-sided Mann-Whitney U p-value that the head values
+	// lie beyond threshold × the baseline values (relative rules whose
+	// ratio is past the threshold; NaN otherwise). Significant is
+	// PBeyond < Alpha: with the ratio past the threshold, the check fails.
+	PBeyond     float64
 	Significant bool
-	N1, N2      int
 	// Note explains a verdict that the figures alone do not (e.g. "over
 	// the threshold but not significant").
 	Note string
@@ -155,10 +160,13 @@ func (r *GateReport) Err() error {
 }
 
 // Gate checks rules against the head sweep, and the relative rules against
-// base. An absolute rule holds as written for every cell it matches; a
+// base. An absolute rule holds as written for every cell it matches. A
 // relative rule fails on a cell only when its statistic moved past the
-// threshold AND the Mann-Whitney U test on that metric's per-run values is
-// significant (α = Alpha), so noise alone does not fail it. It returns an
+// threshold (head/baseline ratio) AND a Mann-Whitney U test on that
+// metric's per-run values says so significantly (α = Alpha): the one-sided
+// test that the head values lie beyond threshold × the baseline values
+// (MannWhitneyBeyond). Noise around the threshold therefore does not fail
+// the gate, while a real shift past it does. It returns an
 // error matching ErrRules when a relative rule has no baseline to compare
 // with, and ErrMethodology when the files are not comparable; everything
 // else, including rules that match no cell, is in the report.
@@ -227,7 +235,7 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 }
 
 func newCheck(k CellKey) Check {
-	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN()}
+	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN()}
 }
 
 func checkCount(rule Rule, k CellKey, cell *Cell) Check {
@@ -305,18 +313,32 @@ func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64) 
 		c.Ratio = math.Inf(1)
 	}
 	t := MannWhitney(base.Values, m.Values, alpha)
-	c.P, c.Significant, c.N1, c.N2 = t.P, t.Significant, t.N1, t.N2
-	switch {
-	case holds(c.Ratio, rule.Op, rule.Threshold):
+	c.P, c.N1, c.N2 = t.P, t.N1, t.N2
+	if holds(c.Ratio, rule.Op, rule.Threshold) {
 		c.Verdict = Pass
-	case c.Significant:
+		return c
+	}
+	// Past the threshold: fail only when the head sample lies significantly
+	// beyond threshold × baseline, so a change near the threshold that
+	// noise can explain does not fail the gate.
+	var decisive Significance
+	switch rule.Op {
+	case "<", "<=":
+		decisive = MannWhitneyBeyond(base.Values, m.Values, rule.Threshold, true, alpha)
+	case ">", ">=":
+		decisive = MannWhitneyBeyond(base.Values, m.Values, rule.Threshold, false, alpha)
+	default: // == and != have no direction: the plain two-sided test decides
+		decisive = t
+	}
+	c.PBeyond, c.Significant = decisive.P, decisive.Significant
+	if c.Significant {
 		c.Verdict = Fail
-	default:
-		c.Verdict = Pass
-		c.Note = fmt.Sprintf("past the threshold but not significant (p=%.3f ≥ α=%g)", c.P, alpha)
-		if len(t.Warnings) > 0 {
-			c.Note += "; " + strings.Join(t.Warnings, "; ")
-		}
+		return c
+	}
+	c.Verdict = Pass
+	c.Note = fmt.Sprintf("past the threshold but not significantly (p=%.3f ≥ α=%g)", decisive.P, alpha)
+	if len(decisive.Warnings) > 0 {
+		c.Note += "; " + strings.Join(decisive.Warnings, "; ")
 	}
 	return c
 }

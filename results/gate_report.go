@@ -58,7 +58,7 @@ func (r *GateReport) WriteText(w io.Writer) error {
 	label := r.labels()
 	for _, rr := range r.Rules {
 		fmt.Fprintf(bw, "\n%-4s  %s  (%s)%s\n", ruleVerdict(rr), rr.Rule.Text, rr.Rule.Source, ruleSummary(rr))
-		t := alignedTable{freeLast: true}
+		t := alignedTable{align: "llrrrll"}
 		for _, c := range rr.Checks {
 			t.add("     "+string(c.Verdict), label[c.Cell], checkValue(rr.Rule, c), checkBaseline(rr.Rule, c), ratioCell(c), pCell(c), c.Note)
 		}
@@ -75,7 +75,7 @@ func (r *GateReport) WriteMarkdown(w io.Writer) error {
 	if !r.Passed() {
 		mark = "❌"
 	}
-	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significant (Mann-Whitney U).\n", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
+	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significantly so (Mann-Whitney U, one-sided, head against threshold × baseline: the \"beyond\" p).\n", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
 	label := r.labels()
 	if u := r.Unmatched(); len(u) > 0 {
 		fmt.Fprintf(bw, "\nRules that match no cell (fix the rules file):\n")
@@ -192,7 +192,12 @@ func pCell(c Check) string {
 	}
 	s := fmt.Sprintf("p=%.3f", c.P)
 	if c.N1 == c.N2 {
-		return s + fmt.Sprintf(" n=%d", c.N1)
+		s += fmt.Sprintf(" n=%d", c.N1)
+	} else {
+		s += fmt.Sprintf(" n=%d+%d", c.N1, c.N2)
 	}
-	return s + fmt.Sprintf(" n=%d+%d", c.N1, c.N2)
+	if !math.IsNaN(c.PBeyond) {
+		s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)
+	}
+	return s
 }

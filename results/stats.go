@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aclements/go-moremath/stats"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -85,6 +86,41 @@ func MannWhitney(base, head []int64, alpha float64) Significance {
 		Significant: c.P < alpha,
 		Warnings:    errStrings(c.Warnings),
 	}
+}
+
+// MannWhitneyBeyond tests whether head lies beyond ratio × base: with above
+// set, the one-sided alternative is that head tends to be larger than the
+// base values scaled by ratio, else smaller. It is the gate's test of a
+// relative rule such as "p90 < 1.10x baseline": a head sample only
+// significantly above 1.10 × the baseline fails it, so noise around the
+// threshold does not. Neither slice is modified.
+func MannWhitneyBeyond(base, head []int64, ratio float64, above bool, alpha float64) Significance {
+	sig := Significance{P: 1, Alpha: alpha, N1: len(base), N2: len(head)}
+	if len(base) == 0 || len(head) == 0 {
+		sig.Warnings = []string{"no values to compare"}
+		return sig
+	}
+	scaled := floats(base)
+	for i := range scaled {
+		scaled[i] *= ratio
+	}
+	alt := stats.LocationGreater
+	if !above {
+		alt = stats.LocationLess
+	}
+	res, err := stats.MannWhitneyUTest(floats(head), scaled, alt)
+	if err != nil {
+		// Every value equal: nothing lies beyond anything.
+		return sig
+	}
+	sig.P = res.P
+	sig.Significant = res.P < alpha
+	// One-sided, the smallest p-value with n values a side is 1/C(2n, n):
+	// below 4 a side it never reaches 0.05.
+	if !sig.Significant && len(base) < 4 && len(head) < 4 {
+		sig.Warnings = append(sig.Warnings, "need >= 4 values a side to detect a change at alpha 0.05")
+	}
+	return sig
 }
 
 // geomean returns the geometric mean of xs, which must all be > 0.

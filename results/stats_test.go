@@ -3,29 +3,39 @@ package results
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/durabench/durabench/metrics"
 )
 
-// synthMetric builds a Metric from per-run values (µs) the way the schema
-// defines it: nearest-rank quantiles over Values.
+// synthMetric builds a Metric from per-run values (µs) as NewMetric does,
+// without the HDR encoding: compare and gate never read it, and encoding
+// hundreds of histograms dominates the test time under -race.
 func synthMetric(values []int64) Metric {
-	m := Metric{Unit: "us", Count: len(values), Values: slices.Clone(values)}
+	m := Metric{Unit: string(metrics.Microseconds), Count: len(values), Values: slices.Clone(values)}
 	if len(values) == 0 {
 		return m
 	}
-	s := slices.Sorted(slices.Values(values))
-	q := func(p float64) int64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return s[min(len(s)-1, max(0, i))]
-	}
+	sorted := slices.Sorted(slices.Values(values))
 	var sum float64
-	for _, v := range s {
+	for _, v := range sorted {
 		sum += float64(v)
 	}
-	m.Min, m.P50, m.P75, m.P90, m.P99, m.Max = s[0], q(0.50), q(0.75), q(0.90), q(0.99), s[len(s)-1]
-	m.Mean = sum / float64(len(s))
+	m.Min, m.Max, m.Mean = sorted[0], sorted[len(sorted)-1], sum/float64(len(sorted))
+	m.P50, m.P75 = metrics.Quantile(sorted, 50), metrics.Quantile(sorted, 75)
+	m.P90, m.P99 = metrics.Quantile(sorted, 90), metrics.Quantile(sorted, 99)
 	return m
+}
+
+func TestSynthMetricIsNewMetric(t *testing.T) {
+	vals := []int64{5, 1, 9, 3, 7, 2, 8}
+	want := NewMetric(vals, 0)
+	want.HDR = ""
+	if got := synthMetric(vals); !reflect.DeepEqual(got, want) {
+		t.Errorf("synthMetric = %+v\nNewMetric   = %+v", got, want)
+	}
 }
 
 // lognormal draws n values around median (µs) with log-space spread sigma,
