@@ -126,6 +126,20 @@ func (p *Profile) For(op world.Op) Rule {
 	return r
 }
 
+// Expected returns the mean latency the profile adds to calling ops one
+// after another (a critical path), without queueing for capacity, faults or
+// per-event cost: what a single uncontended run should measure on top of the
+// bare world.
+func (p *Profile) Expected(ops ...world.Op) time.Duration {
+	var sum time.Duration
+	for _, op := range ops {
+		if d := p.For(op).Latency; d != nil {
+			sum += d.Mean()
+		}
+	}
+	return sum
+}
+
 // GroupOf returns the group op is in, or nil.
 func (p *Profile) GroupOf(op world.Op) *Group { return p.groupOf(op) }
 
