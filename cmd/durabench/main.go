@@ -1,0 +1,148 @@
+// Command durabench is a load and benchmark generator for durable-workflow
+// engines: it sweeps a matrix of scenarios × engine versions × kill switches
+// × worlds, reports, compares and gates. This file holds flags, wiring and
+// exit codes only; the logic lives in the packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/sweep"
+	"github.com/durabench/durabench/world/profile"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitRegression  = 1
+	exitUsage       = 2
+	exitFailed      = 3
+	exitInterrupted = 130
+)
+
+const usage = `durabench — load and benchmark generator for durable-workflow engines
+
+usage:
+  durabench sweep   [flags]                 run a sweep (durabench sweep -h for the flags)
+  durabench report  FILE [--format text|md|github|json|benchfmt] [--baseline F] [--history DIR] [--png DIR]
+  durabench list                            scenarios, versions, kill switches, worlds, profiles
+  durabench compare BASE HEAD [--format text|md]
+  durabench gate    HEAD --baseline BASE [--rules FILE | --rule R ...]
+  durabench history add RESULTS --dir DIR
+
+exit codes: 0 ok, 1 gate regression, 2 usage or input error, 3 the sweep failed, 130 interrupted
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	code := -1
+	switch args[0] {
+	case "sweep":
+		code, err = cmdSweep(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(args[1:], stdout, stderr)
+	case "list":
+		err = cmdList(args[1:], stdout, stderr)
+	case "compare":
+		err = cmdCompare(args[1:], stdout, stderr)
+	case "gate":
+		code, err = cmdGate(args[1:], stdout, stderr)
+	case "history":
+		err = cmdHistory(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history)", args[0])
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "durabench: "+oneLine(err))
+	}
+	if code >= 0 {
+		return code
+	}
+	return exitCode(err)
+}
+
+// errUsage marks a command-line mistake.
+var errUsage = errors.New("usage")
+
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), errUsage)
+}
+
+// exitCode maps an error to the exit-code contract.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, sweep.ErrInterrupted):
+		return exitInterrupted
+	case errors.Is(err, errUsage), errors.Is(err, sweep.ErrInvalid), errors.Is(err, results.ErrInvalid),
+		errors.Is(err, results.ErrRules), errors.Is(err, profile.ErrInvalid),
+		errors.Is(err, scenarios.ErrUnknown), errors.Is(err, scenarios.ErrInvalid):
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// oneLine keeps an error on one line of stderr, and drops the trailing
+// sentinel text that only serves errors.Is.
+func oneLine(err error) string {
+	s := err.Error()
+	for _, suffix := range []string{": " + sweep.ErrInvalid.Error(), ": " + errUsage.Error()} {
+		s = strings.ReplaceAll(s, suffix, "")
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// newFlagSet returns a flag set whose errors come back to the caller
+// (printed once, as one line, by run) instead of exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("durabench "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses args, allowing positional arguments among the flags
+// ("report FILE --format md"); it returns the positionals.
+func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(help)
+				fmt.Fprintf(help, "usage of %s:\n", fs.Name())
+				fs.PrintDefaults()
+				return nil, err
+			}
+			return nil, usageErr("%s", err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

@@ -1,0 +1,180 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/scenarios"
+)
+
+// Cell is one point of the matrix, ready to run.
+type Cell struct {
+	Scenario string
+	// Options are the scenario's complete option values (defaults filled
+	// in, canonical spelling).
+	Options  scenarios.Values
+	Program  engine.Program
+	Version  engine.Version
+	Switches engine.SwitchSet
+	World    string
+	Profile  string
+	// Key identifies the cell: equal keys are the same measurement.
+	Key string
+	// Hash is a short digest of Key: run ids and NATS prefixes start with it.
+	Hash string
+	// Seed is the plan seed mixed with the key, so a cell's randomness does
+	// not depend on the cells before it (a resumed sweep reproduces it).
+	Seed int64
+}
+
+// Label is the cell's short description for progress lines.
+func (c Cell) Label() string {
+	var b strings.Builder
+	b.WriteString(c.Scenario)
+	for _, k := range sortedKeys(c.Options) {
+		if k == "body" && c.Options[k] == "0s" {
+			continue
+		}
+		fmt.Fprintf(&b, " %s=%s", k, c.Options[k])
+	}
+	fmt.Fprintf(&b, " %s", c.Version.Name)
+	if sw := c.Switches.String(); sw != "none" {
+		fmt.Fprintf(&b, " [%s]", sw)
+	}
+	fmt.Fprintf(&b, " %s/%s", c.World, c.Profile)
+	return b.String()
+}
+
+// Cells expands the plan's matrix, in the order the sweep runs it:
+// scenario, world, profile, options (branch counts ascending as given),
+// version, switch set.
+func (p *Plan) Cells() ([]Cell, error) {
+	var out []Cell
+	for _, sp := range p.Scenarios {
+		s, err := scenarios.Get(sp.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+		}
+		combos := []scenarios.Values{{}}
+		for _, o := range s.Options {
+			vals := p.optionValues(sp, o.Name)
+			if len(vals) == 0 {
+				continue // the default
+			}
+			var next []scenarios.Values
+			for _, c := range combos {
+				for _, v := range vals {
+					n := scenarios.Values{}
+					for k, x := range c {
+						n[k] = x
+					}
+					n[o.Name] = v
+					next = append(next, n)
+				}
+			}
+			combos = next
+		}
+		for _, wname := range p.Worlds {
+			for _, prof := range p.Profiles {
+				for _, combo := range combos {
+					prog, full, err := s.Build(combo)
+					if err != nil {
+						return nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+					}
+					for _, v := range p.Versions {
+						for _, sw := range p.Switches {
+							c := Cell{Scenario: s.Name, Options: full, Program: prog, Version: v,
+								Switches: sw, World: wname, Profile: prof}
+							c.Key = cellKey(s.Name, full, v.Name, sw.String(), wname, prof)
+							sum := sha256.Sum256([]byte(c.Key))
+							c.Hash = hex.EncodeToString(sum[:5])
+							c.Seed = p.Seed ^ int64(binary.BigEndian.Uint64(sum[8:16])&(1<<62-1))
+							out = append(out, c)
+						}
+					}
+				}
+			}
+		}
+	}
+	keys := map[string]bool{}
+	for _, c := range out {
+		if keys[c.Key] {
+			return nil, fmt.Errorf("cell %s appears twice in the matrix: %w", c.Key, ErrInvalid)
+		}
+		keys[c.Key] = true
+	}
+	return out, nil
+}
+
+// optionValues are the values the plan gives option name of scenario sp:
+// the scenario's own, else the plan-wide option, else the branch counts.
+func (p *Plan) optionValues(sp ScenarioPlan, name string) []string {
+	if v, ok := sp.Options[name]; ok {
+		return v
+	}
+	if v, ok := p.Options[name]; ok {
+		return v
+	}
+	if name == "branches" && len(p.Branches) > 0 {
+		out := make([]string, len(p.Branches))
+		for i, b := range p.Branches {
+			out[i] = strconv.Itoa(b)
+		}
+		return out
+	}
+	return nil
+}
+
+// cellKey is the canonical identity of a cell.
+func cellKey(scenario string, opts scenarios.Values, version, switches, world, profile string) string {
+	var b strings.Builder
+	b.WriteString("scenario=" + scenario)
+	for _, k := range sortedKeys(opts) {
+		fmt.Fprintf(&b, " %s=%s", k, opts[k])
+	}
+	fmt.Fprintf(&b, " version=%s switches=%s world=%s profile=%s", version, switches, world, profile)
+	return b.String()
+}
+
+// KeyOf is the key of a cell in a results file, to match it against the
+// plan's cells when resuming.
+func KeyOf(c results.Cell) string {
+	sw := "none"
+	if len(c.Switches) > 0 {
+		set, err := engine.ParseSwitchSet(strings.Join(c.Switches, "+"))
+		if err == nil {
+			sw = set.String()
+		}
+	}
+	opts := scenarios.Values{}
+	for k, v := range c.Options {
+		opts[k] = v
+	}
+	if c.Branches > 0 {
+		opts["branches"] = strconv.Itoa(c.Branches)
+	}
+	if c.Steps > 0 {
+		opts["steps"] = strconv.Itoa(c.Steps)
+	}
+	if s, err := scenarios.Get(c.Scenario); err == nil {
+		opts = s.ApplyDefaults(opts)
+		_ = s.Validate(opts) // canonical spelling; a foreign option just won't match
+	}
+	return cellKey(c.Scenario, opts, c.Version, sw, c.World, c.Profile)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for n := range m {
+		k = append(k, n)
+	}
+	slices.Sort(k)
+	return k
+}

@@ -1,0 +1,491 @@
+// Package sweep plans and runs a sweep: the matrix of scenarios × options ×
+// versions × kill-switch sets × worlds × profiles, declared by flags or a
+// strict YAML file; it runs the cells one by one on a fresh world each,
+// journals every finished cell, writes the results file and the report, shows
+// progress, and survives interruption (a partial results file that --resume
+// completes).
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/world"
+)
+
+// ErrInvalid marks a plan, flag or sweep-file error: the user's input is
+// wrong and nothing ran (exit 2).
+var ErrInvalid = errors.New("invalid sweep")
+
+// ScenarioPlan is one scenario of the plan with its own option values (each
+// option may list several values: the matrix grows by their product).
+type ScenarioPlan struct {
+	Name    string
+	Options map[string][]string
+}
+
+// NATSSettings configure the nats world.
+type NATSSettings struct {
+	URL, Creds, Storage string
+	Replicas            int
+	Keep                bool
+}
+
+// Plan is a validated sweep plan.
+type Plan struct {
+	Scenarios []ScenarioPlan
+	// Options apply to every scenario of the plan that declares them.
+	Options map[string][]string
+	// Branches is the fan-out branch counts (the "branches" option of every
+	// scenario that has one).
+	Branches []int
+	Versions []engine.Version
+	// Custom are versions defined in the sweep file as feature sets.
+	Custom   []engine.Version
+	Switches []engine.SwitchSet
+	Worlds   []string
+	Profiles []string
+	// Faults are profile overrides applied to every profile.
+	Faults string
+
+	Reps, Warmup int
+	Pace         string
+	Concurrency  int
+	Rate         float64
+	CellTimeout  time.Duration
+	// StallThreshold, when set, overrides the default stall rule.
+	StallThreshold time.Duration
+	// Grace is how long runs in flight may finish after Ctrl-C.
+	Grace time.Duration
+	Seed  int64
+
+	Guard             bool
+	RetryStyle        world.RetryStyle
+	VisibilityTimeout time.Duration
+	NATS              NATSSettings
+	SimLog            string
+	// Targets are p75/p90/p99 targets in ms per metric.
+	Targets map[string][3]float64
+
+	// explicit records the fields the user set (file or flag), so a
+	// default never causes an error (e.g. the default branches on a plan
+	// without a fan-out).
+	explicit map[string]bool
+}
+
+// Worlds durabench knows.
+var knownWorlds = []string{"nats", "mem", "sim"}
+
+// KnownWorlds lists the world names.
+func KnownWorlds() []string { return slices.Clone(knownWorlds) }
+
+// DefaultPlan is `durabench sweep` with no flags: a fan-out sweep of every
+// version, with and without the resilient-dispatch kill switch, at 20, 64
+// and 256 branches, on the default world, that finishes in about a minute
+// on two cores.
+func DefaultPlan() *Plan {
+	return &Plan{
+		Scenarios:         []ScenarioPlan{{Name: "fanout"}},
+		Branches:          []int{20, 64, 256},
+		Versions:          engine.Versions(),
+		Switches:          []engine.SwitchSet{{}, {Values: map[string]string{engine.SwitchResilientStepDispatch: "0"}}},
+		Worlds:            []string{defaultWorld()},
+		Profiles:          []string{"none"},
+		Reps:              5,
+		Warmup:            1,
+		Pace:              "burst",
+		Concurrency:       1,
+		CellTimeout:       60 * time.Second,
+		Grace:             5 * time.Second,
+		Seed:              1,
+		RetryStyle:        world.Redeliver,
+		VisibilityTimeout: world.DefaultVisibilityTimeout,
+		NATS:              NATSSettings{Storage: "file", Replicas: 1},
+		SimLog:            "append-only",
+		explicit:          map[string]bool{},
+	}
+}
+
+// field is one setting of the plan, shared by flags and the sweep file: a
+// flag --name and a file key name set the same field through set.
+type field struct {
+	name string
+	// list fields take several values (a YAML sequence, or a comma-separated
+	// flag); others exactly one.
+	list bool
+	help string
+	set  func(p *Plan, vals []string) error
+}
+
+var fields = []field{
+	{"scenario", true, "scenarios to run (see durabench list)", setScenarios},
+	{"branches", true, "fan-out branch counts, e.g. 20,64,256", func(p *Plan, v []string) error {
+		ns, err := ints(v, 1)
+		p.Branches = ns
+		return err
+	}},
+	{"versions", true, "engine versions, or all (see durabench list)", setVersions},
+	{"switches", true, "kill-switch sets: none, resilient-step-dispatch=0, lazy-hook-resume=0, guard=on; join switches of one set with +", func(p *Plan, v []string) error {
+		p.Switches = nil
+		for _, s := range v {
+			set, err := engine.ParseSwitchSet(s)
+			if err != nil {
+				return err
+			}
+			p.Switches = append(p.Switches, set)
+		}
+		return nil
+	}},
+	{"world", true, "worlds: nats (embedded NATS JetStream), mem, sim", func(p *Plan, v []string) error {
+		for _, w := range v {
+			if !slices.Contains(knownWorlds, w) {
+				return fmt.Errorf("unknown world %q (known: %s)", w, strings.Join(knownWorlds, ", "))
+			}
+		}
+		p.Worlds = dedup(v)
+		return nil
+	}},
+	{"profile", true, "latency/fault profiles: none, lan, cloud, or a profile file", func(p *Plan, v []string) error {
+		for _, name := range v {
+			if err := checkProfile(name); err != nil {
+				return err
+			}
+		}
+		p.Profiles = dedup(v)
+		return nil
+	}},
+	{"faults", false, "profile overrides, e.g. step_created.transient=2%", func(p *Plan, v []string) error {
+		if err := checkFaults(v[0]); err != nil {
+			return err
+		}
+		p.Faults = v[0]
+		return nil
+	}},
+	{"reps", false, "measured runs per cell", func(p *Plan, v []string) (err error) {
+		p.Reps, err = intMin(v[0], 1)
+		return err
+	}},
+	{"warmup", false, "warm-up runs per cell (executed, discarded)", func(p *Plan, v []string) (err error) {
+		p.Warmup, err = intMin(v[0], 0)
+		return err
+	}},
+	{"pace", false, "burst (concurrency runs at once, then the next), closed (keep concurrency runs in flight) or open (rate runs/s, latency from the schedule)", func(p *Plan, v []string) error {
+		switch v[0] {
+		case "burst", "closed", "open":
+			p.Pace = v[0]
+			return nil
+		}
+		return fmt.Errorf("%q is not burst, closed or open", v[0])
+	}},
+	{"concurrency", false, "runs at once (burst) or in flight (closed)", func(p *Plan, v []string) (err error) {
+		p.Concurrency, err = intMin(v[0], 1)
+		return err
+	}},
+	{"rate", false, "runs per second (open pacing)", func(p *Plan, v []string) error {
+		r, err := strconv.ParseFloat(strings.TrimSuffix(v[0], "/s"), 64)
+		if err != nil || !(r > 0) || r > 1e6 {
+			return fmt.Errorf("%q is not a rate > 0 (runs per second)", v[0])
+		}
+		p.Rate = r
+		return nil
+	}},
+	{"cell-timeout", false, "time a cell's runs may take; unfinished runs are stalls", func(p *Plan, v []string) (err error) {
+		p.CellTimeout, err = duration(v[0], true)
+		return err
+	}},
+	{"stall-threshold", false, "TTLS above which a run is a stall (default: 10× the cell median, or the visibility timeout)", func(p *Plan, v []string) (err error) {
+		p.StallThreshold, err = duration(v[0], false)
+		return err
+	}},
+	{"grace", false, "time runs in flight may finish after Ctrl-C", func(p *Plan, v []string) (err error) {
+		p.Grace, err = duration(v[0], false)
+		return err
+	}},
+	{"seed", false, "seed of every random choice", func(p *Plan, v []string) (err error) {
+		p.Seed, err = strconv.ParseInt(v[0], 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v[0])
+		}
+		return nil
+	}},
+	{"guard", false, "worlds enforce the precondition guard (dispatch stays sequential)", func(p *Plan, v []string) (err error) {
+		p.Guard, err = boolean(v[0])
+		return err
+	}},
+	{"retry-style", false, "redeliver or fresh", func(p *Plan, v []string) error {
+		switch world.RetryStyle(v[0]) {
+		case world.Redeliver, world.Fresh:
+			p.RetryStyle = world.RetryStyle(v[0])
+			return nil
+		}
+		return fmt.Errorf("%q is not redeliver or fresh", v[0])
+	}},
+	{"visibility-timeout", false, "time before an unacknowledged message is redelivered", func(p *Plan, v []string) (err error) {
+		p.VisibilityTimeout, err = duration(v[0], true)
+		return err
+	}},
+	{"nats-url", false, "external NATS server or cluster (default: embedded)", func(p *Plan, v []string) error {
+		p.NATS.URL = v[0]
+		return nil
+	}},
+	{"nats-creds", false, "NATS credentials file", func(p *Plan, v []string) error {
+		p.NATS.Creds = v[0]
+		return nil
+	}},
+	{"nats-replicas", false, "stream replicas (external cluster)", func(p *Plan, v []string) (err error) {
+		p.NATS.Replicas, err = intMin(v[0], 1)
+		return err
+	}},
+	{"nats-storage", false, "file or memory", func(p *Plan, v []string) error {
+		if v[0] != "file" && v[0] != "memory" {
+			return fmt.Errorf("%q is not file or memory", v[0])
+		}
+		p.NATS.Storage = v[0]
+		return nil
+	}},
+	{"keep", false, "keep the streams on an external NATS server", func(p *Plan, v []string) (err error) {
+		p.NATS.Keep, err = boolean(v[0])
+		return err
+	}},
+	{"sim-log", false, "sim world log model: append-only or mint-ordered", func(p *Plan, v []string) error {
+		if v[0] != "append-only" && v[0] != "mint-ordered" {
+			return fmt.Errorf("%q is not append-only or mint-ordered", v[0])
+		}
+		p.SimLog = v[0]
+		return nil
+	}},
+}
+
+func lookupField(name string) (field, bool) {
+	for _, f := range fields {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// set sets a field by name, remembering that the user chose it.
+func (p *Plan) set(name string, vals []string) error {
+	f, ok := lookupField(name)
+	if !ok {
+		return fmt.Errorf("unknown setting %q", name)
+	}
+	if !f.list && len(vals) != 1 {
+		return fmt.Errorf("takes one value, got %d", len(vals))
+	}
+	if f.list && len(vals) == 0 {
+		return fmt.Errorf("needs at least one value")
+	}
+	if err := f.set(p, vals); err != nil {
+		return err
+	}
+	if p.explicit == nil {
+		p.explicit = map[string]bool{}
+	}
+	p.explicit[name] = true
+	return nil
+}
+
+func setScenarios(p *Plan, v []string) error {
+	p.Scenarios = nil
+	for _, name := range dedup(v) {
+		if _, err := scenarios.Get(name); err != nil {
+			return err
+		}
+		p.Scenarios = append(p.Scenarios, ScenarioPlan{Name: name})
+	}
+	return nil
+}
+
+func setVersions(p *Plan, v []string) error {
+	p.Versions = nil
+	for _, name := range dedup(v) {
+		if name == "all" {
+			p.Versions = append(p.Versions, engine.Versions()...)
+			p.Versions = append(p.Versions, p.Custom...)
+			continue
+		}
+		ver, err := p.lookupVersion(name)
+		if err != nil {
+			return err
+		}
+		p.Versions = append(p.Versions, ver)
+	}
+	return nil
+}
+
+func (p *Plan) lookupVersion(name string) (engine.Version, error) {
+	for _, c := range p.Custom {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	v, err := engine.LookupVersion(name)
+	if err != nil && len(p.Custom) > 0 {
+		names := make([]string, len(p.Custom))
+		for i, c := range p.Custom {
+			names[i] = c.Name
+		}
+		return v, fmt.Errorf("%w; custom: %s", err, strings.Join(names, ", "))
+	}
+	return v, err
+}
+
+// setOption adds scenario option values given as name=v1,v2 (flags) or a
+// name and values (file) to opts.
+func setOption(opts map[string][]string, name string, vals []string) error {
+	if name == "" {
+		return fmt.Errorf("want name=value")
+	}
+	if len(vals) == 0 {
+		return fmt.Errorf("option %s: no value", name)
+	}
+	opts[name] = vals
+	return nil
+}
+
+// Validate checks the plan as a whole: options against the scenarios that
+// take them, pacing against its parameters. Errors name the setting.
+func (p *Plan) Validate() error {
+	if len(p.Scenarios) == 0 || len(p.Versions) == 0 || len(p.Switches) == 0 || len(p.Worlds) == 0 || len(p.Profiles) == 0 {
+		return fmt.Errorf("the matrix is empty (scenarios, versions, switches, worlds and profiles each need a value): %w", ErrInvalid)
+	}
+	// A global option must be declared by some scenario of the plan, and
+	// every value must parse for each scenario that declares it.
+	names := make([]string, 0, len(p.Options))
+	for n := range p.Options {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		found := false
+		for _, sp := range p.Scenarios {
+			s, _ := scenarios.Get(sp.Name)
+			o, ok := s.Option(n)
+			if !ok {
+				continue
+			}
+			found = true
+			for _, v := range p.Options[n] {
+				if _, err := o.Parse(v); err != nil {
+					return fmt.Errorf("option %s: %w: %w", n, err, ErrInvalid)
+				}
+			}
+		}
+		if !found {
+			return fmt.Errorf("option %s: no scenario of the plan (%s) has it: %w", n, p.scenarioNames(), ErrInvalid)
+		}
+	}
+	if p.explicit["branches"] {
+		found := false
+		for _, sp := range p.Scenarios {
+			s, _ := scenarios.Get(sp.Name)
+			found = found || s.HasOption("branches")
+		}
+		if !found {
+			return fmt.Errorf("branches: no scenario of the plan (%s) has branches: %w", p.scenarioNames(), ErrInvalid)
+		}
+	}
+	for _, sp := range p.Scenarios {
+		s, err := scenarios.Get(sp.Name)
+		if err != nil {
+			return fmt.Errorf("scenario: %w: %w", err, ErrInvalid)
+		}
+		for n, vals := range sp.Options {
+			o, ok := s.Option(n)
+			if !ok {
+				return fmt.Errorf("scenario %s: no option %q: %w", sp.Name, n, ErrInvalid)
+			}
+			for _, v := range vals {
+				if _, err := o.Parse(v); err != nil {
+					return fmt.Errorf("scenario %s: %w: %w", sp.Name, err, ErrInvalid)
+				}
+			}
+		}
+	}
+	switch p.Pace {
+	case "open":
+		if !(p.Rate > 0) {
+			return fmt.Errorf("pace open needs --rate (runs per second): %w", ErrInvalid)
+		}
+	case "burst", "closed":
+		if p.explicit["rate"] {
+			return fmt.Errorf("rate applies to pace open only (pace is %s): %w", p.Pace, ErrInvalid)
+		}
+	}
+	if p.NATS.Replicas > 1 && p.NATS.URL == "" && slices.Contains(p.Worlds, "nats") {
+		return fmt.Errorf("nats-replicas %d needs --nats-url: the embedded server is a single node: %w", p.NATS.Replicas, ErrInvalid)
+	}
+	return nil
+}
+
+func (p *Plan) scenarioNames() string {
+	n := make([]string, len(p.Scenarios))
+	for i, s := range p.Scenarios {
+		n[i] = s.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+func ints(v []string, minimum int) ([]int, error) {
+	out := make([]int, 0, len(v))
+	for _, s := range v {
+		n, err := intMin(s, minimum)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func intMin(s string, minimum int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", s)
+	}
+	if n < minimum {
+		return 0, fmt.Errorf("%d is less than %d", n, minimum)
+	}
+	return n, nil
+}
+
+func duration(s string, positive bool) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 30s)", s)
+	}
+	if d < 0 || positive && d == 0 {
+		return 0, fmt.Errorf("%s must be > 0", d)
+	}
+	return d, nil
+}
+
+func boolean(s string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", s)
+	}
+	return b, nil
+}
+
+func dedup(v []string) []string {
+	out := make([]string, 0, len(v))
+	for _, s := range v {
+		s = strings.TrimSpace(s)
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,338 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/durabench/durabench/driver"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/reporters"
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/scenarios"
+)
+
+// Output file names inside a sweep's directory.
+const (
+	ResultsName = "results.json"
+	ReportName  = "report.md"
+)
+
+// ErrInterrupted is returned when the sweep was interrupted (Ctrl-C): the
+// results file holds every finished cell and is marked partial.
+var ErrInterrupted = errors.New("sweep interrupted")
+
+// ErrFailed is returned when the sweep itself failed (a world that could not
+// be set up or died mid-sweep): finished cells are kept, marked partial.
+var ErrFailed = errors.New("sweep failed")
+
+// Config configures Run.
+type Config struct {
+	Plan *Plan
+	// Out is the output directory (results.json, report.md, the journal).
+	Out string
+	// Resume skips the cells already finished in Out (journal or results).
+	Resume bool
+	// Progress receives progress events; nil shows none.
+	Progress Progress
+}
+
+// Outcome is what Run wrote.
+type Outcome struct {
+	File        *results.File
+	ResultsPath string
+	// ReportPath is empty when no report was written (partial sweeps).
+	ReportPath string
+	// Reused counts cells taken from an earlier, interrupted run.
+	Reused int
+}
+
+// Run runs the plan's cells one by one, each on a fresh world, appending
+// every finished cell to the journal and writing results.json (atomically)
+// and report.md at the end. Cancelling ctx interrupts the sweep: runs in
+// flight get the plan's grace period, results.json is written marked partial
+// with every finished cell, and the error wraps ErrInterrupted. A cell whose
+// world cannot be set up or that cannot start a single run stops the sweep
+// with an error wrapping ErrFailed, after writing the partial results.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	p := cfg.Plan
+	cells, err := p.Cells()
+	if err != nil {
+		return nil, err
+	}
+	prog := cfg.Progress
+	if prog == nil {
+		prog = NoProgress{}
+	}
+	done := map[string]results.Cell{}
+	if cfg.Resume {
+		if done, err = p.finishedCells(cfg.Out); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w: %w", err, ErrInvalid)
+	}
+	journal, err := results.OpenJournal(cfg.Out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrFailed)
+	}
+	defer journal.Close()
+
+	f := results.NewFile(ctx, p.resultsPlan(), time.Now())
+	f.VirtualTime = len(p.Worlds) == 1 && p.Worlds[0] == "sim"
+	out := &Outcome{File: f, ResultsPath: filepath.Join(cfg.Out, ResultsName)}
+	for _, c := range cells {
+		if _, ok := done[c.Key]; ok {
+			out.Reused++
+		}
+	}
+	prog.Start(cells, out.Reused, p.Warmup+p.Reps)
+
+	var failure error
+	interrupted := false
+	for i, c := range cells {
+		if prev, ok := done[c.Key]; ok {
+			f.Cells = append(f.Cells, prev)
+			prog.CellDone(i, c, &prev, true)
+			continue
+		}
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		prog.CellStart(i, c)
+		rc, res, err := p.runCell(ctx, c, prog)
+		if err != nil {
+			failure = fmt.Errorf("cell %s: %w", c.Label(), err)
+			prog.CellFailed(i, c, err)
+			break
+		}
+		if res.Interrupted {
+			prog.CellFailed(i, c, ErrInterrupted)
+			interrupted = true
+			break
+		}
+		if err := journal.Append(rc); err != nil {
+			failure = err
+			break
+		}
+		f.Cells = append(f.Cells, rc)
+		prog.CellDone(i, c, &rc, false)
+	}
+	prog.Finish()
+	f.FinishedAt = time.Now().UTC()
+	switch {
+	case failure != nil:
+		f.Partial, f.Error = true, failure.Error()
+	case interrupted:
+		f.Partial, f.Error = true, "interrupted"
+	}
+	if err := results.Write(out.ResultsPath, f); err != nil {
+		return out, fmt.Errorf("%w: %w", err, ErrFailed)
+	}
+	if failure != nil {
+		return out, fmt.Errorf("%w: %w", failure, ErrFailed)
+	}
+	if interrupted {
+		return out, ErrInterrupted
+	}
+	rp := filepath.Join(cfg.Out, ReportName)
+	if err := writeReport(rp, f); err != nil {
+		return out, fmt.Errorf("report: %w: %w", err, ErrFailed)
+	}
+	out.ReportPath = rp
+	return out, nil
+}
+
+func writeReport(path string, f *results.File) error {
+	tmp := path + ".tmp"
+	w, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := reporters.Markdown(w, f, reporters.Options{}); err != nil {
+		w.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// runCell runs one cell on a fresh world.
+func (p *Plan) runCell(ctx context.Context, c Cell, prog Progress) (results.Cell, *driver.Result, error) {
+	w, err := p.newWorld(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
+	}
+	defer w.close()
+	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
+	if err != nil {
+		return results.Cell{}, nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	dc := driver.Config{
+		World: w, Features: c.Switches.Apply(c.Version.Features), Program: c.Program,
+		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: pacer,
+		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
+		OnRun: prog.Run,
+	}
+	var res *driver.Result
+	var derr error
+	if err := w.run(ctx, func(ctx context.Context) { res, derr = driver.Run(ctx, dc) }); err != nil && res == nil {
+		if ctx.Err() != nil {
+			return results.Cell{}, &driver.Result{Interrupted: true}, nil
+		}
+		return results.Cell{}, nil, err
+	}
+	if derr != nil {
+		return results.Cell{}, nil, derr
+	}
+	if res.Interrupted {
+		return results.Cell{}, res, nil
+	}
+	mc := metrics.Config{Stall: metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout}}
+	return res.Cell(c.identity(), mc, pacer.Open()), res, nil
+}
+
+// identity is the results.Cell key fields of c.
+func (c Cell) identity() results.Cell {
+	id := results.Cell{Scenario: c.Scenario, Version: c.Version.Name,
+		Switches: c.Switches.List(), World: c.World, Profile: c.Profile}
+	s, _ := scenarios.Get(c.Scenario)
+	// Branches and steps have fields of their own; other options are kept
+	// when they differ from the scenario's default, so labels stay short.
+	for k, v := range c.Options {
+		switch k {
+		case "branches":
+			id.Branches = c.Options.Int(k)
+		case "steps":
+			id.Steps = c.Options.Int(k)
+		default:
+			if o, ok := s.Option(k); ok && o.Default == v {
+				continue
+			}
+			if id.Options == nil {
+				id.Options = map[string]string{}
+			}
+			id.Options[k] = v
+		}
+	}
+	return id
+}
+
+// finishedCells reads the cells an earlier run of this plan finished in dir:
+// the journal, and the cells of a partial results.json. A results file whose
+// settings differ from the plan's is an error: its cells measured something
+// else.
+func (p *Plan) finishedCells(dir string) (map[string]results.Cell, error) {
+	out := map[string]results.Cell{}
+	rp := filepath.Join(dir, ResultsName)
+	f, err := results.Read(rp)
+	switch {
+	case err == nil:
+		if err := p.compatible(f.Plan); err != nil {
+			return nil, fmt.Errorf("--resume %s: %s: %w", dir, err, ErrInvalid)
+		}
+		for _, c := range f.Cells {
+			out[KeyOf(c)] = c
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	cells, err := results.ReadJournal(filepath.Join(dir, results.JournalName))
+	switch {
+	case err == nil:
+		for _, c := range cells {
+			if _, ok := out[KeyOf(c)]; !ok {
+				out[KeyOf(c)] = c
+			}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if len(out) == 0 {
+			return nil, fmt.Errorf("--resume %s: no results.json and no journal there: %w", dir, ErrInvalid)
+		}
+	default:
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	return out, nil
+}
+
+// compatible reports whether cells measured under plan rp can stand next to
+// cells measured under p.
+func (p *Plan) compatible(rp results.Plan) error {
+	mine := p.resultsPlan()
+	type setting struct {
+		name     string
+		old, new any
+	}
+	for _, s := range []setting{
+		{"reps", rp.Reps, mine.Reps}, {"warmup", rp.Warmup, mine.Warmup}, {"pace", rp.Pace, mine.Pace},
+		{"concurrency", rp.Concurrency, mine.Concurrency}, {"rate", rp.Rate, mine.Rate},
+		{"cell-timeout", rp.CellTimeoutMS, mine.CellTimeoutMS}, {"seed", rp.Seed, mine.Seed},
+		{"stall-threshold", rp.StallThresholdMS, mine.StallThresholdMS},
+		{"world options", rp.WorldOptions, mine.WorldOptions},
+	} {
+		if s.old != s.new {
+			return fmt.Errorf("the earlier sweep ran with %s %v, this one with %v", s.name, s.old, s.new)
+		}
+	}
+	return nil
+}
+
+// resultsPlan is the plan as the results file records it.
+func (p *Plan) resultsPlan() results.Plan {
+	rp := results.Plan{
+		Branches: p.Branches, Worlds: p.Worlds, Profiles: p.Profiles,
+		Reps: p.Reps, Warmup: p.Warmup, Pace: p.Pace, Rate: p.Rate,
+		CellTimeoutMS: p.CellTimeout.Milliseconds(), StallThresholdMS: p.StallThreshold.Milliseconds(),
+		Seed: p.Seed, Targets: p.Targets,
+		WorldOptions: results.WorldOptions{Guard: p.Guard, RetryStyle: string(p.RetryStyle),
+			VisibilityTimeoutMS: p.VisibilityTimeout.Milliseconds()},
+	}
+	if p.Pace != "open" {
+		rp.Concurrency = p.Concurrency
+	}
+	for _, s := range p.Scenarios {
+		rp.Scenarios = append(rp.Scenarios, s.Name)
+	}
+	if len(p.Options) > 0 || p.Faults != "" {
+		rp.Options = map[string]string{}
+		for k, v := range p.Options {
+			rp.Options[k] = joinComma(v)
+		}
+		for _, s := range p.Scenarios {
+			for k, v := range s.Options {
+				rp.Options[s.Name+"."+k] = joinComma(v)
+			}
+		}
+		if p.Faults != "" {
+			rp.Options["faults"] = p.Faults
+		}
+	}
+	for _, v := range p.Versions {
+		rp.Versions = append(rp.Versions, results.VersionSpec{Name: v.Name, Features: featureMap(v)})
+	}
+	for _, s := range p.Switches {
+		rp.Switches = append(rp.Switches, s.String())
+	}
+	for _, w := range p.Worlds {
+		switch w {
+		case "nats":
+			rp.WorldOptions.NATSURL = redact(p.NATS.URL)
+			rp.WorldOptions.NATSStorage = p.NATS.Storage
+			rp.WorldOptions.NATSReplicas = p.NATS.Replicas
+		case "sim":
+			rp.WorldOptions.SimLog = p.SimLog
+		}
+	}
+	return rp
+}

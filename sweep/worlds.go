@@ -1,0 +1,111 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+	"github.com/durabench/durabench/world/profile"
+	"github.com/durabench/durabench/world/sim"
+)
+
+// DefaultWorld is the world of a sweep that names none: embedded NATS
+// JetStream, the real thing with no set-up.
+const DefaultWorld = "nats"
+
+// ProbeTimeout bounds the check that an external NATS server answers,
+// before anything runs.
+const ProbeTimeout = 5 * time.Second
+
+// cellWorld is the world a cell runs on, and how to drive it: real-time
+// worlds run the driver directly, the sim world runs it as its root task in
+// virtual time.
+type cellWorld struct {
+	world.World
+	// run runs fn on the world (in virtual time on sim).
+	run   func(ctx context.Context, fn func(ctx context.Context)) error
+	close func() error
+}
+
+func checkProfile(name string) error {
+	_, err := profile.Load(name)
+	return err
+}
+
+func checkFaults(faults string) error {
+	p, err := profile.Load("none")
+	if err != nil {
+		return err
+	}
+	_, err = profile.ApplyOverrides(p, faults)
+	return err
+}
+
+func (p *Plan) worldOptions(guard bool, seed int64) world.Options {
+	return world.Options{Guard: guard, RetryStyle: p.RetryStyle, VisibilityTimeout: p.VisibilityTimeout, Seed: seed}
+}
+
+// newWorld builds a fresh world for one cell: its own store (mem, sim), or
+// its own streams under a fresh prefix (nats), wrapped by the cell's
+// latency/fault profile.
+func (p *Plan) newWorld(ctx context.Context, c Cell) (*cellWorld, error) {
+	guard := p.Guard
+	if on, set := c.Switches.Guard(); set {
+		guard = on
+	}
+	opts := p.worldOptions(guard, c.Seed)
+	var base world.World
+	cw := &cellWorld{}
+	switch c.World {
+	case "mem":
+		base = mem.New(opts)
+	case "sim":
+		model, err := sim.ParseLogModel(p.SimLog)
+		if err != nil {
+			return nil, fmt.Errorf("sim-log: %w: %w", err, ErrInvalid)
+		}
+		sw := sim.New(sim.Config{Options: opts, Log: model, Seed: c.Seed})
+		base = sw
+		cw.run = sw.Run
+	case "nats":
+		nw, err := p.newNATS(ctx, opts, "durabench_"+c.Hash)
+		if err != nil {
+			return nil, err
+		}
+		base = nw
+	default:
+		return nil, fmt.Errorf("unknown world %q: %w", c.World, ErrInvalid)
+	}
+	w, err := p.wrapProfile(base, c)
+	if err != nil {
+		base.Close()
+		return nil, err
+	}
+	cw.World = w
+	cw.close = w.Close
+	if cw.run == nil {
+		cw.run = func(ctx context.Context, fn func(ctx context.Context)) error { fn(ctx); return nil }
+	}
+	return cw, nil
+}
+
+// loadProfile returns the cell's profile with the plan's fault overrides.
+func (p *Plan) loadProfile(name string) (*profile.Profile, error) {
+	prof, err := profile.Load(name)
+	if err != nil {
+		return nil, err
+	}
+	if p.Faults != "" {
+		return profile.ApplyOverrides(prof, p.Faults)
+	}
+	return prof, nil
+}
+
+func defaultWorld() string {
+	if natsAvailable {
+		return DefaultWorld
+	}
+	return "mem"
+}
