@@ -26,18 +26,27 @@ var (
 	ErrTaskPanic = errors.New("sim: task panicked")
 )
 
-// task is one simulated thread of control: a goroutine that runs only while
-// it holds the baton.
+// task is one simulated thread of control. It runs on a worker goroutine
+// and only while it holds the baton.
 type task struct {
 	id   int
 	kind string
-	wake chan struct{}
+	wk   *worker
 	// gen counts the task's parks. Every wake-up registered during a park
 	// carries the gen of that park; the first one popped wins and bumps gen,
 	// so the others (a timeout after a resolve, say) are ignored.
 	gen  uint64
 	root bool
 	dead bool
+}
+
+// worker is a goroutine that runs tasks one after another. Finished tasks
+// leave their worker in a pool for the next spawn, which spares a goroutine
+// start and its stack growth per task.
+type worker struct {
+	wake chan struct{}
+	t    *task
+	fn   func()
 }
 
 // entry is a scheduled event: resume task t (when its gen still matches) or
@@ -124,6 +133,7 @@ type sched struct {
 	cur    *task
 	nextID int
 	live   map[int]*task
+	pool   []*worker // idle workers
 
 	driving  bool
 	driver   chan stopReason
@@ -162,57 +172,81 @@ func (s *sched) record(op string, run, detail string) {
 	s.trace.add(Record{At: s.now, Task: id, Op: op, Run: run, Detail: detail})
 }
 
-// spawn creates a task runnable at the current time. Its goroutine waits for
+// spawn creates a task runnable at the current time. Its worker waits for
 // the baton before running fn.
 func (s *sched) spawn(kind string, root bool, fn func()) *task {
 	if s.closing {
 		return nil
 	}
 	s.nextID++
-	t := &task{id: s.nextID, kind: kind, wake: make(chan struct{}, 1), root: root}
+	t := &task{id: s.nextID, kind: kind, root: root}
 	s.live[t.id] = t
 	if s.trace != nil {
 		s.record("spawn", "", fmt.Sprintf("t%d %s", t.id, kind))
 	}
-	go s.body(t, fn)
+	var wk *worker
+	if n := len(s.pool); n > 0 {
+		wk = s.pool[n-1]
+		s.pool[n-1] = nil
+		s.pool = s.pool[:n-1]
+	} else {
+		wk = &worker{wake: make(chan struct{}, 1)}
+		go s.work(wk)
+	}
+	wk.t, wk.fn, t.wk = t, fn, wk
 	s.wakeAt(t, s.now)
 	return t
 }
 
-func (s *sched) body(t *task, fn func()) {
-	<-t.wake
-	if s.closing {
+// work is a worker goroutine's loop: wait for the baton, run the task, pass
+// the baton on, go back to the pool.
+func (s *sched) work(wk *worker) {
+	defer func() {
+		// Reached when Close ends the goroutine (runtime.Goexit in park, or
+		// a wake-up during shutdown), or after a task panicked.
+		if s.closing {
+			s.closeAck <- struct{}{}
+		}
+	}()
+	for {
+		<-wk.wake
+		if s.closing {
+			return
+		}
+		t, fn := wk.t, wk.fn
+		wk.fn = nil
+		if !s.call(t, fn) {
+			return // panicked: the driver was told
+		}
 		t.dead = true
 		delete(s.live, t.id)
-		s.closeAck <- struct{}{}
-		return
+		s.pool = append(s.pool, wk)
+		if t.root {
+			s.cur = nil
+			s.driver <- stopRootDone
+			continue
+		}
+		s.handoff()
 	}
-	defer s.exit(t)
-	fn()
 }
 
-// exit runs when a task's function returns (or the task is ended by Close,
-// or panics). It passes the baton on.
-func (s *sched) exit(t *task) {
-	r := recover()
-	t.dead = true
-	delete(s.live, t.id)
-	if s.closing {
-		s.closeAck <- struct{}{}
-		return
-	}
-	if r != nil {
-		s.panicErr = fmt.Errorf("%w: task t%d (%s): %v\n%s", ErrTaskPanic, t.id, t.kind, r, debug.Stack())
-		s.cur = nil
-		s.driver <- stopPanic
-		return
-	}
-	if t.root {
-		s.cur = nil
-		s.driver <- stopRootDone
-		return
-	}
-	s.handoff()
+// call runs a task's function and reports whether it returned. A panic is
+// reported to the driver; runtime.Goexit (Close) unwinds through.
+func (s *sched) call(t *task, fn func()) (returned bool) {
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			t.dead = true
+			delete(s.live, t.id)
+			s.panicErr = fmt.Errorf("%w: task t%d (%s): %v\n%s", ErrTaskPanic, t.id, t.kind, r, debug.Stack())
+			s.cur = nil
+			s.driver <- stopPanic
+		}
+	}()
+	fn()
+	return true
 }
 
 // wakeAt schedules t to resume at time at (for its current park).
@@ -265,7 +299,7 @@ func (s *sched) handoff() {
 		return
 	}
 	s.cur = t
-	t.wake <- struct{}{}
+	t.wk.wake <- struct{}{}
 }
 
 // park suspends the running task until one of the wake-ups it registered
@@ -284,9 +318,9 @@ func (s *sched) park() {
 		s.driver <- why
 	} else {
 		s.cur = n
-		n.wake <- struct{}{}
+		n.wk.wake <- struct{}{}
 	}
-	<-t.wake
+	<-t.wk.wake
 	if s.closing {
 		runtime.Goexit()
 	}
@@ -353,15 +387,18 @@ func (s *sched) shutdown() {
 	for id := range s.live {
 		ids = append(ids, id)
 	}
-	sort.Ints(ids) // determinism is not at stake here, but tidy
+	sort.Ints(ids)
 	for _, id := range ids {
-		t, ok := s.live[id]
-		if !ok {
-			continue
+		if t, ok := s.live[id]; ok {
+			t.wk.wake <- struct{}{}
+			<-s.closeAck
 		}
-		t.wake <- struct{}{}
+	}
+	for _, wk := range s.pool {
+		wk.wake <- struct{}{}
 		<-s.closeAck
 	}
+	s.pool = nil
 }
 
 // waiters is a list of parked tasks waiting for one condition.

@@ -80,6 +80,11 @@ type Config struct {
 	// RunLimit stops a Run whose virtual clock advanced this much
 	// (default DefaultRunLimit; negative: no limit).
 	RunLimit time.Duration
+	// PendingAtCommit makes a mint-ordered log count AppendResult.Pending
+	// over every event committed when the append commits (an atomic counter
+	// on the run), instead of over the committed events at positions up to
+	// the appended one. Append-only logs count the same either way.
+	PendingAtCommit bool
 }
 
 // World is a simulated world. All of its methods, and those of its Runtime,
@@ -124,8 +129,8 @@ func New(cfg Config) *World {
 	}
 	w.q.w = w
 	if cfg.Trace != nil {
-		cfg.Trace.Note("sim world: log=%s seed=%d guard=%v retry=%s visibility=%v retry_delay=%v",
-			cfg.Log, cfg.Seed, w.opts.Guard, w.opts.RetryStyle, w.opts.VisibilityTimeout, w.opts.RetryDelay)
+		cfg.Trace.Note("sim world: log=%s seed=%d guard=%v retry=%s visibility=%v retry_delay=%v pending_at_commit=%v",
+			cfg.Log, cfg.Seed, w.opts.Guard, w.opts.RetryStyle, w.opts.VisibilityTimeout, w.opts.RetryDelay, cfg.PendingAtCommit)
 	}
 	return w
 }
@@ -324,6 +329,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		rs.minted++
 		minted = rs.minted
 	}
+	issued := w.s.now
 	if err := w.await(world.AppendOp(ev.Kind)); err != nil {
 		return world.AppendResult{}, err
 	}
@@ -335,13 +341,13 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		rs.minted--
 	}
 	if w.s.trace != nil {
-		w.traceAppend(run, ev, pre, minted, res, err)
+		w.traceAppend(run, ev, pre, issued, minted, res, err)
 	}
 	return res, err
 }
 
-func (w *World) traceAppend(run string, ev world.Event, pre world.Precondition, minted int64, res world.AppendResult, err error) {
-	d := ev.Entity
+func (w *World) traceAppend(run string, ev world.Event, pre world.Precondition, issued time.Duration, minted int64, res world.AppendResult, err error) {
+	d := fmt.Sprintf("%s issued=%.6fs", ev.Entity, issued.Seconds())
 	if ev.ID != "" {
 		d += " id=" + ev.ID
 	}
@@ -445,7 +451,11 @@ func (w *World) commit(run string, ev world.Event, pre world.Precondition, minte
 		i := sort.Search(len(rs.events), func(i int) bool { return rs.events[i].Pos > pos })
 		rs.events = slices.Insert(rs.events, i, ev)
 	}
-	return world.AppendResult{Pos: pos, Pending: rs.pendingAt(pos)}, nil
+	pending := rs.pending
+	if !w.cfg.PendingAtCommit {
+		pending = rs.pendingAt(pos)
+	}
+	return world.AppendResult{Pos: pos, Pending: pending}, nil
 }
 
 // pendingAt counts the steps created and not terminal among the committed
