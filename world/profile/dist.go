@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -150,6 +151,9 @@ func ParseDist(s, dir string) (Dist, error) {
 	if !found {
 		d, err := parseDuration(s)
 		if err != nil {
+			if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+				return nil, err // a number without a unit: say so
+			}
 			return nil, fmt.Errorf("%q is neither a duration nor dist:params (fixed:25ms, normal:20ms:5ms, lognormal:20ms:80ms, hdr:FILE)", s)
 		}
 		return Fixed(d), nil

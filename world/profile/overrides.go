@@ -68,7 +68,7 @@ func (p *Profile) override(item string) error {
 		for _, g := range p.Groups {
 			names = append(names, g.Name)
 		}
-		return fail("unknown op or group %q%s", target, suggest(target, names))
+		return fail("unknown op or group %q%s", target, unknown(target, names))
 	}
 	r := p.Default
 	if target != "default" {
@@ -108,8 +108,7 @@ func (p *Profile) override(item string) error {
 		}
 		r.PerEvent, r.Set = d, r.Set|FieldPerEvent
 	default:
-		return fail("unknown field %q%s (known: latency, transient, capacity, per_event)", field,
-			suggest(field, []string{"latency", "transient", "capacity", "per_event"}))
+		return fail("unknown field %q%s", field, unknown(field, []string{"latency", "transient", "capacity", "per_event"}))
 	}
 	if target == "default" {
 		p.Default = r

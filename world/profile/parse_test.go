@@ -107,6 +107,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration without unit", "ops:\n  publish: {latency: {dist: fixed, value: 25}}\n", `p.yaml:2: ops.publish.latency.value: "25" needs a unit (ns, us, ms, s), e.g. 25ms`, 2},
 		{"bad duration", "ops:\n  publish: {latency: {dist: fixed, value: fast}}\n", `ops.publish.latency.value: "fast" is not a duration`, 2},
 		{"negative duration", "ops:\n  log_load: {per_event: -5us}\n", `ops.log_load.per_event: -5us is negative`, 2},
+		{"compact latency without unit", "ops:\n  deliver: {latency: 30}\n", `p.yaml:2: ops.deliver.latency: "30" needs a unit`, 2},
 		{"bad compact latency", "ops:\n  publish: {latency: soon}\n", `ops.publish.latency: "soon" is neither a duration nor dist:params`, 2},
 		{"unknown op", "ops:\n  default: {latency: 1ms}\n  step_create: {transient: 1%}\n", `p.yaml:3: ops.step_create: unknown op (did you mean "step_created"?)`, 3},
 		{"unknown dist", "ops:\n  publish: {latency: {dist: gaussian, mean: 1ms}}\n", `p.yaml:2: ops.publish.latency.dist: unknown dist "gaussian"`, 2},
@@ -299,6 +300,7 @@ func TestApplyOverrides(t *testing.T) {
 		{"publish.latancy=1ms", `unknown field "latancy" (did you mean "latency"?)`},
 		{"reads.latency=1ms", `a group has only a capacity`},
 		{"step_created=2%", `expected TARGET.FIELD=VALUE`},
+		{"frobnicate.transient=1%", `unknown op or group "frobnicate" (known: default, run_created,`},
 		{"step_created.transient", `expected TARGET.FIELD=VALUE`},
 	} {
 		_, err := profile.ApplyOverrides(base, "publish.transient=1%,"+tt.in)

@@ -155,8 +155,10 @@ func (p *Profile) groupOf(op world.Op) *Group {
 // inert reports whether the profile changes nothing: no latency, faults,
 // capacity or per-event cost anywhere.
 func (p *Profile) inert() bool {
-	if len(p.Groups) > 0 {
-		return false
+	for _, g := range p.Groups {
+		if len(g.Ops) > 0 {
+			return false
+		}
 	}
 	for _, op := range world.Ops() {
 		r := p.For(op)

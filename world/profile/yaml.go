@@ -154,7 +154,7 @@ func (ps *parser) mapping(n *yaml.Node, field string, known []string, fn func(ke
 		}
 		seen[key] = k.Line
 		if known != nil && !slices.Contains(known, key) {
-			ps.fail(k, sub, "unknown field%s (known: %s)", suggest(key, known), strings.Join(known, ", "))
+			ps.fail(k, sub, "unknown field%s", unknown(key, known))
 			continue
 		}
 		fn(key, k, v)
@@ -208,7 +208,7 @@ func (ps *parser) profile(doc *yaml.Node) *Profile {
 			ps.mapping(v, key, nil, func(op string, k, v *yaml.Node) {
 				field := "ops." + op
 				if op != "default" && !knownOps()[world.Op(op)] {
-					ps.fail(k, field, "unknown op%s (known: default, %s)", suggest(op, opNames()), strings.Join(opNames(), ", "))
+					ps.fail(k, field, "unknown op%s", unknown(op, append([]string{"default"}, opNames()...)))
 					return
 				}
 				r := ps.rule(v, field, world.Op(op))
@@ -336,7 +336,7 @@ func (ps *parser) latency(n *yaml.Node, field string) (Dist, bool) {
 	dist := dn.Value
 	want, known := distParams[dist]
 	if !known {
-		ps.fail(dn, field+".dist", "unknown dist %q%s (known: %s)", dist, suggest(dist, distNames), strings.Join(distNames, ", "))
+		ps.fail(dn, field+".dist", "unknown dist %q%s", dist, unknown(dist, distNames))
 		return nil, false
 	}
 	for _, key := range all[1:] {
@@ -447,7 +447,7 @@ func (ps *parser) group(k, n *yaml.Node, field string) (Group, bool) {
 					continue
 				}
 				if !knownOps()[world.Op(name)] {
-					ps.fail(item, sub, "unknown op %q%s (known: appends, %s)", name, suggest(name, opNames()), strings.Join(opNames(), ", "))
+					ps.fail(item, sub, "unknown op %q%s", name, unknown(name, append([]string{"appends"}, opNames()...)))
 					continue
 				}
 				if slices.Contains(g.Ops, world.Op(name)) {
@@ -484,7 +484,7 @@ var Metrics = []string{"ttfs", "ttls", "skew", "stso", "wo", "ttc", "sl", "so"}
 func (ps *parser) targets(k, n *yaml.Node, field string) (Targets, bool) {
 	var t Targets
 	if !slices.Contains(Metrics, k.Value) {
-		ps.fail(k, field, "unknown metric%s (known: %s)", suggest(k.Value, Metrics), strings.Join(Metrics, ", "))
+		ps.fail(k, field, "unknown metric%s", unknown(k.Value, Metrics))
 		return t, false
 	}
 	if n.Kind != yaml.SequenceNode || len(n.Content) != 3 {
@@ -517,6 +517,15 @@ func opNames() []string {
 		names = append(names, string(op))
 	}
 	return names
+}
+
+// unknown describes an unknown name: a suggestion when one is close,
+// otherwise the list of known names.
+func unknown(s string, known []string) string {
+	if hint := suggest(s, known); hint != "" {
+		return hint
+	}
+	return " (known: " + strings.Join(known, ", ") + ")"
 }
 
 // suggest returns ` (did you mean "x"?)` when a known name is a small edit
