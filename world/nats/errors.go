@@ -1,0 +1,108 @@
+package natsworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/durabench/durabench/world"
+)
+
+// ErrUnreachable is returned by New when no NATS server answers at the
+// configured URL within the connect timeout. The error that wraps it names the
+// URL (with any password redacted).
+var ErrUnreachable = errors.New("NATS server unreachable")
+
+// ErrConnectionLost is returned by world calls made while the connection to
+// the NATS server is down or closed. It wraps world.ErrTransient, so the engine
+// treats it as retryable; a driver that sees it persist stops the sweep.
+var ErrConnectionLost = fmt.Errorf("connection to NATS lost: %w", world.ErrTransient)
+
+// JetStream API error codes that durabench branches on (see the server's
+// errors.json). The client only exports some of them.
+const (
+	codeWrongLastSequence   = 10071
+	codeStreamNotFound      = 10059
+	codeMessageNotFound     = 10037
+	codeClusterNotAvailable = 10008
+	codeStreamOffline       = 10118
+	codeNoLeader            = 10109 // "stream is not current / has no leader" family
+)
+
+// isWrongLastSeq reports whether err is the server's answer to a failed
+// expected-last-(subject-)sequence check.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == codeWrongLastSequence
+}
+
+// mapErr converts a NATS or JetStream error into one of the world's typed
+// errors, keeping the original in the chain for diagnostics. op names the
+// world call for the message. closed reports whether the world itself was
+// closed (so a closed connection means ErrClosed, not a lost server).
+func mapErr(op string, err error, closed bool) error {
+	if err == nil {
+		return nil
+	}
+	// Already typed by us.
+	for _, typed := range []error{world.ErrNotFound, world.ErrPrecondition, world.ErrConflict,
+		world.ErrGone, world.ErrTransient, world.ErrClosed} {
+		if errors.Is(err, typed) {
+			return err
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if closed {
+		return fmt.Errorf("natsworld: %s: %w", op, world.ErrClosed)
+	}
+	switch {
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, jetstream.ErrConnectionClosed),
+		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrReconnectBufExceeded),
+		errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, nats.ErrStaleConnection),
+		errors.Is(err, jetstream.ErrServerShutdown):
+		return fmt.Errorf("natsworld: %s: %w (%w)", op, ErrConnectionLost, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrTooManyStalledMsgs),
+		errors.Is(err, nats.ErrSlowConsumer), errors.Is(err, jetstream.ErrNoHeartbeat),
+		errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
+		return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrTransient, err)
+	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, jetstream.ErrStreamNotFound),
+		errors.Is(err, jetstream.ErrConsumerNotFound):
+		return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrNotFound, err)
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch {
+		case apiErr.ErrorCode == codeWrongLastSequence:
+			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrPrecondition, err)
+		case apiErr.Code == 404:
+			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrNotFound, err)
+		case apiErr.Code == 409:
+			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrConflict, err)
+		case apiErr.Code == 429, apiErr.Code == 408, apiErr.Code >= 500:
+			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrTransient, err)
+		}
+	}
+	return fmt.Errorf("natsworld: %s: %w", op, err)
+}
+
+// statusErr turns a status-only reply (direct get, pull) into an error.
+func statusErr(m *nats.Msg) error {
+	code := m.Header.Get("Status")
+	desc := m.Header.Get("Description")
+	switch code {
+	case "404":
+		return fmt.Errorf("%w: %s", jetstream.ErrMsgNotFound, desc)
+	case "408", "409":
+		return fmt.Errorf("natsworld: request rejected: %s %s", code, desc)
+	case "503":
+		return fmt.Errorf("%w: %s", nats.ErrNoResponders, desc)
+	}
+	return fmt.Errorf("natsworld: unexpected status %s %s", code, desc)
+}

@@ -1,0 +1,356 @@
+package natsworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/durabench/durabench/world"
+)
+
+// Headers of queue messages. The logical message id travels in its own
+// header because Nats-Msg-Id changes on fresh copies and moved delayed
+// messages.
+const (
+	hdrID       = "Durabench-Id"
+	hdrRun      = "Durabench-Run"
+	hdrFailures = "Durabench-Failures" // failed deliveries of earlier copies in the lineage
+	hdrReadyAt  = "Durabench-Ready-At" // unix ns; delayed messages only
+)
+
+// maxPull caps how many messages a consumer buffers client-side. A buffered
+// message's visibility timeout is already running, so the buffer stays
+// small: it only holds messages while every handler slot is busy.
+const maxPull = 16
+
+// moverConcurrency bounds concurrent moves of due delayed messages.
+const moverConcurrency = 32
+
+// Publish enqueues m. Without a delay it goes straight to the work-queue
+// subject; with a delay it goes to the delayed subject, from which a
+// consumer moves it to the work queue once due (see Consume). Both subjects
+// are in one stream, so Nats-Msg-Id deduplicates across them.
+func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
+	const op = "publish"
+	if err := w.check(op); err != nil {
+		return false, err
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	msg := w.queueMsg(m, 0, opt.Delay)
+	if m.ID != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, m.ID)
+	}
+	ack, err := w.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return false, w.err(op, err)
+	}
+	return ack.Duplicate, nil
+}
+
+// queueMsg builds the stored form of m.
+func (w *World) queueMsg(m world.Message, failures int, delay time.Duration) *nats.Msg {
+	subj := w.subjReady
+	if delay > 0 {
+		subj = w.subjDelayed
+	}
+	msg := nats.NewMsg(subj)
+	msg.Data = m.Body
+	if m.ID != "" {
+		msg.Header.Set(hdrID, m.ID)
+	}
+	if m.Run != "" {
+		msg.Header.Set(hdrRun, m.Run)
+	}
+	if failures > 0 {
+		msg.Header.Set(hdrFailures, strconv.Itoa(failures))
+	}
+	if delay > 0 {
+		msg.Header.Set(hdrReadyAt, strconv.FormatInt(time.Now().Add(delay).UnixNano(), 10))
+	}
+	return msg
+}
+
+// subscription is a running consumer: a pull loop on the "ready" consumer
+// feeding up to Concurrency handlers, and a mover on the "delayed" consumer.
+type subscription struct {
+	w       *World
+	h       world.Handler
+	ctx     context.Context // handlers' context; cancelled by Close
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	ready   jetstream.MessagesContext
+	delayed jetstream.MessagesContext
+
+	stopping chan struct{}
+	stopOnce sync.Once
+	loops    sync.WaitGroup
+	handlers sync.WaitGroup
+}
+
+// Consume starts pulling from the work queue. Each delivery's Attempt is the
+// consumer's NumDelivered for that message: the first delivery is 1, each
+// redelivery (nak, or visibility timeout = AckWait) adds one, and a fresh
+// copy is a new message whose count starts at 1 again.
+func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
+	const op = "consume"
+	if err := w.check(op); err != nil {
+		return nil, err
+	}
+	if opt.Concurrency < 1 {
+		opt.Concurrency = 1
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	s := &subscription{
+		w: w, h: h, ctx: hctx, cancel: cancel,
+		slots:    make(chan struct{}, opt.Concurrency),
+		stopping: make(chan struct{}),
+	}
+	var err error
+	s.ready, err = w.ready.Messages(jetstream.PullMaxMessages(min(opt.Concurrency, maxPull)))
+	if err != nil {
+		cancel()
+		return nil, w.err(op, err)
+	}
+	s.delayed, err = w.delayed.Messages(jetstream.PullMaxMessages(64))
+	if err != nil {
+		s.ready.Stop()
+		cancel()
+		return nil, w.err(op, err)
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		s.ready.Stop()
+		s.delayed.Stop()
+		cancel()
+		return nil, fmt.Errorf("natsworld: %s: %w", op, world.ErrClosed)
+	}
+	w.subs[s] = struct{}{}
+	w.mu.Unlock()
+
+	s.loops.Add(2)
+	go s.pull()
+	go s.move()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.halt()
+		case <-s.stopping:
+		}
+	}()
+	return s, nil
+}
+
+// halt stops pulling; buffered, never-handled messages are nak'ed so they
+// come back at once instead of after the visibility timeout.
+func (s *subscription) halt() {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		s.ready.Drain()
+		s.delayed.Drain()
+	})
+}
+
+// Stop stops pulling and waits for running handlers.
+func (s *subscription) Stop(ctx context.Context) error {
+	s.halt()
+	done := make(chan struct{})
+	go func() {
+		s.loops.Wait()
+		s.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.w.mu.Lock()
+	delete(s.w.subs, s)
+	s.w.mu.Unlock()
+	return nil
+}
+
+func (s *subscription) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// pull hands messages to handlers, never more at once than the handler
+// slots.
+func (s *subscription) pull() {
+	defer s.loops.Done()
+	for {
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.stopping:
+			s.drain(s.ready)
+			return
+		}
+		msg, err := s.ready.Next()
+		if err != nil {
+			<-s.slots
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			s.pause()
+			continue
+		}
+		if s.isStopping() {
+			<-s.slots
+			_ = msg.Nak()
+			continue
+		}
+		s.handlers.Add(1)
+		s.w.rt.Go(func() {
+			defer s.handlers.Done()
+			defer func() { <-s.slots }()
+			s.handle(msg)
+		})
+	}
+}
+
+// drain naks what the iterator still buffers after Drain.
+func (s *subscription) drain(it jetstream.MessagesContext) {
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return
+		}
+		_ = msg.Nak()
+	}
+}
+
+// pause backs off after a pull error (server gone, leader change).
+func (s *subscription) pause() {
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.stopping:
+	}
+}
+
+func (s *subscription) handle(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Nak()
+		return
+	}
+	hdr := msg.Headers()
+	d := world.Delivery{
+		Message: world.Message{ID: hdr.Get(hdrID), Run: hdr.Get(hdrRun), Body: msg.Data()},
+		Attempt: int(meta.NumDelivered),
+	}
+	herr := s.h(s.ctx, d)
+	switch {
+	case herr == nil:
+		_ = msg.Ack()
+	case errors.Is(herr, world.ErrAbandon):
+		// No ack, no nak: redelivered after AckWait, the visibility timeout.
+	default:
+		s.retry(msg, meta, d)
+	}
+}
+
+// retry applies the world's retry style to a failed delivery.
+func (s *subscription) retry(msg jetstream.Msg, meta *jetstream.MsgMetadata, d world.Delivery) {
+	opts := s.w.cfg.Options
+	prior, _ := strconv.Atoi(msg.Headers().Get(hdrFailures))
+	failures := prior + int(meta.NumDelivered)
+	delay := opts.RetryDelay
+	for i := 1; i < failures && delay < opts.VisibilityTimeout; i++ {
+		delay *= 2
+	}
+	delay = min(delay, opts.VisibilityTimeout)
+	if opts.RetryStyle == world.Redeliver {
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	// Fresh: a new message (attempt 1) after the delay; the original is
+	// left unacknowledged and comes back only after the visibility timeout.
+	fresh := s.w.queueMsg(d.Message, failures, delay)
+	fresh.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("fresh/%d.%d", meta.Sequence.Stream, meta.NumDelivered))
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := s.w.js.PublishMsg(ctx, fresh); err != nil {
+		// Nothing better to do: the original still comes back after the
+		// visibility timeout.
+		return
+	}
+}
+
+// move forwards due delayed messages to the work queue. A message that is
+// not due yet is nak'ed with the remaining delay, so the server holds it;
+// the copy on the work-queue subject is a new message, so its deliveries
+// count attempts from 1. Its Nats-Msg-Id is derived from the delayed
+// message's stream sequence, so a move retried after a crash is
+// deduplicated.
+func (s *subscription) move() {
+	defer s.loops.Done()
+	sem := make(chan struct{}, moverConcurrency)
+	var moving sync.WaitGroup
+	defer moving.Wait()
+	for {
+		msg, err := s.delayed.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			s.pause()
+			continue
+		}
+		if s.isStopping() {
+			_ = msg.Nak()
+			continue
+		}
+		hdr := msg.Headers()
+		readyAt, _ := strconv.ParseInt(hdr.Get(hdrReadyAt), 10, 64)
+		if wait := time.Until(time.Unix(0, readyAt)); wait > 0 {
+			_ = msg.NakWithDelay(wait)
+			continue
+		}
+		sem <- struct{}{}
+		moving.Add(1)
+		go func() {
+			defer moving.Done()
+			defer func() { <-sem }()
+			s.forward(msg)
+		}()
+	}
+}
+
+func (s *subscription) forward(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Nak()
+		return
+	}
+	hdr := msg.Headers()
+	out := nats.NewMsg(s.w.subjReady)
+	out.Data = msg.Data()
+	for _, k := range []string{hdrID, hdrRun, hdrFailures} {
+		if v := hdr.Get(k); v != "" {
+			out.Header.Set(k, v)
+		}
+	}
+	out.Header.Set(jetstream.MsgIDHeader, "ready/"+strconv.FormatUint(meta.Sequence.Stream, 10))
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := s.w.js.PublishMsg(ctx, out); err != nil {
+		_ = msg.NakWithDelay(100 * time.Millisecond)
+		return
+	}
+	_ = msg.Ack()
+}

@@ -1,0 +1,178 @@
+package natsworld
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// storedMsg is one message read back from a stream.
+type storedMsg struct {
+	Seq  uint64
+	Data []byte
+}
+
+// directBatchMax is how many messages one direct-get batch asks for; a
+// longer log takes several requests.
+const directBatchMax = 4096
+
+// readSubject returns the messages stored on subj with a sequence >= from,
+// in order, in one round trip per directBatchMax messages: a batched direct
+// get ($JS.API.DIRECT.GET) streams them back followed by an end-of-batch
+// status. On a replicated stream a follower may answer; callers that know a
+// sequence that must be present pass it as atLeast and missing tail messages
+// are then read from the stream leader.
+func (w *World) readSubject(ctx context.Context, stream, subj string, from, atLeast uint64) ([]storedMsg, error) {
+	if from == 0 {
+		from = 1
+	}
+	var out []storedMsg
+	for {
+		batch, more, err := w.directBatch(ctx, stream, subj, from, directBatchMax)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, batch...)
+		if len(batch) > 0 {
+			from = batch[len(batch)-1].Seq + 1
+		}
+		if !more || len(batch) == 0 {
+			break
+		}
+	}
+	// Read-your-writes on replicated streams: a follower that has not
+	// applied our last append yet answered; fill the tail from the leader.
+	for len(out) == 0 && atLeast > 0 || len(out) > 0 && out[len(out)-1].Seq < atLeast {
+		m, err := w.leaderNext(ctx, stream, subj, from)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			break
+		}
+		out = append(out, *m)
+		from = m.Seq + 1
+	}
+	return out, nil
+}
+
+// directBatch performs one batched direct get. more reports that the server
+// said messages were left after the batch.
+func (w *World) directBatch(ctx context.Context, stream, subj string, from uint64, n int) ([]storedMsg, bool, error) {
+	req, _ := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+		Batch   int    `json:"batch"`
+	}{from, subj, n})
+	inbox := w.nc.NewInbox()
+	ch := make(chan *nats.Msg, 256)
+	sub, err := w.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+		return nil, false, err
+	}
+	var out []storedMsg
+	for {
+		select {
+		case m := <-ch:
+			if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+				switch m.Header.Get("Status") {
+				case "204": // end of batch
+					np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+					return out, np > 0, nil
+				case "404":
+					return out, false, nil
+				default:
+					return nil, false, statusErr(m)
+				}
+			}
+			seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+			if err != nil {
+				return nil, false, fmt.Errorf("natsworld: direct get: bad sequence header: %w", err)
+			}
+			out = append(out, storedMsg{Seq: seq, Data: m.Data})
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// leaderNext reads the first message on subj with sequence >= from through
+// the stream leader ($JS.API.STREAM.MSG.GET); nil when there is none.
+func (w *World) leaderNext(ctx context.Context, stream, subj string, from uint64) (*storedMsg, error) {
+	req, _ := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+	}{from, subj})
+	return w.leaderGet(ctx, stream, req)
+}
+
+// leaderLast reads the last message on subj through the stream leader; nil
+// when there is none.
+func (w *World) leaderLast(ctx context.Context, stream, subj string) (*storedMsg, error) {
+	req, _ := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{subj})
+	return w.leaderGet(ctx, stream, req)
+}
+
+func (w *World) leaderGet(ctx context.Context, stream string, req []byte) (*storedMsg, error) {
+	m, err := w.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("natsworld: msg get: %w", err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == codeMessageNotFound {
+			return nil, nil
+		}
+		return nil, resp.Error
+	}
+	if resp.Message == nil {
+		return nil, jetstream.ErrInvalidJetStreamResponse
+	}
+	return &storedMsg{Seq: resp.Message.Seq, Data: resp.Message.Data}, nil
+}
+
+// lastOnSubject returns the last message on subj (nil when there is none),
+// through a direct get, falling back to the leader when the answer is older
+// than atLeast.
+func (w *World) lastOnSubject(ctx context.Context, stream, subj string, atLeast uint64) (*storedMsg, error) {
+	m, err := w.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+subj, nil)
+	if err != nil {
+		return nil, err
+	}
+	var got *storedMsg
+	if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+		if m.Header.Get("Status") != "404" {
+			return nil, statusErr(m)
+		}
+	} else {
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("natsworld: direct get: bad sequence header: %w", err)
+		}
+		got = &storedMsg{Seq: seq, Data: m.Data}
+	}
+	if atLeast == 0 || got != nil && got.Seq >= atLeast {
+		return got, nil
+	}
+	// Stale follower: ask the leader.
+	return w.leaderLast(ctx, stream, subj)
+}

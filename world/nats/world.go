@@ -1,0 +1,475 @@
+// Package natsworld is the NATS JetStream world: durabench's default backend.
+//
+// Embedded (Config.URL empty) it runs nats-server in-process with JetStream
+// on a temporary store directory and no listening port, and connects through
+// an in-process pipe. External (Config.URL set) it connects to a running
+// server or cluster and creates its streams under a per-sweep prefix, deleting
+// them on Close unless Config.Keep.
+//
+// Layout, for a prefix P (P is a valid subject token and stream-name part):
+//
+//	stream P_log     subjects P.log.<run>   one subject per run: the event log
+//	                          P.runs        run index, one message per run, in creation order
+//	                          P.hook.<tok>  hook token -> run, create-only (expected subject seq 0)
+//	stream P_queue   subjects P.q.ready     work queue, durable pull consumer "ready"
+//	                          P.q.delayed   delayed messages, durable pull consumer "delayed"
+//	stream P_chunks  subjects P.chunk.<s>   one subject per durabench stream
+//
+// The precondition guard and the client's own compare-and-swap both use the
+// expected-last-subject-sequence header; idempotency uses Nats-Msg-Id.
+package natsworld
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/durabench/durabench/world"
+)
+
+// Storage kinds for Config.Storage.
+const (
+	StorageFile   = "file"
+	StorageMemory = "memory"
+)
+
+// DefaultConnectTimeout bounds connecting to an external server.
+const DefaultConnectTimeout = 5 * time.Second
+
+// opTimeout bounds every world call whose context has no deadline, so a dead
+// server makes calls fail with a typed error instead of hanging.
+const opTimeout = 10 * time.Second
+
+// Config configures a NATS world. Zero values mean defaults.
+type Config struct {
+	// Options are the settings every world accepts.
+	Options world.Options
+	// URL of an external server or cluster (comma-separated URLs allowed).
+	// Empty runs an embedded server in-process.
+	URL string
+	// Creds is a NATS credentials file for the external connection.
+	Creds string
+	// Storage is StorageFile (default) or StorageMemory.
+	Storage string
+	// Replicas is the replica count of every stream (default 1; must be 1
+	// when embedded).
+	Replicas int
+	// Prefix names durabench's subjects and streams; it must match
+	// [A-Za-z0-9_-]+. Default: "durabench_" and 8 random hex digits, so two
+	// sweeps, or the leftovers of a crashed one, never mix.
+	Prefix string
+	// Keep leaves the streams in place on Close (external servers only; an
+	// embedded server's store is always removed).
+	Keep bool
+	// ConnectTimeout bounds connecting to an external server (default 5 s).
+	ConnectTimeout time.Duration
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// withDefaults validates c and fills in defaults.
+func (c Config) withDefaults() (Config, error) {
+	c.Options = c.Options.WithDefaults()
+	switch c.Storage {
+	case "":
+		c.Storage = StorageFile
+	case StorageFile, StorageMemory:
+	default:
+		return c, fmt.Errorf("natsworld: storage %q: must be %q or %q", c.Storage, StorageFile, StorageMemory)
+	}
+	if c.Replicas < 0 {
+		return c, fmt.Errorf("natsworld: replicas %d: must be >= 1", c.Replicas)
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.URL == "" && c.Replicas != 1 {
+		return c, fmt.Errorf("natsworld: replicas %d: the embedded server is a single node, use 1", c.Replicas)
+	}
+	if c.Prefix == "" {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return c, fmt.Errorf("natsworld: random prefix: %w", err)
+		}
+		c.Prefix = "durabench_" + hex.EncodeToString(b[:])
+	} else if !prefixRE.MatchString(c.Prefix) {
+		return c, fmt.Errorf("natsworld: prefix %q: must match [A-Za-z0-9_-]+", c.Prefix)
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	switch c.Options.RetryStyle {
+	case world.Redeliver, world.Fresh:
+	default:
+		return c, fmt.Errorf("natsworld: retry style %q: must be %q or %q", c.Options.RetryStyle, world.Redeliver, world.Fresh)
+	}
+	return c, nil
+}
+
+// World is the NATS JetStream world. It is safe for concurrent use.
+type World struct {
+	cfg  Config
+	rt   *world.Real
+	caps world.Capabilities
+
+	srv      *server.Server // embedded only
+	storeDir string         // embedded only
+	nc       *nats.Conn
+	js       jetstream.JetStream
+
+	// Stream names and subjects.
+	logStream, queueStream, chunkStream string
+	subjLog, subjRuns, subjHook         string
+	subjReady, subjDelayed, subjChunk   string
+
+	ready, delayed jetstream.Consumer
+
+	mu      sync.Mutex
+	closed  bool
+	runs    map[string]*runState
+	hooks   map[string]uint64 // hook token -> sequence of its claim, for read-your-writes
+	writers map[string]*chunkWriter
+	readers map[string]*chunkReader
+	subs    map[*subscription]struct{}
+}
+
+var _ world.World = (*World)(nil)
+
+// New starts (embedded) or connects to (external) NATS and creates the
+// world's streams and consumers idempotently under cfg.Prefix.
+func New(ctx context.Context, cfg Config) (*World, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w := &World{
+		cfg: cfg,
+		rt:  world.NewReal(),
+		caps: world.Capabilities{
+			Guard:             cfg.Options.Guard,
+			RetryStyle:        cfg.Options.RetryStyle,
+			VisibilityTimeout: cfg.Options.VisibilityTimeout,
+		},
+		runs:    make(map[string]*runState),
+		hooks:   make(map[string]uint64),
+		writers: make(map[string]*chunkWriter),
+		readers: make(map[string]*chunkReader),
+		subs:    make(map[*subscription]struct{}),
+	}
+	p := cfg.Prefix
+	w.logStream, w.queueStream, w.chunkStream = p+"_log", p+"_queue", p+"_chunks"
+	w.subjLog, w.subjRuns, w.subjHook = p+".log.", p+".runs", p+".hook."
+	w.subjReady, w.subjDelayed, w.subjChunk = p+".q.ready", p+".q.delayed", p+".chunk."
+
+	if cfg.URL == "" {
+		err = w.startEmbedded()
+	} else {
+		err = w.connect(ctx)
+	}
+	if err != nil {
+		w.shutdown()
+		return nil, err
+	}
+	js, err := jetstream.New(w.nc, jetstream.WithDefaultTimeout(opTimeout))
+	if err != nil {
+		w.shutdown()
+		return nil, fmt.Errorf("natsworld: jetstream: %w", err)
+	}
+	w.js = js
+	sctx, cancel := context.WithTimeout(ctx, max(cfg.ConnectTimeout, 10*time.Second))
+	defer cancel()
+	if err := w.setup(sctx); err != nil {
+		w.shutdown()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *World) startEmbedded() error {
+	dir, err := os.MkdirTemp("", "durabench-nats-")
+	if err != nil {
+		return fmt.Errorf("natsworld: store dir: %w", err)
+	}
+	w.storeDir = dir
+	opts := &server.Options{
+		ServerName: "durabench-embedded",
+		DontListen: true,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+		// The engine drives hundreds of concurrent publishes; the default
+		// 64 MB per-client pending limit is plenty, keep it.
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("natsworld: embedded server: %w", err)
+	}
+	w.srv = s
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		return errors.New("natsworld: embedded server did not start within 10s")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("durabench"),
+		nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
+	if err != nil {
+		return fmt.Errorf("natsworld: in-process connection: %w", err)
+	}
+	w.nc = nc
+	return nil
+}
+
+// redactURL hides passwords and tokens in u for messages.
+func redactURL(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil {
+		return u
+	}
+	return pu.Redacted()
+}
+
+func (w *World) connect(ctx context.Context) error {
+	opts := []nats.Option{
+		nats.Name("durabench"),
+		nats.Timeout(w.cfg.ConnectTimeout),
+		// Calls made while disconnected fail at once (ErrConnectionLost)
+		// instead of queueing in a reconnect buffer.
+		nats.ReconnectBufSize(-1),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+	}
+	if w.cfg.Creds != "" {
+		if _, err := os.Stat(w.cfg.Creds); err != nil {
+			return fmt.Errorf("natsworld: creds file %s: %w", w.cfg.Creds, err)
+		}
+		opts = append(opts, nats.UserCredentials(w.cfg.Creds))
+	}
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(w.cfg.URL, opts...)
+		done <- result{nc, err}
+	}()
+	timer := time.NewTimer(w.cfg.ConnectTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return fmt.Errorf("natsworld: connect to %s: %w: %w", redactURL(w.cfg.URL), ErrUnreachable, r.err)
+		}
+		w.nc = r.nc
+		return nil
+	case <-timer.C:
+		go func() {
+			if r := <-done; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return fmt.Errorf("natsworld: connect to %s: %w: no answer within %s", redactURL(w.cfg.URL), ErrUnreachable, w.cfg.ConnectTimeout)
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return fmt.Errorf("natsworld: connect to %s: %w", redactURL(w.cfg.URL), ctx.Err())
+	}
+}
+
+// setup creates the streams and consumers; CreateOrUpdate makes it
+// idempotent, so a second world with the same prefix shares them.
+func (w *World) setup(ctx context.Context) error {
+	storage := jetstream.FileStorage
+	if w.cfg.Storage == StorageMemory {
+		storage = jetstream.MemoryStorage
+	}
+	vt := w.cfg.Options.VisibilityTimeout
+	streams := []jetstream.StreamConfig{{
+		Name:        w.logStream,
+		Description: "durabench event logs, run index and hook tokens",
+		Subjects:    []string{w.subjLog + ">", w.subjRuns, w.subjHook + ">"},
+		Storage:     storage,
+		Replicas:    w.cfg.Replicas,
+		Duplicates:  10 * time.Minute,
+		AllowDirect: true,
+	}, {
+		Name:        w.queueStream,
+		Description: "durabench work queue",
+		Subjects:    []string{w.subjReady, w.subjDelayed},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     storage,
+		Replicas:    w.cfg.Replicas,
+		Duplicates:  10 * time.Minute,
+	}, {
+		Name:        w.chunkStream,
+		Description: "durabench streams (chunks)",
+		Subjects:    []string{w.subjChunk + ">"},
+		Storage:     storage,
+		Replicas:    w.cfg.Replicas,
+		AllowDirect: true,
+	}}
+	for _, sc := range streams {
+		if _, err := w.js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return w.setupErr("stream "+sc.Name, err)
+		}
+	}
+	var err error
+	w.ready, err = w.js.CreateOrUpdateConsumer(ctx, w.queueStream, jetstream.ConsumerConfig{
+		Durable:       "ready",
+		FilterSubject: w.subjReady,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       vt,
+		MaxDeliver:    -1,
+		// Abandoned and fresh-retried originals hold an ack slot for a
+		// whole visibility timeout; the default 1000 would throttle a
+		// 256-branch fan-out with failures.
+		MaxAckPending: 100_000,
+		Replicas:      w.cfg.Replicas,
+	})
+	if err != nil {
+		return w.setupErr("consumer ready", err)
+	}
+	w.delayed, err = w.js.CreateOrUpdateConsumer(ctx, w.queueStream, jetstream.ConsumerConfig{
+		Durable:       "delayed",
+		FilterSubject: w.subjDelayed,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		MaxAckPending: 100_000,
+		Replicas:      w.cfg.Replicas,
+	})
+	if err != nil {
+		return w.setupErr("consumer delayed", err)
+	}
+	return nil
+}
+
+func (w *World) setupErr(what string, err error) error {
+	where := "embedded server"
+	if w.cfg.URL != "" {
+		where = redactURL(w.cfg.URL)
+	}
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return fmt.Errorf("natsworld: %s: JetStream is not enabled on %s: %w", what, where, err)
+	}
+	return fmt.Errorf("natsworld: create %s on %s: %w", what, where, mapErr("setup", err, false))
+}
+
+// Name returns "nats".
+func (w *World) Name() string { return "nats" }
+
+// Capabilities declares the guard, retry style and visibility timeout.
+func (w *World) Capabilities() world.Capabilities { return w.caps }
+
+// Runtime is the real clock and goroutines.
+func (w *World) Runtime() world.Runtime { return w.rt }
+
+// Prefix returns the prefix of the world's subjects and streams.
+func (w *World) Prefix() string { return w.cfg.Prefix }
+
+// Streams returns the names of the JetStream streams the world uses.
+func (w *World) Streams() []string { return []string{w.logStream, w.queueStream, w.chunkStream} }
+
+// Close stops consumers and stream readers, deletes the streams unless
+// Config.Keep (external servers), and shuts an embedded server down,
+// removing its store.
+func (w *World) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	subs := make([]*subscription, 0, len(w.subs))
+	for s := range w.subs {
+		subs = append(subs, s)
+	}
+	readers := make([]*chunkReader, 0, len(w.readers))
+	for _, r := range w.readers {
+		readers = append(readers, r)
+	}
+	w.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range subs {
+		s.cancel()
+		_ = s.Stop(ctx)
+	}
+	for _, r := range readers {
+		r.stop()
+	}
+	var err error
+	if w.srv == nil && !w.cfg.Keep && w.js != nil && !w.nc.IsClosed() {
+		for _, name := range w.Streams() {
+			if derr := w.js.DeleteStream(ctx, name); derr != nil && !errors.Is(derr, jetstream.ErrStreamNotFound) {
+				err = errors.Join(err, fmt.Errorf("natsworld: delete stream %s: %w", name, derr))
+			}
+		}
+	}
+	w.shutdown()
+	return err
+}
+
+// shutdown closes the connection and an embedded server and removes its
+// store.
+func (w *World) shutdown() {
+	if w.nc != nil {
+		w.nc.Close()
+	}
+	if w.srv != nil {
+		w.srv.Shutdown()
+		w.srv.WaitForShutdown()
+	}
+	if w.storeDir != "" {
+		_ = os.RemoveAll(w.storeDir)
+	}
+}
+
+// isClosed reports whether Close was called.
+func (w *World) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
+// err maps err for op (see mapErr).
+func (w *World) err(op string, err error) error { return mapErr(op, err, w.isClosed()) }
+
+// opCtx bounds ctx by opTimeout when it has no deadline.
+func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, opTimeout)
+}
+
+// check returns ErrClosed after Close and ErrConnectionLost while the
+// connection is down, so calls fail fast instead of waiting for a timeout.
+func (w *World) check(op string) error {
+	if w.isClosed() {
+		return fmt.Errorf("natsworld: %s: %w", op, world.ErrClosed)
+	}
+	switch w.nc.Status() {
+	case nats.CONNECTED:
+		return nil
+	case nats.CLOSED:
+		return fmt.Errorf("natsworld: %s: %w (connection closed)", op, ErrConnectionLost)
+	default:
+		return fmt.Errorf("natsworld: %s: %w (%s)", op, ErrConnectionLost, w.nc.Status())
+	}
+}
