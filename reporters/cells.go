@@ -8,23 +8,23 @@ import (
 	"strconv"
 	"strings"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
 // metricOrder is the order metrics appear in tables: the headline latency
 // metrics first, overheads after, stream metrics last. Metrics not listed
 // follow in name order.
-var metricOrder = []string{"ttfs", "ttls", "skew", "stso", "stso_inline", "stso_queue", "wo", "ttc", "sl", "so"}
+var metricOrder = []string{metrics.TTFS, metrics.TTLS, metrics.Skew, metrics.STSO, metrics.STSOInline, metrics.STSOQueue,
+	metrics.WO, metrics.TTC, metrics.SL, metrics.SO, metrics.ResumeToStep}
 
 // tableSkip are metrics kept in the results file but left out of tables:
 // skew_offset is one sample per branch (the skew chart draws it), not per run.
-var tableSkip = map[string]bool{"skew_offset": true}
+var tableSkip = map[string]bool{metrics.SkewOffset: true}
 
 // headlineOrder picks a scenario's headline metric: the first of these a
 // scenario's cells have.
-var headlineOrder = []string{"ttls", "stso", "wo", "ttc", "ttfs", "sl", "so"}
+var headlineOrder = []string{metrics.TTLS, metrics.STSO, metrics.WO, metrics.TTC, metrics.TTFS, metrics.SL, metrics.SO}
 
 // scenarioGroup is one scenario's cells, in report order.
 type scenarioGroup struct {
@@ -86,25 +86,16 @@ func switchSet(c *results.Cell) string {
 	return strings.Join(c.Switches, ",")
 }
 
-// cellKey identifies a cell across two results files: every field of the
-// matrix point, none of the measurements.
-func cellKey(c *results.Cell) string {
-	opts := make([]string, 0, len(c.Options))
-	for _, k := range slices.Sorted(maps.Keys(c.Options)) {
-		opts = append(opts, k+"="+c.Options[k])
-	}
-	sw := slices.Clone(c.Switches)
-	slices.Sort(sw)
-	return strings.Join([]string{c.Scenario, strconv.Itoa(c.Branches), strconv.Itoa(c.Steps),
-		strings.Join(opts, "&"), c.Version, strings.Join(sw, ","), c.World, c.Profile}, "|")
-}
+// cellKey identifies a cell across two results files (results.KeyOf, the
+// key compare and gate match cells by).
+func cellKey(c *results.Cell) results.CellKey { return results.KeyOf(c) }
 
 // cellIndex maps cellKey to the cell, for finding a baseline's matching cell.
-func cellIndex(f *results.File) map[string]*results.Cell {
+func cellIndex(f *results.File) map[results.CellKey]*results.Cell {
 	if f == nil {
 		return nil
 	}
-	m := make(map[string]*results.Cell, len(f.Cells))
+	m := make(map[results.CellKey]*results.Cell, len(f.Cells))
 	for i := range f.Cells {
 		m[cellKey(&f.Cells[i])] = &f.Cells[i]
 	}
@@ -221,8 +212,8 @@ func headlineMetric(cells []*results.Cell) string {
 // samples returns a metric's samples in microseconds: the per-run values
 // when the file kept them, otherwise values reconstructed from the encoded
 // HDR histogram (each recorded value at its bucket's lowest equivalent
-// value, which is within the histogram's 3 significant figures). It
-// returns nil when neither is available.
+// value, within the histogram's 3 significant figures). It returns nil when
+// neither is available.
 func samples(m results.Metric) []int64 {
 	if len(m.Values) > 0 {
 		return m.Values
@@ -230,12 +221,12 @@ func samples(m results.Metric) []int64 {
 	if m.HDR == "" {
 		return nil
 	}
-	h, err := hdrhistogram.Decode([]byte(m.HDR))
+	h, err := metrics.DecodeHistogram(m.HDR)
 	if err != nil {
 		return nil
 	}
 	var out []int64
-	for _, b := range h.Distribution() {
+	for _, b := range h.Bars() {
 		for range b.Count {
 			out = append(out, b.From)
 		}

@@ -1,43 +1,18 @@
 package reporters
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
+	"sync"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/durabench/durabench/results"
 )
 
-// metricOf summarises values (µs) as a results file does: nearest-rank
-// quantiles, per-run values in run order, the encoded HDR histogram.
-func metricOf(values []int64) results.Metric {
-	m := results.Metric{Unit: "us", Count: len(values), Values: slices.Clone(values)}
-	if len(values) == 0 {
-		return m
-	}
-	s := slices.Sorted(slices.Values(values))
-	q := func(p float64) int64 { return s[nearestRank(len(s), p)] }
-	h := hdrhistogram.New(1, 3_600_000_000, 3)
-	var total float64
-	for _, v := range values {
-		total += float64(v)
-		if err := h.RecordValue(max(v, 1)); err != nil {
-			panic(err)
-		}
-	}
-	enc, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-	if err != nil {
-		panic(err)
-	}
-	m.Min, m.P50, m.P75, m.P90, m.P99, m.Max = s[0], q(50), q(75), q(90), q(99), s[len(s)-1]
-	m.Mean = total / float64(len(values))
-	m.HDR = string(enc)
-	return m
-}
+// metricOf summarises values (µs) as a sweep does.
+func metricOf(values []int64) results.Metric { return results.NewMetric(values, 0) }
 
 // lognormal draws n values around median µs with spread sigma.
 func lognormal(r *rand.Rand, n int, median, sigma float64) []int64 {
@@ -186,27 +161,57 @@ var fixtureStart = time.Date(2026, 11, 28, 14, 30, 0, 0, time.UTC)
 
 // fixtureHead is the sweep under review; fixtureBase the base commit's,
 // where resilient is faster and pending-count slower than on the head.
-func fixtureHead() *results.File {
-	return fixture(fixtureOpts{commit: "a1b2c3d4e5f6", start: fixtureStart, seed: 1, stall: true})
-}
+func fixtureHead() *results.File { return clone(headJSON()) }
 
-func fixtureBase() *results.File {
-	return fixture(fixtureOpts{commit: "0f9e8d7c6b5a", start: fixtureStart.Add(-2 * time.Hour), seed: 2,
-		speed: map[string]float64{"resilient": 0.8, "pending-count": 1.3}})
-}
+func fixtureBase() *results.File { return clone(baseJSON()) }
 
-// fixtureHistory returns n earlier sweeps, one hour apart.
-func fixtureHistory(n int) []*results.File {
+// fixtureHistory returns 3 earlier sweeps, one hour apart.
+func fixtureHistory() []*results.File {
 	var out []*results.File
-	for i := range n {
-		out = append(out, fixture(fixtureOpts{
-			commit: fmt.Sprintf("%07x", 0xabc0000+i*7919),
-			start:  fixtureStart.Add(-time.Duration(i+3) * time.Hour),
-			seed:   uint64(100 + i),
-			speed:  map[string]float64{"baseline": 1 + float64(i%5)/20},
-		}))
+	for _, js := range historyJSON() {
+		out = append(out, clone(js))
 	}
 	return out
+}
+
+// The fixtures are built once (HDR encoding is slow under -race) and
+// handed out as fresh copies, so a test may change its copy.
+var (
+	headJSON = sync.OnceValue(func() []byte {
+		return mustJSON(fixture(fixtureOpts{commit: "a1b2c3d4e5f6", start: fixtureStart, seed: 1, stall: true}))
+	})
+	baseJSON = sync.OnceValue(func() []byte {
+		return mustJSON(fixture(fixtureOpts{commit: "0f9e8d7c6b5a", start: fixtureStart.Add(-2 * time.Hour), seed: 2,
+			speed: map[string]float64{"resilient": 0.8, "pending-count": 1.3}}))
+	})
+	historyJSON = sync.OnceValue(func() [][]byte {
+		var out [][]byte
+		for i := range 3 {
+			out = append(out, mustJSON(fixture(fixtureOpts{
+				commit: fmt.Sprintf("%07x", 0xabc0000+i*7919),
+				start:  fixtureStart.Add(-time.Duration(i+3) * time.Hour),
+				seed:   uint64(100 + i),
+				speed:  map[string]float64{"baseline": 1 + float64(i%5)/20},
+			})))
+		}
+		return out
+	})
+)
+
+func mustJSON(f *results.File) []byte {
+	b, err := json.Marshal(f)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func clone(js []byte) *results.File {
+	var f results.File
+	if err := json.Unmarshal(js, &f); err != nil {
+		panic(err)
+	}
+	return &f
 }
 
 func fixedNow() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -64,11 +65,19 @@ func fullDetail(opt Options) detail {
 	return detail{history: len(opt.History), histograms: true, runDetail: true, embedHDR: true}
 }
 
+type sigKey struct {
+	cell   results.CellKey
+	metric string
+}
+
 // markdown holds what every rendering of one report shares.
 type markdown struct {
-	f       *results.File
-	opt     Options
-	base    map[string]*results.Cell
+	f    *results.File
+	opt  Options
+	base map[results.CellKey]*results.Cell
+	// sig holds the Mann-Whitney test per cell and metric, from
+	// results.Compare, where both sides kept per-run values.
+	sig     map[sigKey]results.Significance
 	lab     labeler
 	groups  []scenarioGroup
 	history []*results.File // newest first
@@ -83,6 +92,16 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 	if opt.Baseline != nil && opt.Baseline.Methodology == f.Methodology {
 		m.base = cellIndex(opt.Baseline)
 		m.comparable = true
+		if cmp, err := results.Compare(opt.Baseline, f, results.CompareOptions{}); err == nil {
+			m.sig = map[sigKey]results.Significance{}
+			for _, mc := range cmp.Metrics {
+				for _, r := range mc.Rows {
+					if r.InBase && r.InHead && r.Base.N > 0 && r.Head.N > 0 {
+						m.sig[sigKey{r.Cell, mc.Metric}] = r.Test
+					}
+				}
+			}
+		}
 	}
 	m.history = slices.Clone(opt.History)
 	m.history = slices.DeleteFunc(m.history, func(h *results.File) bool { return h == nil })
@@ -241,8 +260,7 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 	// Significance needs per-run values on both sides; a baseline read back
 	// from a comment carries none, and then marks rely on Δ% alone.
 	var sig *results.Significance
-	if bm != nil && len(bm.Values) > 0 && len(mt.Values) > 0 {
-		s := results.MannWhitney(bm.Values, mt.Values, results.Alpha)
+	if s, ok := m.sig[sigKey{cellKey(c), name}]; ok && bm != nil {
 		sig = &s
 	}
 	targets := m.opt.targetsFor(m.f, c)
@@ -325,7 +343,10 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 					break
 				}
 				t := "TTLS " + results.FormatMicros(r.TTLSMS*1000)
-				if !r.Finished {
+				switch {
+				case r.NotStarted:
+					t = "never started"
+				case !r.Finished:
 					t = "unfinished after " + results.FormatMicros(r.TTLSMS*1000)
 				}
 				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, t))
@@ -479,7 +500,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 	n = min(n, len(m.history))
 	type col struct {
 		scenario, metric string
-		keys             map[string]bool
+		keys             map[results.CellKey]bool
 	}
 	var cols []col
 	for _, g := range m.groups {
@@ -487,7 +508,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 		if h == "" {
 			continue
 		}
-		keys := map[string]bool{}
+		keys := map[results.CellKey]bool{}
 		for _, c := range g.Cells {
 			keys[cellKey(c)] = true
 		}
@@ -546,12 +567,26 @@ func geomean(xs []float64) float64 {
 // footer writes the collapsed metric definitions and methodology.
 func (m *markdown) footer(sb *strings.Builder) {
 	sb.WriteString("<details><summary>ℹ️ Metric definitions & methodology</summary>\n\n")
-	for _, d := range definitions() {
-		fmt.Fprintf(sb, "- **%s** — %s\n", d.Title, d.Definition)
+	// Quoted from the one table of definitions, for the metrics this
+	// report shows.
+	present := map[string]bool{}
+	for _, c := range m.f.Cells {
+		for name := range c.Metrics {
+			present[name] = true
+		}
+	}
+	for _, d := range metrics.Definitions {
+		if present[d.Name] {
+			fmt.Fprintf(sb, "- **%s** (%s) — %s; one sample per %s.\n", d.Short, d.Title, d.Definition, d.Sample)
+		}
+	}
+	sb.WriteString("\n")
+	for _, c := range metrics.Conventions {
+		fmt.Fprintf(sb, "- %s\n", c)
 	}
 	sb.WriteString("\n")
 	sb.WriteString("All timestamps are taken engine-side; t0 is the run's scheduled start, so a backlog cannot hide itself. " +
-		"Percentiles are nearest-rank over the measured runs; warm-up runs are discarded. " +
+		"Warm-up runs are discarded. " +
 		fmt.Sprintf("Methodology version %d: results of another methodology are never compared.", m.f.Methodology))
 	if m.f.VirtualTime {
 		sb.WriteString(" This sweep ran in virtual time: figures are simulated, deterministic for the seed.")

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -72,7 +73,7 @@ func TestMarkdownGolden(t *testing.T) {
 		opt  Options
 	}{
 		{"report.md", fixtureHead(), Options{}},
-		{"report-baseline-history.md", fixtureHead(), Options{Baseline: fixtureBase(), History: fixtureHistory(3)}},
+		{"report-baseline-history.md", fixtureHead(), Options{Baseline: fixtureBase(), History: fixtureHistory()}},
 		{"report-partial-virtual-cloud.md", fixture(fixtureOpts{commit: "feedface", start: fixtureStart, seed: 3,
 			partial: true, virtual: true, profile: "cloud"}), Options{}},
 	}
@@ -85,7 +86,7 @@ func TestMarkdownGolden(t *testing.T) {
 
 func TestMarkdownContent(t *testing.T) {
 	head, base := fixtureHead(), fixtureBase()
-	md := render(t, head, Options{Baseline: base, History: fixtureHistory(3)})
+	md := render(t, head, Options{Baseline: base, History: fixtureHistory()})
 	for _, want := range []string{
 		"## 📊 Durable Workflow Benchmarks",
 		"| metric | cell | best | p50 | p75 | p90 | p99 | n |",
@@ -109,11 +110,15 @@ func TestMarkdownContent(t *testing.T) {
 			t.Errorf("plain markdown contains %q", not)
 		}
 	}
-	// Every definition is quoted in the footer.
-	for _, d := range definitions() {
-		if !strings.Contains(md, "- **"+d.Title+"** — "+d.Definition) {
+	// The definition of every metric shown is quoted from package metrics.
+	for _, name := range []string{metrics.TTFS, metrics.TTLS, metrics.Skew, metrics.STSO, metrics.WO, metrics.TTC} {
+		d, _ := metrics.Lookup(name)
+		if !strings.Contains(md, "- **"+d.Short+"** ("+d.Title+") — "+d.Definition) {
 			t.Errorf("footer lacks the definition of %s", d.Name)
 		}
+	}
+	if !strings.Contains(md, metrics.Conventions[0]) {
+		t.Error("footer lacks the conventions")
 	}
 }
 
@@ -212,7 +217,7 @@ func TestGitHubBudgetTrimsHistoryFirst(t *testing.T) {
 	head := fixtureHead()
 	// A long history: copies of one sweep under many commits (building each
 	// from scratch would only slow the test).
-	proto := fixtureHistory(1)[0]
+	proto := fixtureHistory()[0]
 	var history []*results.File
 	for i := range 2000 {
 		h := *proto

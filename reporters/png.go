@@ -160,7 +160,7 @@ func slug(parts ...string) string {
 // charts holds what every chart of one report shares.
 type charts struct {
 	f      *results.File
-	base   map[string]*results.Cell
+	base   map[results.CellKey]*results.Cell
 	baseF  *results.File
 	lab    labeler
 	groups []scenarioGroup
@@ -191,20 +191,20 @@ func newCharts(f, baseline *results.File) *charts {
 
 // familyKey is a cell's key without its version (and, with switches false,
 // without its switch set): the cells a chart draws side by side.
-func familyKey(c *results.Cell, switches bool) string {
-	x := *c
-	x.Version = ""
+func familyKey(c *results.Cell, switches bool) results.CellKey {
+	k := cellKey(c)
+	k.Version = ""
 	if !switches {
-		x.Switches = nil
+		k.Switches = ""
 	}
-	return cellKey(&x)
+	return k
 }
 
 // cellFamilies groups cells that differ only by version.
 func cellFamilies(cells []*results.Cell) [][]*results.Cell { return cellFamiliesBy(cells, true) }
 
 func cellFamiliesBy(cells []*results.Cell, switches bool) [][]*results.Cell {
-	idx := map[string]int{}
+	idx := map[results.CellKey]int{}
 	var out [][]*results.Cell
 	for _, c := range cells {
 		k := familyKey(c, switches)
