@@ -238,7 +238,7 @@ func TestCloudNumbers(t *testing.T) {
 			t.Errorf("cloud %s transient %v, want none by default", tt.op, r.Transient)
 		}
 	}
-	if r := p.For(world.OpLoad); r.PerEvent != 50*time.Microsecond {
+	if r := p.For(world.OpLoad); r.PerEvent != 100*time.Microsecond {
 		t.Errorf("cloud log_load per_event %v", r.PerEvent)
 	}
 	if g := p.GroupOf(world.OpLoad); g == nil || g.Capacity != 8 || p.GroupOf(world.OpGetRun) != g {
@@ -272,7 +272,7 @@ func TestApplyOverrides(t *testing.T) {
 	if r := p.For(world.OpPublish); r.Latency != profile.Fixed(30*time.Millisecond) {
 		t.Errorf("publish latency %v", r.Latency)
 	}
-	if r := p.For(world.OpLoad); r.Capacity != 8 || p.GroupOf(world.OpLoad) != nil || r.PerEvent != 50*time.Microsecond {
+	if r := p.For(world.OpLoad); r.Capacity != 8 || p.GroupOf(world.OpLoad) != nil || r.PerEvent != 100*time.Microsecond {
 		t.Errorf("log_load %+v group %v: want its own capacity 8, out of the reads group", r, p.GroupOf(world.OpLoad))
 	}
 	if g := p.GroupOf(world.OpGetRun); g == nil || g.Capacity != 4 {
