@@ -78,8 +78,11 @@ type Config struct {
 	Latency sim.LatencyFunc
 	// PendingAtCommit is passed to the sim world (sim.Config).
 	PendingAtCommit bool
-	// FaultInjected tells the stall invariant that the latency function
-	// injects faults, so waits up to the visibility timeout are expected.
+	// Wrap, when set, decorates each case's sim world (e.g. with a latency
+	// and fault profile, world/profile.Wrap); the engine runs on the result.
+	Wrap func(w world.World, seed int64) world.World
+	// FaultInjected tells the stall invariant that Wrap or Latency inject
+	// faults, so waits up to the visibility timeout are expected.
 	FaultInjected bool
 	// Timeout is the virtual time a run may take before it is declared
 	// lost (default 3 × the visibility timeout).
@@ -156,9 +159,13 @@ func (r Result) Failed() bool { return len(r.Violations) > 0 }
 
 // ModelReport is the exploration's outcome on one log model.
 type ModelReport struct {
-	Log      sim.LogModel
-	Total    int
+	Log   sim.LogModel
+	Total int
+	// Failures are the failing cases, with their traces when
+	// Config.TraceDir is set.
 	Failures []Result
+	// Results are every case's outcome, in case order, without traces.
+	Results []Result
 }
 
 // Report is an exploration's outcome, per log model in Config order.
@@ -228,6 +235,7 @@ func Explore(ctx context.Context, cfg Config) (Report, error) {
 				continue
 			}
 			m.Total++
+			m.Results = append(m.Results, r)
 			if !r.Failed() {
 				continue
 			}
@@ -338,8 +346,12 @@ func runCase(ctx context.Context, cfg Config, c Case, trace bool) (Result, error
 	w := sim.New(sim.Config{Options: cfg.Options, Log: c.Log, Seed: c.Seed, Latency: cfg.Latency, Trace: tr,
 		PendingAtCommit: cfg.PendingAtCommit})
 	defer w.Close()
+	var ew world.World = w
+	if cfg.Wrap != nil {
+		ew = cfg.Wrap(w, c.Seed)
+	}
 	obs := newObserver(w.Runtime())
-	eng, err := engine.New(engine.Config{World: w, Features: v.Features, Observer: obs, Seed: c.Seed})
+	eng, err := engine.New(engine.Config{World: ew, Features: v.Features, Observer: obs, Seed: c.Seed})
 	if err != nil {
 		return res, fmt.Errorf("simcheck: %s: %w", c, err)
 	}
