@@ -309,3 +309,22 @@ func TestApplyOverrides(t *testing.T) {
 		}
 	}
 }
+
+func TestValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		p    profile.Profile
+		want string
+	}{
+		{"transient", profile.Profile{Default: profile.Rule{Transient: 1.5}}, "ops.default.transient: 150% is not in 0–100%"},
+		{"unknown op", profile.Profile{Ops: map[world.Op]profile.Rule{"nope": {}}}, "ops.nope: unknown op"},
+		{"negative capacity", profile.Profile{Ops: map[world.Op]profile.Rule{world.OpPublish: {Capacity: -1}}}, "ops.publish.capacity"},
+		{"group capacity", profile.Profile{Groups: []profile.Group{{Name: "g", Ops: []world.Op{world.OpGetRun}}}}, "groups.g.capacity"},
+		{"group op", profile.Profile{Groups: []profile.Group{{Name: "g", Ops: []world.Op{"nope"}, Capacity: 1}}}, `groups.g.ops: unknown op "nope"`},
+	} {
+		err := tt.p.Validate()
+		if err == nil || !errors.Is(err, profile.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Validate() = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}

@@ -213,10 +213,16 @@ func (p *Profile) Validate() error {
 	}
 	seen := map[world.Op]string{}
 	for _, g := range p.Groups {
+		if len(g.Ops) == 0 {
+			continue // emptied by overrides
+		}
 		if g.Capacity < 1 {
 			return &Error{Field: "groups." + g.Name + ".capacity", Msg: fmt.Sprintf("%d must be at least 1", g.Capacity)}
 		}
 		for _, op := range g.Ops {
+			if !known[op] {
+				return &Error{Field: "groups." + g.Name + ".ops", Msg: fmt.Sprintf("unknown op %q", op)}
+			}
 			if other, dup := seen[op]; dup {
 				return &Error{Field: "groups." + g.Name + ".ops", Msg: fmt.Sprintf("%s is already in group %s", op, other)}
 			}
