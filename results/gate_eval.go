@@ -269,9 +269,14 @@ func stalledNote(runs []StalledRun) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(runs)-3))
 			break
 		}
-		s := fmt.Sprintf("%s %s", r.Run, FormatMicros(r.TTLSMS*1000))
-		if !r.Finished {
-			s += " (unfinished)"
+		var s string
+		switch {
+		case r.NotStarted:
+			s = r.Run + " (not started before the cell timeout)"
+		case !r.Finished:
+			s = fmt.Sprintf("%s %s (unfinished)", r.Run, FormatMicros(r.TTLSMS*1000))
+		default:
+			s = fmt.Sprintf("%s %s", r.Run, FormatMicros(r.TTLSMS*1000))
 		}
 		parts = append(parts, s)
 	}

@@ -274,6 +274,8 @@ func TestGateAbsoluteRules(t *testing.T) {
 	f := synthFile(1, 30, 0.05, 1, synthMatrix) // ttfs medians 28..45 ms
 	f.Cells[2].Stalls = 1
 	f.Cells[2].StalledRuns = []StalledRun{{Run: "run-17", TTLSMS: 306000, Finished: true}}
+	f.Cells[3].Stalls = 4
+	f.Cells[3].StalledRuns = []StalledRun{{Run: "run-1", TTLSMS: 60000}, {Run: "run-2", NotStarted: true}, {Run: "run-3", NotStarted: true}, {Run: "run-4", NotStarted: true}}
 	f.Cells[4].Errors = 2
 	f.Cells[4].FailedRuns = []FailedRun{{Run: "run-3", Error: "world: transient"}}
 	rep := gateOf(t, f, nil, mustRules(t, `
@@ -293,7 +295,10 @@ runs >= 30
 	}
 	want := map[string][]string{
 		"ttfs{branches=256}.p50 < 42ms": {"fanout/branches=256/version=baseline/switches=none/world=sim/profile=cloud "},
-		"stalls == 0":                   {"fanout/branches=256/version=baseline/switches=none/world=sim/profile=cloud run-17 306.0s"},
+		"stalls == 0": {
+			"fanout/branches=20/version=resilient/switches=none/world=sim/profile=cloud run-1 60.00s (unfinished), run-2 (not started before the cell timeout), run-3 (not started before the cell timeout), and 1 more",
+			"fanout/branches=256/version=baseline/switches=none/world=sim/profile=cloud run-17 306.0s",
+		},
 	}
 	if !reflect.DeepEqual(verdicts, want) {
 		t.Errorf("failures = %q\nwant %q", verdicts, want)
