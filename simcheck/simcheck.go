@@ -87,8 +87,10 @@ type Config struct {
 	// Timeout is the virtual time a run may take before it is declared
 	// lost (default 3 × the visibility timeout).
 	Timeout time.Duration
-	// TraceDir, when set, receives one trace file per failure.
+	// TraceDir, when set, receives one trace file per failure (per case
+	// with TraceAll).
 	TraceDir string
+	TraceAll bool
 	// Workers runs cases in parallel (each on its own world; default 1).
 	Workers int
 }
@@ -235,18 +237,18 @@ func Explore(ctx context.Context, cfg Config) (Report, error) {
 				continue
 			}
 			m.Total++
-			m.Results = append(m.Results, r)
-			if !r.Failed() {
-				continue
-			}
-			if cfg.TraceDir != "" {
+			if cfg.TraceDir != "" && (cfg.TraceAll || r.Failed()) {
 				full, err := Replay(ctx, cfg, r.Case)
 				if err != nil {
 					return rep, err
 				}
 				r = full
+				r.Trace = nil // on disk now; keep the report small
 			}
-			m.Failures = append(m.Failures, r)
+			m.Results = append(m.Results, r)
+			if r.Failed() {
+				m.Failures = append(m.Failures, r)
+			}
 		}
 		rep.Models = append(rep.Models, m)
 	}
@@ -341,6 +343,7 @@ func runCase(ctx context.Context, cfg Config, c Case, trace bool) (Result, error
 		tr.Note("simcheck case: %s", c)
 		tr.Note("version %s: %s", v.Name, v.Features)
 		tr.Note("program: %s", describe(sc.Program))
+		tr.Note("replay: durabench sim --replay %d --log %s --scenario %s --versions %s", c.Seed, c.Log, c.Scenario, c.Version)
 		res.Trace = tr
 	}
 	w := sim.New(sim.Config{Options: cfg.Options, Log: c.Log, Seed: c.Seed, Latency: cfg.Latency, Trace: tr,

@@ -243,3 +243,15 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestParseLogs(t *testing.T) {
+	got, err := ParseLogs("mint-ordered, append-only")
+	if err != nil || len(got) != 2 || got[0] != sim.MintOrdered || got[1] != sim.AppendOnly {
+		t.Fatalf("ParseLogs = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "mint", "append-only,nope"} {
+		if _, err := ParseLogs(bad); err == nil {
+			t.Errorf("ParseLogs(%q) accepted", bad)
+		}
+	}
+}
