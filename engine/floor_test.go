@@ -1,0 +1,427 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+)
+
+// countingWorld wraps a real world and counts its calls by world.Op, plus
+// the events every Load returned. It is how the benchmarks prove the floor
+// issues the same operations as the engine.
+type countingWorld struct {
+	world.World
+	ops    map[world.Op]*atomic.Int64 // built once, read-only afterwards
+	loaded atomic.Int64               // events returned by Load
+}
+
+func newCountingWorld(w world.World) *countingWorld {
+	c := &countingWorld{World: w, ops: make(map[world.Op]*atomic.Int64)}
+	for _, op := range world.Ops() {
+		c.ops[op] = new(atomic.Int64)
+	}
+	return c
+}
+
+func (c *countingWorld) count(op world.Op) { c.ops[op].Add(1) }
+
+func (c *countingWorld) CreateRun(ctx context.Context, r world.Run) error {
+	c.count(world.OpCreateRun)
+	return c.World.CreateRun(ctx, r)
+}
+
+func (c *countingWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
+	c.count(world.OpGetRun)
+	return c.World.GetRun(ctx, id)
+}
+
+func (c *countingWorld) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	c.count(world.AppendOp(ev.Kind))
+	return c.World.Append(ctx, run, ev, pre)
+}
+
+func (c *countingWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
+	c.count(world.OpLoad)
+	evs, err := c.World.Load(ctx, run)
+	c.loaded.Add(int64(len(evs)))
+	return evs, err
+}
+
+func (c *countingWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
+	c.count(world.OpPublish)
+	return c.World.Publish(ctx, m, opt)
+}
+
+func (c *countingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
+	return c.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
+		c.count(world.OpDeliver)
+		return h(ctx, d)
+	})
+}
+
+// opCounts is a snapshot of a countingWorld.
+type opCounts struct {
+	ops    map[world.Op]int64
+	loaded int64
+}
+
+func (c *countingWorld) snapshot() opCounts {
+	s := opCounts{ops: make(map[world.Op]int64, len(c.ops)), loaded: c.loaded.Load()}
+	for op, n := range c.ops {
+		if v := n.Load(); v != 0 {
+			s.ops[op] = v
+		}
+	}
+	return s
+}
+
+// sub returns s - o.
+func (s opCounts) sub(o opCounts) opCounts {
+	d := opCounts{ops: make(map[world.Op]int64), loaded: s.loaded - o.loaded}
+	for op, n := range s.ops {
+		if v := n - o.ops[op]; v != 0 {
+			d.ops[op] = v
+		}
+	}
+	return d
+}
+
+func (s opCounts) total() int64 {
+	var t int64
+	for _, n := range s.ops {
+		t += n
+	}
+	return t
+}
+
+// String lists the counts in world.Ops order, e.g. "step_created=256 publish=256 ...".
+func (s opCounts) String() string {
+	var parts []string
+	for _, op := range world.Ops() {
+		if n := s.ops[op]; n != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", op, n))
+		}
+	}
+	return fmt.Sprintf("%v loaded_events=%d", parts, s.loaded)
+}
+
+// floor issues, for one fan-out run, the world operations a version of the
+// engine issues — the same calls with the same event kinds, IDs, entities
+// and message IDs, in the same order and at the same concurrency — with
+// nothing else: no program decoding, no message encoding, no replay of the
+// log (a Load is issued and its result dropped), no observer. Whatever time
+// the engine spends above this floor is the engine's own overhead.
+//
+// It covers what a fan-out on an unguarded world needs: one orchestrator
+// invocation (runs.get, load, run_started, dispatch), the inline steps,
+// one delivery per queued step (runs.get unless run context, claim,
+// completion, a load unless pending count), recovery of a claim that beat
+// its step_created (in band or by redelivery, as the version says), and the
+// last completer's continuation (load, run_completed).
+type floor struct {
+	w        world.World
+	rt       world.Runtime
+	f        engine.Features
+	n        int
+	input    []byte   // run input of the engine's size
+	entities []string // "0.<i>"
+	creates  []string // "c/0.<i>"
+	dones    []string // "d/0.<i>"
+	bodies   [][]byte // step message bodies: the step index
+	sub      world.Subscription
+	runs     sync.Map // run id -> *floorRun
+}
+
+// floorRun is one run of the floor.
+type floorRun struct {
+	id        string
+	stepMsgID []string
+	t0        time.Duration
+	lastBody  atomic.Int64 // latest "body" instant (after the claim)
+	completed atomic.Int32
+	done      chan struct{}
+	end       time.Duration
+}
+
+var wfBody = []byte{'w'}
+
+func newFloor(w world.World, f engine.Features, n int, inputSize int) *floor {
+	fl := &floor{w: w, rt: w.Runtime(), f: engine.Effective(f, w.Capabilities()), n: n, input: make([]byte, inputSize)}
+	for i := range n {
+		id := "0." + strconv.Itoa(i)
+		fl.entities = append(fl.entities, id)
+		fl.creates = append(fl.creates, "c/"+id)
+		fl.dones = append(fl.dones, "d/"+id)
+		fl.bodies = append(fl.bodies, []byte(strconv.Itoa(i)))
+	}
+	return fl
+}
+
+func (fl *floor) start(ctx context.Context, concurrency int) error {
+	if fl.w.Capabilities().Guard {
+		return errors.New("floor: guarded worlds are not modelled")
+	}
+	sub, err := fl.w.Consume(ctx, world.ConsumeOptions{Concurrency: concurrency}, fl.handle)
+	fl.sub = sub
+	return err
+}
+
+func (fl *floor) stop(ctx context.Context) error { return fl.sub.Stop(ctx) }
+
+// run performs one run and returns its TTLS (latest body instant - t0).
+func (fl *floor) run(ctx context.Context, id string, timeout time.Duration) (ttls time.Duration, err error) {
+	r := &floorRun{id: id, done: make(chan struct{}), stepMsgID: make([]string, fl.n)}
+	for i := range fl.n {
+		r.stepMsgID[i] = "step/" + id + "/" + fl.entities[i]
+	}
+	fl.runs.Store(id, r)
+	r.t0 = fl.rt.Now()
+	if err := fl.w.CreateRun(ctx, world.Run{ID: id, Deployment: "durabench", SpecVersion: 1, Input: fl.input}); err != nil {
+		return 0, err
+	}
+	if _, err := fl.w.Publish(ctx, world.Message{ID: "wf/" + id + "/start", Run: id, Body: wfBody}, world.PublishOptions{}); err != nil {
+		return 0, err
+	}
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("floor run %s did not finish in %v", id, timeout)
+	}
+	return time.Duration(r.lastBody.Load()) - r.t0, nil
+}
+
+func (fl *floor) handle(ctx context.Context, d world.Delivery) error {
+	v, ok := fl.runs.Load(d.Run)
+	if !ok {
+		return nil
+	}
+	r := v.(*floorRun)
+	if d.Body[0] == 'w' {
+		return fl.orchestrate(ctx, r)
+	}
+	i, _ := strconv.Atoi(string(d.Body))
+	return fl.step(ctx, r, i, d.Attempt)
+}
+
+func (fl *floor) orchestrate(ctx context.Context, r *floorRun) error {
+	if _, err := fl.w.GetRun(ctx, r.id); err != nil {
+		return err
+	}
+	evs, err := fl.w.Load(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	if _, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.RunStarted, ID: "run_started"},
+		world.Precondition{Guarded: true, LastPos: int64(len(evs))}); err != nil {
+		return err
+	}
+	nInline := min(fl.f.InlineSteps, fl.n)
+	if fl.f.InlineBudget > 0 {
+		nInline = min(nInline, fl.f.InlineBudget)
+	}
+	// owned[i]: this invocation's create of inline step i was not a
+	// duplicate, so it runs the step.
+	owned := make([]bool, nInline)
+	create := func(i int) {
+		res, err := fl.create(ctx, r, i)
+		if i < nInline {
+			owned[i] = err == nil && !res.Duplicate
+		}
+	}
+	var wg sync.WaitGroup
+	if fl.f.Dispatch == engine.Parallel {
+		for i := range fl.n {
+			wg.Go(func() { create(i) })
+			if i >= nInline {
+				wg.Go(func() { _ = fl.publish(ctx, r, i) })
+			}
+		}
+		wg.Wait()
+	} else {
+		for i := range fl.n {
+			wg.Go(func() { create(i) })
+		}
+		wg.Wait()
+		if fl.f.PublishLoop == engine.Serial {
+			for i := nInline; i < fl.n; i++ {
+				if err := fl.publish(ctx, r, i); err != nil {
+					return err
+				}
+			}
+		} else {
+			for i := nInline; i < fl.n; i++ {
+				wg.Go(func() { _ = fl.publish(ctx, r, i) })
+			}
+			wg.Wait()
+		}
+	}
+	for i := range nInline {
+		if !owned[i] {
+			continue
+		}
+		if _, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.StepStarted, Entity: fl.entities[i]}, world.Precondition{}); err != nil {
+			if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {
+				return nil // another task ran it, or the run ended
+			}
+			return err
+		}
+		fl.body(r)
+		if err := fl.complete(ctx, r, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (fl *floor) create(ctx context.Context, r *floorRun, i int) (world.AppendResult, error) {
+	return fl.w.Append(ctx, r.id, world.Event{Kind: world.StepCreated, ID: fl.creates[i], Entity: fl.entities[i]}, world.Precondition{})
+}
+
+func (fl *floor) publish(ctx context.Context, r *floorRun, i int) error {
+	_, err := fl.w.Publish(ctx, world.Message{ID: r.stepMsgID[i], Run: r.id, Body: fl.bodies[i]}, world.PublishOptions{})
+	return err
+}
+
+// body marks the instant a step body would end (bodies are no-ops).
+func (fl *floor) body(r *floorRun) {
+	now := int64(fl.rt.Now())
+	for {
+		old := r.lastBody.Load()
+		if now <= old || r.lastBody.CompareAndSwap(old, now) {
+			return
+		}
+	}
+}
+
+func (fl *floor) step(ctx context.Context, r *floorRun, i, attempt int) error {
+	if !fl.f.RunContext {
+		if _, err := fl.w.GetRun(ctx, r.id); err != nil {
+			return err
+		}
+	}
+	withInput := fl.f.Dispatch == engine.Parallel
+	if withInput && attempt > 1 && fl.f.Recovery != engine.RecoveryNone {
+		_, _ = fl.create(ctx, r, i)
+	}
+	claim := world.Event{Kind: world.StepStarted, Entity: fl.entities[i]}
+	_, err := fl.w.Append(ctx, r.id, claim, world.Precondition{})
+	if errors.Is(err, world.ErrNotFound) && withInput && fl.f.Recovery == engine.RecoveryInband {
+		if _, err = fl.create(ctx, r, i); err == nil || errors.Is(err, world.ErrConflict) {
+			_, err = fl.w.Append(ctx, r.id, claim, world.Precondition{})
+		}
+	}
+	if err != nil {
+		if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {
+			return nil
+		}
+		return err // redelivered, as the engine's claim failure is
+	}
+	fl.body(r)
+	return fl.complete(ctx, r, i)
+}
+
+// complete writes step i's completion; the last completer loads the log and
+// completes the run. Without pending counts every completer loads the log to
+// learn whether it was the last (the floor counts completions instead of
+// replaying the log, so it knows which completer is the last).
+func (fl *floor) complete(ctx context.Context, r *floorRun, i int) error {
+	res, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.StepCompleted, ID: fl.dones[i], Entity: fl.entities[i]}, world.Precondition{})
+	switch {
+	case err == nil:
+	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
+		return nil
+	default:
+		return err
+	}
+	if res.Duplicate {
+		return nil
+	}
+	last := int(r.completed.Add(1)) == fl.n
+	if fl.f.PendingCount {
+		if res.Pending == 0 && !last {
+			return fl.continueEarly(ctx, r)
+		}
+	} else if _, err := fl.w.Load(ctx, r.id); err != nil {
+		return err
+	}
+	if !last {
+		return nil
+	}
+	evs, err := fl.w.Load(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	if _, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.RunCompleted, ID: "run_completed"},
+		world.Precondition{Guarded: true, LastPos: int64(len(evs))}); err != nil {
+		return err
+	}
+	r.end = fl.rt.Now()
+	close(r.done)
+	return nil
+}
+
+// continueEarly is what the engine does when a completion reports no
+// pending step while some steps of the stage are not created yet (parallel
+// dispatch: a delivery can overtake the creates): it continues the run,
+// reloads the log, and dispatches the missing steps again — creates, and
+// publishes the queue drops as duplicates — running the first one inline
+// when its create is not a duplicate.
+func (fl *floor) continueEarly(ctx context.Context, r *floorRun) error {
+	evs, err := fl.w.Load(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	created := make([]bool, fl.n)
+	for i := range evs {
+		if evs[i].Kind == world.StepCreated {
+			if idx, err := strconv.Atoi(evs[i].Entity[2:]); err == nil && idx < fl.n {
+				created[idx] = true
+			}
+		}
+	}
+	var missing []int
+	for i, ok := range created {
+		if !ok {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	nInline := min(fl.f.InlineSteps, len(missing))
+	owned := make([]bool, nInline)
+	var wg sync.WaitGroup
+	for k, i := range missing {
+		wg.Go(func() {
+			res, err := fl.create(ctx, r, i)
+			if k < nInline {
+				owned[k] = err == nil && !res.Duplicate
+			}
+		})
+		if k >= nInline {
+			wg.Go(func() { _ = fl.publish(ctx, r, i) })
+		}
+	}
+	wg.Wait()
+	for k := range nInline {
+		if !owned[k] {
+			continue
+		}
+		i := missing[k]
+		if _, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.StepStarted, Entity: fl.entities[i]}, world.Precondition{}); err != nil {
+			return nil
+		}
+		fl.body(r)
+		if err := fl.complete(ctx, r, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
