@@ -201,10 +201,12 @@ func (s *sched) spawn(kind string, root bool, fn func()) *task {
 // work is a worker goroutine's loop: wait for the baton, run the task, pass
 // the baton on, go back to the pool.
 func (s *sched) work(wk *worker) {
+	panicked := false
 	defer func() {
 		// Reached when Close ends the goroutine (runtime.Goexit in park, or
-		// a wake-up during shutdown), or after a task panicked.
-		if s.closing {
+		// a wake-up during shutdown), or after a task panicked; then the
+		// driver owns the state and was already told.
+		if !panicked {
 			s.closeAck <- struct{}{}
 		}
 	}()
@@ -216,7 +218,8 @@ func (s *sched) work(wk *worker) {
 		t, fn := wk.t, wk.fn
 		wk.fn = nil
 		if !s.call(t, fn) {
-			return // panicked: the driver was told
+			panicked = true
+			return
 		}
 		t.dead = true
 		delete(s.live, t.id)

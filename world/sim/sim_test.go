@@ -332,3 +332,37 @@ func TestCloseEndsTasks(t *testing.T) {
 		t.Fatalf("CreateRun after Close: %v", err)
 	}
 }
+
+// TestRunStops: Run returns ErrTimeLimit past Config.RunLimit, ErrTaskPanic
+// when a task panics, and ctx.Err() for a cancelled context.
+func TestRunStops(t *testing.T) {
+	w := sim.New(sim.Config{RunLimit: time.Hour})
+	defer w.Close()
+	rt := w.Runtime()
+	err := w.Run(context.Background(), func(ctx context.Context) {
+		for {
+			_ = rt.Sleep(ctx, time.Minute)
+		}
+	})
+	if !errors.Is(err, sim.ErrTimeLimit) || w.Now() > time.Hour {
+		t.Fatalf("err = %v at %v, want ErrTimeLimit within the hour", err, w.Now())
+	}
+
+	p := sim.New(sim.Config{})
+	defer p.Close()
+	err = p.Run(context.Background(), func(ctx context.Context) {
+		p.Runtime().Go(func() { panic("boom") })
+		_ = p.Runtime().Sleep(ctx, time.Second)
+	})
+	if !errors.Is(err, sim.ErrTaskPanic) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v, want ErrTaskPanic with the panic value", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := sim.New(sim.Config{})
+	defer c.Close()
+	if err := c.Run(ctx, func(context.Context) {}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
