@@ -29,6 +29,10 @@ const (
 // small: it only holds messages while every handler slot is busy.
 const maxPull = 16
 
+// nextWait bounds one wait for a message, so a pull loop notices Stop even
+// when the server is gone and a drain cannot complete.
+const nextWait = time.Second
+
 // moverConcurrency bounds concurrent moves of due delayed messages.
 const moverConcurrency = 32
 
@@ -153,8 +157,15 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 func (s *subscription) halt() {
 	s.stopOnce.Do(func() {
 		close(s.stopping)
-		s.ready.Drain()
-		s.delayed.Drain()
+		if s.w.nc.IsConnected() {
+			s.ready.Drain()
+			s.delayed.Drain()
+		} else {
+			// Draining needs the server; without it, drop the buffer
+			// (the server redelivers after the visibility timeout).
+			s.ready.Stop()
+			s.delayed.Stop()
+		}
 	})
 }
 
@@ -198,13 +209,15 @@ func (s *subscription) pull() {
 			s.drain(s.ready)
 			return
 		}
-		msg, err := s.ready.Next()
+		msg, err := s.ready.Next(jetstream.NextMaxWait(nextWait))
 		if err != nil {
 			<-s.slots
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || s.isStopping() {
 				return
 			}
-			s.pause()
+			if !errors.Is(err, nats.ErrTimeout) {
+				s.pause()
+			}
 			continue
 		}
 		if s.isStopping() {
@@ -303,12 +316,14 @@ func (s *subscription) move() {
 	var moving sync.WaitGroup
 	defer moving.Wait()
 	for {
-		msg, err := s.delayed.Next()
+		msg, err := s.delayed.Next(jetstream.NextMaxWait(nextWait))
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || s.isStopping() {
 				return
 			}
-			s.pause()
+			if !errors.Is(err, nats.ErrTimeout) {
+				s.pause()
+			}
 			continue
 		}
 		if s.isStopping() {

@@ -189,9 +189,21 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	w.js = js
 	sctx, cancel := context.WithTimeout(ctx, max(cfg.ConnectTimeout, 10*time.Second))
 	defer cancel()
-	if err := w.setup(sctx); err != nil {
-		w.shutdown()
-		return nil, err
+	// A cluster that just started answers 503 until it elected its
+	// JetStream meta leader; retry transient failures until the deadline.
+	for {
+		err := w.setup(sctx)
+		if err == nil {
+			break
+		}
+		if !world.IsTransient(err) || sctx.Err() != nil {
+			w.shutdown()
+			return nil, err
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-sctx.Done():
+		}
 	}
 	return w, nil
 }

@@ -1,0 +1,159 @@
+package natsworld_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/world"
+	natsworld "github.com/durabench/durabench/world/nats"
+	"github.com/durabench/durabench/world/worldtest"
+)
+
+// externalFactory runs each subtest on a fresh world (its own random
+// prefix) on the server or cluster at url; Close deletes its streams.
+func externalFactory(url string, replicas int) worldtest.Factory {
+	return func(t *testing.T, opts world.Options) worldtest.Harness {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		w, err := natsworld.New(ctx, natsworld.Config{Options: opts, URL: url, Replicas: replicas})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := w.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return worldtest.Harness{World: w, Run: worldtest.Direct}
+	}
+}
+
+// TestConformanceExternal runs the suite against a nats-server in a separate
+// process, over TCP loopback.
+func TestConformanceExternal(t *testing.T) {
+	srv := startServer(t, childSpec{Name: "external"})
+	worldtest.Run(t, externalFactory(srv.URL, 1))
+}
+
+// TestConformanceCluster runs the suite against a three-node cluster with
+// R3 streams. It is slow, so it runs only with DURABENCH_NATS_CLUSTER=1
+// (make test-cluster, CI).
+func TestConformanceCluster(t *testing.T) {
+	if os.Getenv("DURABENCH_NATS_CLUSTER") != "1" {
+		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster suite")
+	}
+	urls := startCluster(t)
+	worldtest.Run(t, externalFactory(urls, 3))
+}
+
+func TestUnreachableURL(t *testing.T) {
+	const url = "nats://127.0.0.1:1"
+	start := time.Now()
+	_, err := natsworld.New(context.Background(), natsworld.Config{URL: url})
+	took := time.Since(start)
+	if !errors.Is(err, natsworld.ErrUnreachable) {
+		t.Fatalf("New(%s) error = %v, want ErrUnreachable", url, err)
+	}
+	if !strings.Contains(err.Error(), url) {
+		t.Errorf("error %q does not name the URL %s", err, url)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q is not one line", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("New took %v, want within 5s", took)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  natsworld.Config
+		want string
+	}{
+		{"storage", natsworld.Config{Storage: "disk"}, `storage "disk"`},
+		{"prefix", natsworld.Config{Prefix: "a.b"}, `prefix "a.b"`},
+		{"replicas embedded", natsworld.Config{Replicas: 3}, "replicas 3"},
+		{"retry style", natsworld.Config{Options: world.Options{RetryStyle: "again"}}, `retry style "again"`},
+		{"creds", natsworld.Config{URL: "nats://127.0.0.1:1", Creds: "/nonexistent.creds"}, "/nonexistent.creds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := natsworld.New(context.Background(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New error = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestServerKilled: once the server dies, world calls fail promptly with a
+// typed, retryable error instead of hanging.
+func TestServerKilled(t *testing.T) {
+	srv := startServer(t, childSpec{Name: "doomed"})
+	ctx := context.Background()
+	w, err := natsworld.New(ctx, natsworld.Config{URL: srv.URL, ConnectTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer w.Close()
+	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	delivered := make(chan struct{}, 1)
+	sub, err := w.Consume(ctx, world.ConsumeOptions{Concurrency: 2}, func(ctx context.Context, d world.Delivery) error {
+		select {
+		case delivered <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Publish(ctx, world.Message{ID: "m1"}, world.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-delivered
+
+	srv.Kill()
+
+	calls := map[string]func() error{
+		"Append": func() error {
+			_, err := w.Append(ctx, "r", world.Event{Kind: world.RunStarted}, world.Precondition{})
+			return err
+		},
+		"Publish": func() error {
+			_, err := w.Publish(ctx, world.Message{ID: "m2"}, world.PublishOptions{})
+			return err
+		},
+		"GetRun": func() error { _, err := w.GetRun(ctx, "r"); return err },
+		"Load":   func() error { _, err := w.Load(ctx, "r"); return err },
+		"ReadChunks": func() error {
+			_, _, err := w.ReadChunks(ctx, "s", 0, 0)
+			return err
+		},
+	}
+	for name, call := range calls {
+		start := time.Now()
+		err := call()
+		if !errors.Is(err, world.ErrTransient) {
+			t.Errorf("%s after the server died: error %v, want ErrTransient", name, err)
+		}
+		if !errors.Is(err, natsworld.ErrConnectionLost) {
+			t.Errorf("%s after the server died: error %v, want ErrConnectionLost", name, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s took %v to fail", name, took)
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sub.Stop(stopCtx); err != nil {
+		t.Errorf("Stop after the server died: %v", err)
+	}
+}
