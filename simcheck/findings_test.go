@@ -118,3 +118,39 @@ func TestFanOutCliff(t *testing.T) {
 		t.Errorf("pending-count grew %.1fx, no better than runcontext's %.1fx", g, growth("runcontext"))
 	}
 }
+
+// TestRunContextSkew reproduces the read amplification of one blocking
+// runs.get per branch before its claim: under the cloud profile a 256-branch
+// fan-out of resilient-inband starts its branches over a wider window than
+// runcontext, whose step messages carry the run identity.
+func TestRunContextSkew(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256-branch runs")
+	}
+	cloud, err := profile.Load("cloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Explore(context.Background(), Config{
+		Seeds:     2,
+		Logs:      []sim.LogModel{sim.AppendOnly},
+		Scenarios: []Scenario{{Name: "fanout-256", Program: engine.FanOut(256)}},
+		Versions:  versions(t, "resilient-inband", "runcontext"),
+		Latency:   func(world.Op, *rand.Rand) time.Duration { return 0 },
+		Wrap:      func(w world.World, seed int64) world.World { return profile.Wrap(w, cloud, seed) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skew := map[string]time.Duration{}
+	for _, r := range rep.Models[0].Results {
+		if !r.Finished {
+			t.Fatalf("%s did not finish: %v", r.Case, r.Violations)
+		}
+		skew[r.Version] = max(skew[r.Version], r.Skew)
+	}
+	t.Logf("worst skew at 256 branches: %v", skew)
+	if skew["runcontext"] >= skew["resilient-inband"] {
+		t.Errorf("runcontext skew %v not below resilient-inband's %v", skew["runcontext"], skew["resilient-inband"])
+	}
+}

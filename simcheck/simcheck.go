@@ -148,6 +148,9 @@ type Result struct {
 	// the virtual time from the run's start.
 	Finished bool
 	TTC      time.Duration
+	// Skew is the latest first body start of a step minus the earliest
+	// (first attempts only), in virtual time.
+	Skew time.Duration
 	// Violations are the invariants the run broke (none: it passed).
 	Violations []Violation
 	// Trace is the run's trace when one was recorded; TracePath the file it
@@ -383,6 +386,9 @@ func runCase(ctx context.Context, cfg Config, c Case, trace bool) (Result, error
 		res.Finished = true
 		res.TTC = obs.at - t0
 	}
+	if obs.starts > 0 {
+		res.Skew = obs.lastStart - obs.firstStart
+	}
 	res.Violations = check(sc.Program, events, obs, checkLimits{
 		stall: cfg.Options.VisibilityTimeout, faults: cfg.FaultInjected, t0: t0})
 	if tr != nil {
@@ -405,13 +411,16 @@ func describe(p engine.Program) string {
 // one task at a time, so no lock is needed; it is kept for the Observer
 // contract (safe for concurrent use).
 type observer struct {
-	mu       sync.Mutex
-	bodies   map[string]int // "stage.index" -> body executions
-	done     world.Future
-	finished bool
-	failed   bool
-	at       time.Duration
-	ends     int
+	mu     sync.Mutex
+	bodies map[string]int // "stage.index" -> body executions
+	// firstStart and lastStart bound the first body start of every step.
+	firstStart, lastStart time.Duration
+	starts                int
+	done                  world.Future
+	finished              bool
+	failed                bool
+	at                    time.Duration
+	ends                  int
 }
 
 func newObserver(rt world.Runtime) *observer {
@@ -420,8 +429,17 @@ func newObserver(rt world.Runtime) *observer {
 
 func (o *observer) StepBody(run string, s engine.StepSpan) {
 	o.mu.Lock()
-	o.bodies[fmt.Sprintf("%d.%d", s.Stage, s.Index)]++
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	key := stepKey(s.Stage, s.Index)
+	o.bodies[key]++
+	if o.bodies[key] > 1 {
+		return
+	}
+	if o.starts == 0 || s.Start < o.firstStart {
+		o.firstStart = s.Start
+	}
+	o.lastStart = max(o.lastStart, s.Start)
+	o.starts++
 }
 
 func (o *observer) HookCreated(string, string, time.Duration) {}
