@@ -120,7 +120,18 @@ func (e *RuleError) Error() string {
 func (e *RuleError) Unwrap() error { return ErrRules }
 
 // ParseRules parses one rule per line from r; blank lines and text after '#'
-// are ignored. name labels errors and Rule.Source ("rules.txt"). Every
+// are ignored. A rule is
+//
+//	METRIC[{SELECTOR}].STAT OP NUMBER UNIT          absolute: ttfs.p75 < 200ms
+//	METRIC[{SELECTOR}].STAT OP NUMBER x baseline    relative: ttls.p90 < 1.10x baseline
+//	COUNT[{SELECTOR}] OP NUMBER                     count:    stalls == 0
+//
+// where METRIC is a metric key (ttfs, ttls, skew, stso_inline, ...), STAT is
+// min, p50, p75, p90, p99, max or mean, COUNT is stalls, errors or runs, OP
+// is <, <=, >, >=, == or !=, and UNIT is ns, us, µs, ms or s. SELECTOR is a
+// comma-separated list of FIELD=VALUE over scenario, branches, steps,
+// version, switches, world and profile; VALUE may list alternatives with
+// '|' (branches=64|256) and may be quoted ("guard=on,resilient-step-dispatch=0"). name labels errors and Rule.Source ("rules.txt"). Every
 // malformed line is reported, joined into one error matching ErrRules; a
 // source with no rules is an error too.
 func ParseRules(name string, r io.Reader) ([]Rule, error) {

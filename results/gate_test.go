@@ -361,11 +361,10 @@ func TestGateInputErrors(t *testing.T) {
 }
 
 // The acceptance checks of issue 7 on synthetic sweeps: per-run TTFS and
-// TTLS drawn from seeded lognormal models (σ = 0.15 in log space, 30 runs
-// per cell, the 6-cell fan-out matrix). To run them on real sweeps, replace
-// synthFile with a sim-world sweep of the same matrix (seed = the pair
-// index) and, for A/B, add the latency to one world operation of the head
-// sweep's profile.
+// TTLS drawn from seeded lognormal models (σ = 0.15 in log space, noisier
+// than the sim world; 30 runs per cell, the 6-cell fan-out matrix), fast
+// enough for every test run. gate_sim_test.go (build tag acceptance) runs
+// the same checks on real sim-world sweeps.
 
 func TestGateAcceptanceAA(t *testing.T) {
 	const pairs = 20
