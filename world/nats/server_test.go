@@ -2,6 +2,7 @@ package natsworld_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // childEnv holds a JSON childSpec when the test binary runs as a
@@ -173,5 +176,35 @@ func startCluster(t *testing.T) string {
 		spec := childSpec{Name: fmt.Sprintf("n%d", i+1), StoreDir: t.TempDir(), ClusterPort: ports[i], Routes: strings.Join(routes, ",")}
 		urls[i] = startServer(t, spec).URL
 	}
-	return strings.Join(urls, ",")
+	joined := strings.Join(urls, ",")
+	waitJetStream(t, joined, 90*time.Second)
+	return joined
+}
+
+// waitJetStream waits until the cluster at url answers JetStream API calls
+// (its meta leader is elected).
+func waitJetStream(t *testing.T, url string, limit time.Duration) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("JetStream cluster not ready within %v: %v", limit, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
