@@ -163,8 +163,12 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	if res.Duplicate {
 		return false, nil // another delivery completed it and owns the continuation
 	}
-	if e.f.PendingCount {
-		return res.Pending == 0, nil
+	if e.f.PendingCount && res.Pending > 0 {
+		// Steps are still pending: not the last, and no log load. Pending 0
+		// makes this completer a candidate only: under parallel dispatch a
+		// step can complete before its siblings' step_created landed, so
+		// the candidate confirms against the log (once per stage, normally).
+		return false, nil
 	}
 	// Load the log to see whether the stage is complete. Without a guard the
 	// check reads the log up to this completion's position: in a log whose
