@@ -22,14 +22,19 @@ type Config struct {
 	Features Features
 	// Observer receives engine-side timestamps; nil discards them.
 	Observer Observer
-	// Concurrency is the number of queue deliveries handled at once
-	// (default 512).
+	// Concurrency is the number of queue deliveries handled at once, like a
+	// deployment's function concurrency (default DefaultConcurrency). A
+	// delivery holds its slot while it loads the log, so bounded slots are
+	// what turns O(N²) log loads into late branch starts at high fan-out.
 	Concurrency int
 	// Deployment names the deployment runs are pinned to (default "durabench").
 	Deployment string
 	// Seed seeds step-body jitter.
 	Seed int64
 }
+
+// DefaultConcurrency is the default number of deliveries handled at once.
+const DefaultConcurrency = 64
 
 // Engine runs workflow programs on a world.
 type Engine struct {
@@ -101,7 +106,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 512
+		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Deployment == "" {
 		cfg.Deployment = "durabench"
