@@ -230,6 +230,38 @@ type Comparison struct {
 	Counts []CountRow
 	// OnlyBase and OnlyHead are the cells present on one side only.
 	OnlyBase, OnlyHead []CellKey
+	// Warnings name plan settings that differ between the sweeps and are
+	// not part of a cell's key (pacing, queue settings, ...): the numbers
+	// are compared, but the difference may explain a change.
+	Warnings []string
+}
+
+// planWarnings lists the settings outside the cell key that differ between
+// base and head.
+func planWarnings(base, head *File) []string {
+	var w []string
+	diff := func(name string, b, h any) {
+		if b != h {
+			w = append(w, fmt.Sprintf("%s differs: base %v, head %v", name, b, h))
+		}
+	}
+	bp, hp := base.Plan, head.Plan
+	diff("pace", bp.Pace, hp.Pace)
+	diff("concurrency", bp.Concurrency, hp.Concurrency)
+	diff("rate", bp.Rate, hp.Rate)
+	diff("warm-up runs", bp.Warmup, hp.Warmup)
+	diff("retry style", bp.WorldOptions.RetryStyle, hp.WorldOptions.RetryStyle)
+	diff("visibility timeout (ms)", bp.WorldOptions.VisibilityTimeoutMS, hp.WorldOptions.VisibilityTimeoutMS)
+	diff("guard", bp.WorldOptions.Guard, hp.WorldOptions.Guard)
+	diff("sim log model", bp.WorldOptions.SimLog, hp.WorldOptions.SimLog)
+	diff("virtual time", base.VirtualTime, head.VirtualTime)
+	if base.Host.CPUs != head.Host.CPUs || base.Host.OS != head.Host.OS || base.Host.Arch != head.Host.Arch {
+		if !base.VirtualTime || !head.VirtualTime {
+			w = append(w, fmt.Sprintf("host differs: base %d CPUs %s/%s, head %d CPUs %s/%s",
+				base.Host.CPUs, base.Host.OS, base.Host.Arch, head.Host.CPUs, head.Host.OS, head.Host.Arch))
+		}
+	}
+	return w
 }
 
 // SweepInfo identifies one side of a comparison.
@@ -391,6 +423,7 @@ func Compare(base, head *File, opt CompareOptions) (*Comparison, error) {
 		Head:       sweepInfo(head, opt.HeadLabel, "head"),
 		Alpha:      opt.Alpha,
 		Confidence: opt.Confidence,
+		Warnings:   planWarnings(base, head),
 	}
 	bIdx, bKeys := indexCells(base)
 	hIdx, hKeys := indexCells(head)

@@ -23,6 +23,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if common != "" {
 		fmt.Fprintf(bw, "all cells: %s\n", common)
 	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(bw, "warning: %s\n", w)
+	}
 	ci := fmt.Sprintf("%.0f%% CI", 100*c.Confidence)
 	for _, m := range c.Metrics {
 		fmt.Fprintln(bw)
@@ -63,6 +66,9 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	label := labelMap(keys, labels)
 	if common != "" {
 		fmt.Fprintf(bw, "- all cells: `%s`\n", common)
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(bw, "- ⚠️ %s\n", mdEscape(w))
 	}
 	fmt.Fprintf(bw, "\nMedians with their %.0f%% confidence interval; Δ is the change of the medians, `~` where the Mann-Whitney U test finds no significant difference (α = %g).\n", 100*c.Confidence, c.Alpha)
 	for _, m := range c.Metrics {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,7 @@ func TestCompare(t *testing.T) {
 	head.Cells = append(head.Cells, synthFile(4, 30, 0.05, 1, []synthCell{{1024, "resilient", 50000, 20000000}}).Cells...)
 	base.Cells = append(base.Cells, synthFile(5, 30, 0.05, 1, []synthCell{{8, "baseline", 20000, 100000}}).Cells...)
 
+	base.Plan.Pace, head.Plan.Pace = "burst", "open"
 	c, err := Compare(base, head, CompareOptions{BaseLabel: "base.json", HeadLabel: "head.json"})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +129,10 @@ func TestCompare(t *testing.T) {
 	}
 	t.Logf("text:\n%s", text.String())
 	t.Logf("markdown:\n%s", md.String())
-	for _, want := range []string{"all cells: scenario=fanout switches=none world=sim profile=cloud", "geomean", "~", "(p=0.000 n=30)",
+	if !slices.Equal(c.Warnings, []string{"pace differs: base burst, head open"}) {
+		t.Errorf("Warnings = %q", c.Warnings)
+	}
+	for _, want := range []string{"all cells: scenario=fanout switches=none world=sim profile=cloud", "warning: pace differs: base burst, head open", "geomean", "~", "(p=0.000 n=30)",
 		"only in head.json (1 cells, not compared):", "fanout/branches=1024/version=resilient", "(head only)", "(base only)", "median ± 95% CI"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q", want)

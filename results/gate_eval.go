@@ -51,6 +51,9 @@ type GateReport struct {
 	// SweepFailed, when set, says why the head sweep is not complete: the
 	// file is partial or records an error.
 	SweepFailed string
+	// Warnings name plan settings outside the cell key that differ from the
+	// baseline (see Comparison.Warnings).
+	Warnings []string
 }
 
 // RuleReport is one rule's checks.
@@ -196,6 +199,7 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 	var bIdx map[CellKey]*Cell
 	if base != nil {
 		rep.Base, rep.HasBaseline = sweepInfo(base, "", "base"), true
+		rep.Warnings = planWarnings(base, head)
 		bIdx, _ = indexCells(base)
 	}
 	hIdx, hKeys := indexCells(head)

@@ -27,9 +27,15 @@ func (r *GateReport) headline() string {
 }
 
 func (r *GateReport) sides() string {
-	s := "head " + r.Head.Label
+	s := "head"
+	if r.Head.Label != "head" {
+		s += " " + r.Head.Label
+	}
 	if r.HasBaseline {
-		s += " vs baseline " + r.Base.Label
+		s += " vs baseline"
+		if r.Base.Label != "base" {
+			s += " " + r.Base.Label
+		}
 	}
 	return s
 }
@@ -55,6 +61,9 @@ func (r *GateReport) labels() map[CellKey]string {
 func (r *GateReport) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "gate: %s (α = %g)\n%s\n", r.sides(), r.Alpha, r.headline())
+	for _, w := range r.Warnings {
+		fmt.Fprintf(bw, "warning: %s\n", w)
+	}
 	label := r.labels()
 	for _, rr := range r.Rules {
 		fmt.Fprintf(bw, "\n%-4s  %s  (%s)%s\n", ruleVerdict(rr), rr.Rule.Text, rr.Rule.Source, ruleSummary(rr))
@@ -76,6 +85,12 @@ func (r *GateReport) WriteMarkdown(w io.Writer) error {
 		mark = "❌"
 	}
 	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significantly so (Mann-Whitney U, one-sided, head against threshold × baseline: the \"beyond\" p).\n", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(bw)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(bw, "- ⚠️ %s\n", mdEscape(w))
+	}
 	label := r.labels()
 	if u := r.Unmatched(); len(u) > 0 {
 		fmt.Fprintf(bw, "\nRules that match no cell (fix the rules file):\n")
