@@ -3,8 +3,10 @@ package natsworld_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +51,7 @@ func TestConformanceCluster(t *testing.T) {
 	}
 	urls := startCluster(t)
 	worldtest.Run(t, externalFactory(urls, 3))
+	t.Run("TwoWriters", func(t *testing.T) { testTwoWriters(t, urls, 3) })
 }
 
 func TestUnreachableURL(t *testing.T) {
@@ -157,3 +160,89 @@ func TestServerKilled(t *testing.T) {
 		t.Errorf("Stop after the server died: %v", err)
 	}
 }
+
+// TestTwoWritersExternal: two worlds (as two processes would) share one
+// prefix on an external server and append concurrently to the same run.
+// Their caches fence each other through the expected-last-subject-sequence:
+// every append lands exactly once, positions are dense, and the pending
+// count stays exact.
+func TestTwoWritersExternal(t *testing.T) {
+	srv := startServer(t, childSpec{Name: "shared"})
+	testTwoWriters(t, srv.URL, 1)
+}
+
+func testTwoWriters(t *testing.T, url string, replicas int) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("durabench_two_%d", time.Now().UnixNano())
+	a, err := natsworld.New(ctx, natsworld.Config{URL: url, Prefix: prefix, Replicas: replicas, Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := natsworld.New(ctx, natsworld.Config{URL: url, Prefix: prefix, Replicas: replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := a.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateRun(ctx, world.Run{ID: "r"}); !errors.Is(err, world.ErrConflict) {
+		t.Fatalf("second CreateRun through the other world: %v, want ErrConflict", err)
+	}
+	const steps = 40
+	var g errgroup
+	for i := range steps {
+		w := []world.World{a, b}[i%2]
+		other := []world.World{b, a}[i%2]
+		step := fmt.Sprintf("s%d", i)
+		g.Go(func() error {
+			if _, err := w.Append(ctx, "r", world.Event{Kind: world.StepCreated, ID: "c-" + step, Entity: step}, world.Precondition{}); err != nil {
+				return err
+			}
+			// The other world completes it: it must see the step_created.
+			if _, err := other.Append(ctx, "r", world.Event{Kind: world.StepCompleted, ID: "d-" + step, Entity: step}, world.Precondition{}); err != nil {
+				return fmt.Errorf("complete %s through the other world: %w", step, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Append(ctx, "r", world.Event{Kind: world.RunCompleted}, world.Precondition{})
+	if err != nil || res.Pending != 0 || res.Pos != 2*steps+2 {
+		t.Fatalf("run_completed = %+v, %v; want Pos %d, Pending 0", res, err, 2*steps+2)
+	}
+	if _, err := b.Append(ctx, "r", world.Event{Kind: world.StepCreated, Entity: "late"}, world.Precondition{}); !errors.Is(err, world.ErrGone) {
+		t.Fatalf("append through the other world after run_completed: %v, want ErrGone", err)
+	}
+	evs, err := b.Load(ctx, "r")
+	if err != nil || len(evs) != 2*steps+2 {
+		t.Fatalf("Load = %d events, %v; want %d", len(evs), err, 2*steps+2)
+	}
+	for i, ev := range evs {
+		if ev.Pos != int64(i+1) {
+			t.Fatalf("event %d has Pos %d", i, ev.Pos)
+		}
+	}
+}
+
+// errgroup is a minimal error group (the test avoids a dependency).
+type errgroup struct {
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+func (g *errgroup) Go(fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(); err != nil {
+			g.once.Do(func() { g.err = err })
+		}
+	}()
+}
+
+func (g *errgroup) Wait() error { g.wg.Wait(); return g.err }

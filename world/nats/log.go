@@ -356,10 +356,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 
-	// Other processes may write only to external servers; there a rule
-	// violation found in the cache is confirmed by a read before it is
-	// reported. Embedded, this process is the only writer.
-	shared := w.cfg.URL != ""
+	shared := w.shared
 	var claimed bool // hook token claimed by this call
 	var atLeast uint64
 	for round := 0; round < maxCASRounds; round++ {

@@ -87,7 +87,7 @@ func (w *World) writeChunk(ctx context.Context, cw *chunkWriter, typ byte, c wor
 		if typ == chunkClose {
 			c.Index = cw.next
 		} else if c.Index != cw.next {
-			if round == 0 && w.cfg.URL != "" {
+			if round == 0 && w.shared {
 				cw.loaded = false // another writer may have moved it
 				continue
 			}

@@ -135,6 +135,12 @@ type World struct {
 
 	ready, delayed jetstream.Consumer
 
+	// shared is set when other processes may write under the same prefix
+	// (external servers). Then a rule violation found in a cache is
+	// confirmed by a read before it is reported; embedded, this process is
+	// the only writer and its caches are authoritative.
+	shared bool
+
 	mu      sync.Mutex
 	closed  bool
 	runs    map[string]*runState
@@ -167,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		readers: make(map[string]*chunkReader),
 		subs:    make(map[*subscription]struct{}),
 	}
+	w.shared = cfg.URL != ""
 	p := cfg.Prefix
 	w.logStream, w.queueStream, w.chunkStream = p+"_log", p+"_queue", p+"_chunks"
 	w.subjLog, w.subjRuns, w.subjHook = p+".log.", p+".runs", p+".hook."
