@@ -188,3 +188,15 @@ func TestCompareMetricsFilter(t *testing.T) {
 		t.Errorf("metrics = %v, want only ttls", c.Metrics)
 	}
 }
+
+// BenchmarkCompare compares two sweeps of the 6-cell matrix with 30 runs a
+// cell (two metrics each).
+func BenchmarkCompare(b *testing.B) {
+	base := synthFile(1, 30, 0.15, 1, synthMatrix)
+	head := synthFile(2, 30, 0.15, 1.05, synthMatrix)
+	for b.Loop() {
+		if _, err := Compare(base, head, CompareOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -204,6 +204,7 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 	}
 	hIdx, hKeys := indexCells(head)
 	slices.SortFunc(hKeys, CellKey.cmp)
+	tests := testCache{}
 
 	for _, rule := range rules {
 		rr := RuleReport{Rule: rule}
@@ -227,7 +228,7 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 						bm = &x
 					}
 				}
-				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, rep.Alpha))
+				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, rep.Alpha, tests))
 			} else {
 				rr.Checks = append(rr.Checks, checkAbsolute(rule, k, m))
 			}
@@ -301,7 +302,16 @@ func checkAbsolute(rule Rule, k CellKey, m Metric) Check {
 	return c
 }
 
-func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64) Check {
+// testCache holds the two-sided test of a cell's metric, which every rule
+// on that metric shares (p50 and p90 rules test the same samples).
+type testCache map[testKey]Significance
+
+type testKey struct {
+	cell   CellKey
+	metric string
+}
+
+func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64, tests testCache) Check {
 	c := newCheck(k)
 	if m.Count == 0 {
 		c.Verdict, c.Note = Fail, "no values"
@@ -321,7 +331,11 @@ func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64) 
 	default:
 		c.Ratio = math.Inf(1)
 	}
-	t := MannWhitney(base.Values, m.Values, alpha)
+	t, ok := tests[testKey{k, rule.Metric}]
+	if !ok {
+		t = MannWhitney(base.Values, m.Values, alpha)
+		tests[testKey{k, rule.Metric}] = t
+	}
 	c.P, c.N1, c.N2 = t.P, t.N1, t.N2
 	if holds(c.Ratio, rule.Op, rule.Threshold) {
 		c.Verdict = Pass

@@ -416,3 +416,16 @@ func TestGateAcceptanceAB(t *testing.T) {
 func examplesRules() ([]byte, error) {
 	return os.ReadFile("../examples/gate-rules.txt")
 }
+
+// BenchmarkGate gates a sweep of the 6-cell matrix (30 runs a cell) with
+// the default rules.
+func BenchmarkGate(b *testing.B) {
+	base := synthFile(1, 30, 0.15, 1, synthMatrix)
+	head := synthFile(2, 30, 0.15, 1.15, synthMatrix)
+	rules := DefaultRules()
+	for b.Loop() {
+		if _, err := Gate(head, base, rules); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
