@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"strings"
@@ -33,21 +34,20 @@ type message struct {
 	payload             []byte
 }
 
-const sep = "\x00"
+const sep = 0 // field separator
 
 func (m *message) encode() []byte {
-	var b strings.Builder
-	b.Grow(48 + len(m.run) + len(m.hookToken) + len(m.resumeID) + len(m.payload))
-	b.WriteByte(byte(m.kind))
-	b.WriteString(sep)
-	b.WriteString(m.run)
-	b.WriteString(sep)
-	b.WriteString(strconv.Itoa(m.stage))
-	b.WriteString(sep)
-	b.WriteString(strconv.Itoa(m.index))
-	b.WriteString(sep)
-	b.WriteString(strconv.Itoa(m.seq))
-	b.WriteString(sep)
+	// One allocation: the fields are appended to a buffer sized for them.
+	b := make([]byte, 0, 48+len(m.run)+len(m.hookToken)+len(m.resumeID)+len(m.payload))
+	b = append(b, byte(m.kind), sep)
+	b = append(b, m.run...)
+	b = append(b, sep)
+	b = strconv.AppendInt(b, int64(m.stage), 10)
+	b = append(b, sep)
+	b = strconv.AppendInt(b, int64(m.index), 10)
+	b = append(b, sep)
+	b = strconv.AppendInt(b, int64(m.seq), 10)
+	b = append(b, sep)
 	flags := byte('0')
 	if m.stepInput {
 		flags |= 1
@@ -55,45 +55,67 @@ func (m *message) encode() []byte {
 	if m.runContext {
 		flags |= 2
 	}
-	b.WriteByte(flags)
-	b.WriteString(sep)
-	b.WriteString(m.hookToken)
-	b.WriteString(sep)
-	b.WriteString(m.resumeID)
-	b.WriteString(sep)
-	b.Write(m.payload)
-	return []byte(b.String())
+	b = append(b, flags, sep)
+	b = append(b, m.hookToken...)
+	b = append(b, sep)
+	b = append(b, m.resumeID...)
+	b = append(b, sep)
+	return append(b, m.payload...)
 }
 
 var errBadMessage = errors.New("engine: malformed queue message")
 
+// decodeMessage parses what encode wrote. It walks the body in place and
+// allocates only the strings it keeps.
 func decodeMessage(b []byte) (message, error) {
 	var m message
-	parts := strings.SplitN(string(b), sep, 9)
-	if len(parts) != 9 || len(parts[0]) != 1 || len(parts[5]) != 1 {
+	// fields[0..7] are the first eight fields; the rest is the payload,
+	// which may itself contain separators.
+	var fields [8][]byte
+	rest := b
+	for i := range fields {
+		j := bytes.IndexByte(rest, sep)
+		if j < 0 {
+			return m, errBadMessage
+		}
+		fields[i], rest = rest[:j], rest[j+1:]
+	}
+	if len(fields[0]) != 1 || len(fields[5]) != 1 {
 		return m, errBadMessage
 	}
-	m.kind = msgKind(parts[0][0])
+	m.kind = msgKind(fields[0][0])
 	if m.kind != kindWorkflow && m.kind != kindStep {
 		return m, errBadMessage
 	}
-	m.run = parts[1]
-	var err1, err2, err3 error
-	m.stage, err1 = strconv.Atoi(parts[2])
-	m.index, err2 = strconv.Atoi(parts[3])
-	m.seq, err3 = strconv.Atoi(parts[4])
-	if err1 != nil || err2 != nil || err3 != nil {
+	var ok1, ok2, ok3 bool
+	m.stage, ok1 = parseInt(fields[2])
+	m.index, ok2 = parseInt(fields[3])
+	m.seq, ok3 = parseInt(fields[4])
+	if !ok1 || !ok2 || !ok3 {
 		return m, errBadMessage
 	}
-	flags := parts[5][0] - '0'
+	m.run = string(fields[1])
+	flags := fields[5][0] - '0'
 	m.stepInput = flags&1 != 0
 	m.runContext = flags&2 != 0
-	m.hookToken = parts[6]
-	m.resumeID = parts[7]
-	if parts[8] != "" {
-		m.payload = []byte(parts[8])
+	if len(fields[6]) > 0 {
+		m.hookToken = string(fields[6])
+	}
+	if len(fields[7]) > 0 {
+		m.resumeID = string(fields[7])
+	}
+	if len(rest) > 0 {
+		m.payload = bytes.Clone(rest)
 	}
 	return m, nil
+}
+
+// parseInt is strconv.Atoi on a byte slice, without converting it to a
+// string (the compiler does not allocate for a string(b) conversion passed
+// straight to a call that does not keep it).
+func parseInt(b []byte) (int, bool) {
+	n, err := strconv.Atoi(string(b))
+	return n, err == nil
 }
 
 // stepID is a step's correlation id within its run: "<stage>.<index>".
