@@ -101,7 +101,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Grace = DefaultGrace
 	}
 	rec := metrics.NewRecorder()
-	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: rec,
+	hooks := NewHookResumer(rec, cfg.World.Runtime()) // resumes hooks as soon as they exist
+	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: hooks,
 		Concurrency: cfg.EngineConcurrency, Seed: cfg.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("driver: %w", err)
@@ -110,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// they stop when the cell is over.
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
+	hooks.Bind(runCtx, eng)
 	if err := eng.Start(runCtx); err != nil {
 		return nil, fmt.Errorf("driver: %w", err)
 	}
