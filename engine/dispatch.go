@@ -40,7 +40,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		g := e.rt.NewGroup()
 		for i, idx := range inline {
 			g.Go(func() error {
-				res, err := e.createStep(ctx, inv.run, s, idx, world.Precondition{})
+				res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), world.Precondition{})
 				owned[i] = err == nil && !res.Duplicate
 				return err
 			})
@@ -50,7 +50,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 			// swallowed (the message carries the step input, so the
 			// consumer re-ensures it); a publish failure fails the pass.
 			g.Go(func() error {
-				_, err := e.createStep(ctx, inv.run, s, idx, world.Precondition{})
+				_, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), world.Precondition{})
 				if err != nil && !world.IsTransient(err) && !errors.Is(err, world.ErrConflict) {
 					return err
 				}
@@ -102,7 +102,7 @@ func (e *Engine) createSequential(ctx context.Context, inv *invocation, s int, m
 	}
 	if e.w.Capabilities().Guard {
 		for pos, idx := range missing {
-			res, err := e.createStep(ctx, inv.run, s, idx, guard)
+			res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), guard)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func (e *Engine) createSequential(ctx context.Context, inv *invocation, s int, m
 	g := e.rt.NewGroup()
 	for pos, idx := range missing {
 		g.Go(func() error {
-			res, err := e.createStep(ctx, inv.run, s, idx, world.Precondition{})
+			res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), world.Precondition{})
 			if err != nil {
 				return err
 			}
@@ -143,20 +143,19 @@ func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued 
 	return g.Wait()
 }
 
-// createStep appends step_created for step (s, idx). It is idempotent
+// createStep appends step_created for the step named n. It is idempotent
 // through the event ID: a re-ensure of an existing step reports Duplicate.
-func (e *Engine) createStep(ctx context.Context, run string, s, idx int, pre world.Precondition) (world.AppendResult, error) {
-	id := stepID(s, idx)
-	res, err := e.w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: createEventID(id), Entity: id}, pre)
+func (e *Engine) createStep(ctx context.Context, run string, n stepNames, pre world.Precondition) (world.AppendResult, error) {
+	res, err := e.w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: n.create, Entity: n.id}, pre)
 	if err != nil {
-		return res, fmt.Errorf("step_created %s/%s: %w", run, id, err)
+		return res, fmt.Errorf("step_created %s/%s: %w", run, n.id, err)
 	}
 	return res, nil
 }
 
 // publishStep enqueues the execution message of step (s, idx).
 func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
-	id := stepID(s, idx)
+	id := inv.prog.step(s, idx).id
 	m := message{kind: kindStep, run: inv.run, stage: s, index: idx, seq: inv.prog.seq(s, idx),
 		stepInput: withInput, runContext: e.f.RunContext}
 	if _, err := e.w.Publish(ctx, world.Message{ID: stepMessageID(inv.run, id), Run: inv.run, Body: m.encode()}, world.PublishOptions{}); err != nil {

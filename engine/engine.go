@@ -78,14 +78,63 @@ func (e *Engine) Stats() Stats {
 		e.stats.inbandRecoveries.Load(), e.stats.handoffs.Load()}
 }
 
-// programInfo is a decoded program with each stage's first step ordinal.
+// programInfo is a decoded program with each stage's first step ordinal
+// and the names its steps' world operations carry.
 type programInfo struct {
 	*Program
 	seqBase []int
+	names   []stageNames
+}
+
+// stepNames are the strings one step's world operations carry.
+type stepNames struct {
+	id       string // correlation id "<stage>.<index>" (the events' Entity)
+	create   string // step_created event ID
+	complete string // step_completed event ID
+}
+
+func newStepNames(s, idx int) stepNames {
+	id := stepID(s, idx)
+	return stepNames{id: id, create: createEventID(id), complete: completeEventID(id)}
+}
+
+// stageNames holds a stage's step names, built the first time the stage is
+// reached, so each is built once per run rather than once per operation.
+type stageNames struct {
+	once  sync.Once
+	steps []stepNames
+}
+
+// step returns the names of step (s, idx).
+func (p *programInfo) step(s, idx int) stepNames {
+	if s < 0 || s >= len(p.names) {
+		return newStepNames(s, idx)
+	}
+	sn := &p.names[s]
+	sn.once.Do(func() {
+		sn.steps = make([]stepNames, stageSteps(p.Stages[s]))
+		for i := range sn.steps {
+			sn.steps[i] = newStepNames(s, i)
+		}
+	})
+	if idx < 0 || idx >= len(sn.steps) {
+		return newStepNames(s, idx)
+	}
+	return sn.steps[idx]
+}
+
+// stepNames returns the names of step (s, idx) of run from the cached
+// program, or builds them when the run's program is not cached (no world
+// call: the caller may not know the program yet).
+func (e *Engine) stepNames(run string, s, idx int) stepNames {
+	if p, ok := e.programs.Load(run); ok {
+		return p.(*programInfo).step(s, idx)
+	}
+	return newStepNames(s, idx)
 }
 
 func newProgramInfo(p Program) *programInfo {
-	info := &programInfo{Program: &p, seqBase: make([]int, len(p.Stages))}
+	info := &programInfo{Program: &p, seqBase: make([]int, len(p.Stages)), names: make([]stageNames, len(p.Stages))}
 	n := 0
 	for i, s := range p.Stages {
 		info.seqBase[i] = n

@@ -30,11 +30,12 @@ func (e *Engine) onStep(ctx context.Context, m *message, d world.Delivery) error
 			return nil // undecodable run input: nothing can execute it
 		}
 	}
-	id := stepID(m.stage, m.index)
+	names := e.stepNames(m.run, m.stage, m.index)
+	id := names.id
 	if m.stepInput && d.Attempt > 1 && e.f.Recovery != RecoveryNone {
 		// A redelivery: re-ensure step_created eagerly (a round trip cheaper
 		// than a rejected claim).
-		if err := e.ensureCreated(ctx, m); err != nil {
+		if err := e.ensureCreated(ctx, m, names); err != nil {
 			return err
 		}
 	}
@@ -42,7 +43,7 @@ func (e *Engine) onStep(ctx context.Context, m *message, d world.Delivery) error
 	if errors.Is(err, world.ErrNotFound) && m.stepInput && e.f.Recovery == RecoveryInband {
 		// In-band recovery, whatever the attempt: materialize step_created
 		// from the message and retry the claim once in this delivery.
-		if err = e.ensureCreated(ctx, m); err == nil {
+		if err = e.ensureCreated(ctx, m, names); err == nil {
 			e.stats.inbandRecoveries.Add(1)
 			err = e.claim(ctx, m.run, id)
 		}
@@ -115,8 +116,8 @@ func (e *Engine) claim(ctx context.Context, run, id string) error {
 
 // ensureCreated materializes step_created from a message's step input.
 // An existing step (duplicate ID, or created without one) is success.
-func (e *Engine) ensureCreated(ctx context.Context, m *message) error {
-	_, err := e.createStep(ctx, m.run, m.stage, m.index, world.Precondition{})
+func (e *Engine) ensureCreated(ctx context.Context, m *message, names stepNames) error {
+	_, err := e.createStep(ctx, m.run, names, world.Precondition{})
 	if err == nil || errors.Is(err, world.ErrConflict) {
 		e.stats.reensures.Add(1)
 		return nil
@@ -129,8 +130,7 @@ func (e *Engine) ensureCreated(ctx context.Context, m *message) error {
 
 // runInline claims and runs a step in the orchestrator's task.
 func (e *Engine) runInline(ctx context.Context, inv *invocation, s, idx int) (last bool, err error) {
-	id := stepID(s, idx)
-	if err := e.claim(ctx, inv.run, id); err != nil {
+	if err := e.claim(ctx, inv.run, inv.prog.step(s, idx).id); err != nil {
 		if errors.Is(err, world.ErrConflict) {
 			return false, nil
 		}
@@ -151,8 +151,9 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	e.obs.StepBody(inv.run, span)
 	inv.prevStep = true
 
-	id := stepID(s, idx)
-	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: completeEventID(id), Entity: id}, world.Precondition{})
+	names := inv.prog.step(s, idx)
+	id := names.id
+	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id}, world.Precondition{})
 	switch {
 	case err == nil:
 	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
