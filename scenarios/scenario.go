@@ -16,12 +16,28 @@ import (
 	"github.com/durabench/durabench/engine"
 )
 
-// ErrUnknown is returned for an unknown scenario or option name.
-var ErrUnknown = errors.New("unknown")
+// ErrUnknown is matched by errors for an unknown scenario or option name.
+var ErrUnknown = errors.New("unknown scenario or option")
 
-// ErrInvalid is returned for an option value of the wrong type or out of
-// range.
-var ErrInvalid = errors.New("invalid")
+// ErrInvalid is matched by errors for an option value of the wrong type or
+// out of range.
+var ErrInvalid = errors.New("invalid option value")
+
+// Error is a scenario or option error: Msg says what is wrong, Kind is
+// ErrUnknown or ErrInvalid (for errors.Is).
+type Error struct {
+	Msg  string
+	Kind error
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the error's kind.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errorf(kind error, format string, a ...any) error {
+	return &Error{Msg: fmt.Sprintf(format, a...), Kind: kind}
+}
 
 // Type is the type of a scenario option's value.
 type Type string
@@ -56,25 +72,25 @@ func (o OptionSpec) Parse(s string) (string, error) {
 	case Int:
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return "", fmt.Errorf("option %s: %q is not an integer: %w", o.Name, s, ErrInvalid)
+			return "", errorf(ErrInvalid, "option %s: %q is not an integer", o.Name, s)
 		}
 		if n < o.Min {
-			return "", fmt.Errorf("option %s: %d is less than %d: %w", o.Name, n, o.Min, ErrInvalid)
+			return "", errorf(ErrInvalid, "option %s: %d is less than %d", o.Name, n, o.Min)
 		}
 		return strconv.Itoa(n), nil
 	case Duration:
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return "", fmt.Errorf("option %s: %q is not a duration (e.g. 10ms): %w", o.Name, s, ErrInvalid)
+			return "", errorf(ErrInvalid, "option %s: %q is not a duration (e.g. 10ms)", o.Name, s)
 		}
 		if d < 0 {
-			return "", fmt.Errorf("option %s: %s is negative: %w", o.Name, d, ErrInvalid)
+			return "", errorf(ErrInvalid, "option %s: %s is negative", o.Name, d)
 		}
 		return d.String(), nil
 	case Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return "", fmt.Errorf("option %s: %q is not true or false: %w", o.Name, s, ErrInvalid)
+			return "", errorf(ErrInvalid, "option %s: %q is not true or false", o.Name, s)
 		}
 		return strconv.FormatBool(b), nil
 	case String:
@@ -84,11 +100,11 @@ func (o OptionSpec) Parse(s string) (string, error) {
 					return s, nil
 				}
 			}
-			return "", fmt.Errorf("option %s: %q is not one of %s: %w", o.Name, s, strings.Join(o.Choices, ", "), ErrInvalid)
+			return "", errorf(ErrInvalid, "option %s: %q is not one of %s", o.Name, s, strings.Join(o.Choices, ", "))
 		}
 		return s, nil
 	}
-	return "", fmt.Errorf("option %s: unknown type %q: %w", o.Name, o.Type, ErrInvalid)
+	return "", errorf(ErrInvalid, "option %s: unknown type %q", o.Name, o.Type)
 }
 
 // Values are a scenario's option values by name, in canonical spelling.
@@ -158,7 +174,7 @@ func (s *Scenario) Validate(v Values) error {
 	for _, k := range names {
 		o, ok := s.Option(k)
 		if !ok {
-			return fmt.Errorf("scenario %s has no option %q (options: %s): %w", s.Name, k, s.optionNames(), ErrUnknown)
+			return errorf(ErrUnknown, "scenario %s has no option %q (options: %s)", s.Name, k, s.optionNames())
 		}
 		c, err := o.Parse(v[k])
 		if err != nil {
@@ -192,7 +208,7 @@ func (s *Scenario) Build(v Values) (engine.Program, Values, error) {
 		return engine.Program{}, nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 	}
 	if err := p.Validate(); err != nil {
-		return engine.Program{}, nil, fmt.Errorf("scenario %s: %w: %w", s.Name, err, ErrInvalid)
+		return engine.Program{}, nil, errorf(ErrInvalid, "scenario %s: %v", s.Name, err)
 	}
 	return p, full, nil
 }
@@ -229,7 +245,7 @@ func Get(name string) (*Scenario, error) {
 	if s, ok := registry[name]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("scenario %q (known: %s): %w", name, strings.Join(namesLocked(), ", "), ErrUnknown)
+	return nil, errorf(ErrUnknown, "unknown scenario %q (known: %s)", name, strings.Join(namesLocked(), ", "))
 }
 
 // All returns every registered scenario, sorted by name.

@@ -1,5 +1,3 @@
-//go:build durabench_nats
-
 package sweep
 
 import (
