@@ -120,11 +120,31 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 	return files, errors.Join(errs...)
 }
 
+// savePNG draws p at the chart size with its legend in a column to the
+// right of the data, where it can never hide a line, and writes the PNG.
 func savePNG(p *plot.Plot, path string) error {
 	w := vg.Length(chartWidthPx) * vg.Inch / chartDPI
 	h := vg.Length(chartHeightPx) * vg.Inch / chartDPI
 	canvas := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(chartDPI))
-	p.Draw(draw.New(canvas))
+	dc := draw.New(canvas)
+	leg := p.Legend
+	p.Legend = plot.NewLegend()
+	r := leg.Rectangle(dc)
+	lw := r.Size().X + vg.Points(16)
+	switch {
+	case r.Size().Y == 0:
+		p.Draw(dc)
+	case lw > w*0.4:
+		// Too wide to sit beside the data: back inside, top left.
+		p.Legend = leg
+		p.Draw(dc)
+	default:
+		p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+		leg.Top, leg.Left = true, true
+		leg.XOffs, leg.YOffs = vg.Points(6), 0
+		top := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding + vg.Points(10)
+		leg.Draw(draw.Crop(dc, w-lw, 0, 0, -top))
+	}
 	out, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("png: %w", err)
@@ -137,6 +157,46 @@ func savePNG(p *plot.Plot, path string) error {
 		return fmt.Errorf("png %s: %w", path, err)
 	}
 	return nil
+}
+
+// shortSwitches abbreviates kill-switch names for chart labels
+// ("resilient-step-dispatch=0" -> "rsd=0"); switchKey lists the
+// abbreviations a chart used, for its legend.
+func shortSwitches(sw []string) string {
+	var out []string
+	for _, s := range sw {
+		name, val, _ := strings.Cut(s, "=")
+		if strings.Contains(name, "-") {
+			var initials strings.Builder
+			for _, part := range strings.Split(name, "-") {
+				if part != "" {
+					initials.WriteByte(part[0])
+				}
+			}
+			name = initials.String()
+		}
+		if val != "" {
+			name += "=" + val
+		}
+		out = append(out, name)
+	}
+	return strings.Join(out, "+")
+}
+
+// addSwitchKey adds legend lines explaining the abbreviated switch names of
+// cells.
+func addSwitchKey(p *plot.Plot, cells []*results.Cell) {
+	seen := map[string]bool{}
+	for _, c := range cells {
+		for _, s := range c.Switches {
+			name, _, _ := strings.Cut(s, "=")
+			short, _, _ := strings.Cut(shortSwitches([]string{s}), "=")
+			if short != name && !seen[name] {
+				seen[name] = true
+				p.Legend.Add(short + ": " + name)
+			}
+		}
+	}
 }
 
 // slug makes a file name from parts: lower case, [a-z0-9.-] only.
@@ -229,7 +289,7 @@ func familyName(c *results.Cell) string {
 		parts = append(parts, fmt.Sprintf("%d steps", c.Steps))
 	}
 	if len(c.Switches) > 0 {
-		parts = append(parts, strings.Join(c.Switches, ","))
+		parts = append(parts, shortSwitches(c.Switches))
 	}
 	if len(c.Options) > 0 {
 		parts = append(parts, optionsLabel(c.Options))
@@ -268,8 +328,7 @@ func (c *charts) newPlot(title, xLabel, yLabel string) *plot.Plot {
 	}
 	p.Legend.TextStyle.Font.Size = font.Length(12)
 	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(-6)
-	p.Legend.Padding = vg.Points(2)
+	p.Legend.Padding = vg.Points(3)
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -282,6 +341,19 @@ func headStyle(col color.Color) draw.LineStyle {
 
 func baseStyle(col color.Color) draw.LineStyle {
 	return draw.LineStyle{Color: col, Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(6), vg.Points(4)}}
+}
+
+// switchStyle marks a kill-switch set on a head line: solid without
+// switches, dotted or dash-dotted with.
+func switchStyle(col color.Color, idx int) draw.LineStyle {
+	st := headStyle(col)
+	switch idx % 3 {
+	case 1:
+		st.Dashes = []vg.Length{vg.Points(1.5), vg.Points(3)}
+	case 2:
+		st.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(1.5), vg.Points(3)}
+	}
+	return st
 }
 
 func (c *charts) baseLabel() string {
@@ -448,6 +520,7 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 	if math.IsInf(lo, 1) {
 		return nil, nil
 	}
+	addSwitchKey(p, fam)
 	if useLogY(lo, hi) {
 		setLogY(p, lo, hi)
 		p.Y.Label.Text = title + " (log scale)"
@@ -458,12 +531,13 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 }
 
 // cliff charts TTLS p50 against the fan-out width: a line per version and
-// switch set, dashed for the baseline, each labelled at its widest point
-// so the fastest version at the widest fan-out reads without the legend.
+// switch set (dotted with switches), dashed for the baseline, each head line
+// labelled at its widest point with its name and value, so the fastest
+// version at the widest fan-out reads without the legend.
 func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 	p := c.newPlot(fmt.Sprintf("TTLS p50 vs fan-out width — %s", g.Name), "branches (log scale)", "TTLS p50 (log scale)")
 	type series struct {
-		label string
+		name  string // version and switches
 		col   color.Color
 		pts   plotter.XYs
 		base  bool
@@ -482,20 +556,17 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 			k := cell.Version + "|" + switchSet(cell) + "|" + cell.World + "|" + cell.Profile
 			s := byLine[k]
 			if s == nil {
-				label := cell.Version
-				if c.lab.switches && len(cell.Switches) > 0 {
-					label += " " + strings.Join(cell.Switches, ",")
+				name := cell.Version
+				if len(cell.Switches) > 0 {
+					name += " " + shortSwitches(cell.Switches)
 				}
 				if c.lab.world || c.lab.profile {
-					label += " " + cell.World + "/" + cell.Profile
-				}
-				if base {
-					label += " (" + c.baseLabel() + ")"
+					name += " " + cell.World + "/" + cell.Profile
 				}
 				if _, ok := switchIdx[switchSet(cell)]; !ok {
 					switchIdx[switchSet(cell)] = len(switchIdx)
 				}
-				s = &series{label: label, col: c.colour[cell.Version], base: base, shape: switchIdx[switchSet(cell)]}
+				s = &series{name: name, col: c.colour[cell.Version], base: base, shape: switchIdx[switchSet(cell)]}
 				byLine[k] = s
 				order = append(order, k)
 			}
@@ -523,49 +594,40 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	branches := map[float64]bool{}
-	var endLabels plotter.XYLabels
-	var endColours []color.Color
+	type endLabel struct {
+		y    float64
+		text string
+		col  color.Color
+	}
+	var ends []endLabel
 	for _, s := range all {
 		l, sc, err := plotter.NewLinePoints(s.pts)
 		if err != nil {
 			return nil, err
 		}
+		label := s.name
 		if s.base {
 			l.LineStyle = baseStyle(s.col)
+			label += " (" + c.baseLabel() + ")"
 		} else {
-			l.LineStyle = headStyle(s.col)
+			l.LineStyle = switchStyle(s.col, s.shape)
 		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: s.col, Radius: vg.Points(4), Shape: shapes[s.shape%len(shapes)]}
 		if s.base {
-			sc.GlyphStyle.Radius = vg.Points(3)
+			sc.GlyphStyle.Radius = vg.Points(2.5)
 		}
 		p.Add(l, sc)
-		p.Legend.Add(s.label, l, sc)
+		p.Legend.Add(label, l, sc)
 		for _, pt := range s.pts {
 			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 			branches[pt.X] = true
 		}
 		if !s.base {
 			last := s.pts[len(s.pts)-1]
-			endLabels.XYs = append(endLabels.XYs, last)
-			endLabels.Labels = append(endLabels.Labels, " "+results.FormatMicros(last.Y*1000))
-			endColours = append(endColours, s.col)
+			ends = append(ends, endLabel{last.Y, s.name + " " + results.FormatMicros(last.Y*1000), s.col})
 		}
 	}
-	// End-of-line values at the widest fan-out: the answer to "which is
-	// fastest at 256?" without matching colours to the legend.
-	if len(endLabels.XYs) > 0 {
-		labels, err := plotter.NewLabels(endLabels)
-		if err != nil {
-			return nil, err
-		}
-		for i := range labels.TextStyle {
-			labels.TextStyle[i].Color = endColours[i]
-			labels.TextStyle[i].Font.Size = font.Length(12)
-			labels.TextStyle[i].YAlign = -0.5
-		}
-		p.Add(labels)
-	}
+	addSwitchKey(p, g.Cells)
 	xs := slices.Sorted(maps.Keys(branches))
 	var ticks plot.ConstantTicks
 	for _, x := range xs {
@@ -573,11 +635,56 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = ticks
-	// Room on the right for the end labels.
-	p.X.Min, p.X.Max = xs[0]/1.15, xs[len(xs)-1]*1.9
-	if lo > 0 {
-		setLogY(p, lo, hi)
+	// The right third of the x axis is left free for the end labels.
+	x0, x1 := xs[0]/1.15, xs[len(xs)-1]
+	p.X.Min = x0
+	p.X.Max = x1 * math.Pow(x1/x0, 0.5)
+	if x1 == x0 {
+		p.X.Max = x1 * 4
 	}
+	if lo <= 0 {
+		p.Y.Min = 0
+		return p, nil
+	}
+	setLogY(p, lo, hi)
+	// End-of-line labels at the widest fan-out, spread apart vertically
+	// (in log space, the axis' space) so close values stay readable; each
+	// keeps its line's colour.
+	slices.SortFunc(ends, func(a, b endLabel) int { return cmp.Compare(a.y, b.y) })
+	top := math.Log(p.Y.Max)
+	gap := (top - math.Log(p.Y.Min)) * 15 / 480 // a label's height in log units (~480 px of data)
+	pos := make([]float64, len(ends))
+	for i, e := range ends {
+		pos[i] = math.Log(e.y)
+		if i > 0 {
+			pos[i] = math.Max(pos[i], pos[i-1]+gap)
+		}
+	}
+	// Labels pushed past the top slide back down together.
+	for i := len(pos) - 1; i >= 0; i-- {
+		limit := top - gap/2
+		if i < len(pos)-1 {
+			limit = pos[i+1] - gap
+		}
+		pos[i] = math.Min(pos[i], limit)
+	}
+	var xy plotter.XYLabels
+	for i, e := range ends {
+		xy.XYs = append(xy.XYs, plotter.XY{X: x1 * 1.08, Y: math.Exp(pos[i])})
+		xy.Labels = append(xy.Labels, e.text)
+	}
+	labels, err := plotter.NewLabels(xy)
+	if err != nil {
+		return nil, err
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].Color = ends[i].col
+		labels.TextStyle[i].Font.Size = font.Length(11)
+		labels.TextStyle[i].YAlign = draw.YCenter
+	}
+	ymin, ymax := p.Y.Min, p.Y.Max
+	p.Add(labels)
+	p.Y.Min, p.Y.Max = ymin, ymax // labels never widen the axis
 	return p, nil
 }
 
@@ -594,9 +701,16 @@ func (c *charts) stso(g scenarioGroup, cell *results.Cell) (*plot.Plot, error) {
 	lo = math.Max(lo, 1) / 1000 // ms; a 0 µs gap still needs a bin on a log axis
 	hi = math.Max(hi/1000, lo*1.01)
 	const nbins = 40
+	// Log-spaced bins when the gaps span orders of magnitude (inline vs
+	// queue-hop usually do), linear ones otherwise.
+	logX := hi/lo >= 20
 	edges := make([]float64, nbins+1)
 	for i := range edges {
-		edges[i] = lo * math.Pow(hi/lo, float64(i)/nbins)
+		if logX {
+			edges[i] = lo * math.Pow(hi/lo, float64(i)/nbins)
+		} else {
+			edges[i] = lo + (hi-lo)*float64(i)/nbins
+		}
 	}
 	edges[nbins] *= 1.0001
 	hist := func(vals []int64, col color.Color) *plotter.Histogram {
@@ -612,8 +726,11 @@ func (c *charts) stso(g scenarioGroup, cell *results.Cell) (*plot.Plot, error) {
 		h := &plotter.Histogram{Bins: bins, FillColor: col, LineStyle: draw.LineStyle{Color: col, Width: vg.Points(0.8)}}
 		return h
 	}
-	p := c.newPlot(fmt.Sprintf("STSO inline vs queue-hop — %s, %s", g.Name, c.lab.label(cell)),
-		"step-to-step overhead (log scale)", "step gaps")
+	xLabel := "step-to-step overhead"
+	if logX {
+		xLabel += " (log scale)"
+	}
+	p := c.newPlot(fmt.Sprintf("STSO inline vs queue-hop — %s, %s", g.Name, c.lab.label(cell)), xLabel, "step gaps")
 	p.Y.Tick.Marker = axisTicks{}
 	p.Legend.Left = false
 	blue := color.NRGBA{0, 114, 178, 150}
@@ -622,14 +739,20 @@ func (c *charts) stso(g scenarioGroup, cell *results.Cell) (*plot.Plot, error) {
 		h := hist(inline, blue)
 		p.Add(h)
 		p.Legend.Add(fmt.Sprintf("inline (n=%d, p50 %s)", len(inline), fmtUS(cell.Metrics["stso_inline"].P50)), h)
+	} else {
+		p.Legend.Add("inline: none")
 	}
 	if len(queue) > 0 {
 		h := hist(queue, orange)
 		p.Add(h)
 		p.Legend.Add(fmt.Sprintf("queue-hop (n=%d, p50 %s)", len(queue), fmtUS(cell.Metrics["stso_queue"].P50)), h)
+	} else {
+		p.Legend.Add("queue-hop: none")
 	}
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = axisTicks{log: true, ms: true}
+	p.X.Tick.Marker = axisTicks{log: logX, ms: true}
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
 	p.X.Min, p.X.Max = edges[0], edges[nbins]
 	p.Y.Min = 0
 	return p, nil
@@ -660,7 +783,7 @@ func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) 
 	for i, cell := range fam {
 		label := cell.Version
 		if len(cell.Switches) > 0 {
-			label += "\n" + strings.Join(cell.Switches, ",")
+			label += "\n" + shortSwitches(cell.Switches)
 		}
 		names = append(names, label)
 		col := c.colour[cell.Version]
@@ -697,7 +820,7 @@ func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) 
 		if hb != nil {
 			drawn = true
 			p.Add(hb)
-			if i == 0 {
+			if i == 0 && c.base != nil {
 				p.Legend.Add("this run (solid)", &plotter.Line{LineStyle: hb.BoxStyle, FillColor: hb.FillColor})
 			}
 		}
@@ -719,11 +842,17 @@ func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) 
 	if !drawn {
 		return nil, nil
 	}
+	addSwitchKey(p, fam)
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	// Headroom above the tallest box keeps the legend off the data.
+	if len(names) > 5 {
+		// Slanted, many version names fit side by side.
+		p.X.Tick.Label.Rotation = math.Pi / 6
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
 	p.Y.Min = 0
-	p.Y.Max *= 1.3
+	p.Y.Max *= 1.05 // whiskers clear the frame
 	p.Legend.Left = false
 	return p, nil
 }
