@@ -1,4 +1,4 @@
-package engine_test
+package fanout
 
 import (
 	"context"
@@ -13,106 +13,110 @@ import (
 	"github.com/durabench/durabench/world"
 )
 
-// countingWorld wraps a real world and counts its calls by world.Op, plus
-// the events every Load returned. It is how the benchmarks prove the floor
+// CountingWorld wraps a real world and counts its calls by world.Op, plus
+// the events every Load returned. It is how the benchmarks show the floor
 // issues the same operations as the engine.
-type countingWorld struct {
+type CountingWorld struct {
 	world.World
 	ops    map[world.Op]*atomic.Int64 // built once, read-only afterwards
 	loaded atomic.Int64               // events returned by Load
 }
 
-func newCountingWorld(w world.World) *countingWorld {
-	c := &countingWorld{World: w, ops: make(map[world.Op]*atomic.Int64)}
+// NewCountingWorld wraps w.
+func NewCountingWorld(w world.World) *CountingWorld {
+	c := &CountingWorld{World: w, ops: make(map[world.Op]*atomic.Int64)}
 	for _, op := range world.Ops() {
 		c.ops[op] = new(atomic.Int64)
 	}
 	return c
 }
 
-func (c *countingWorld) count(op world.Op) { c.ops[op].Add(1) }
+func (c *CountingWorld) count(op world.Op) { c.ops[op].Add(1) }
 
-func (c *countingWorld) CreateRun(ctx context.Context, r world.Run) error {
+func (c *CountingWorld) CreateRun(ctx context.Context, r world.Run) error {
 	c.count(world.OpCreateRun)
 	return c.World.CreateRun(ctx, r)
 }
 
-func (c *countingWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
+func (c *CountingWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
 	c.count(world.OpGetRun)
 	return c.World.GetRun(ctx, id)
 }
 
-func (c *countingWorld) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+func (c *CountingWorld) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
 	c.count(world.AppendOp(ev.Kind))
 	return c.World.Append(ctx, run, ev, pre)
 }
 
-func (c *countingWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
+func (c *CountingWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
 	c.count(world.OpLoad)
 	evs, err := c.World.Load(ctx, run)
 	c.loaded.Add(int64(len(evs)))
 	return evs, err
 }
 
-func (c *countingWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
+func (c *CountingWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
 	c.count(world.OpPublish)
 	return c.World.Publish(ctx, m, opt)
 }
 
-func (c *countingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
+func (c *CountingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
 	return c.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
 		c.count(world.OpDeliver)
 		return h(ctx, d)
 	})
 }
 
-// opCounts is a snapshot of a countingWorld.
-type opCounts struct {
-	ops    map[world.Op]int64
-	loaded int64
+// Counts is a snapshot of a CountingWorld: calls by world.Op, and the
+// events all Loads returned.
+type Counts struct {
+	Ops    map[world.Op]int64
+	Loaded int64
 }
 
-func (c *countingWorld) snapshot() opCounts {
-	s := opCounts{ops: make(map[world.Op]int64, len(c.ops)), loaded: c.loaded.Load()}
+// Snapshot returns the counts so far.
+func (c *CountingWorld) Snapshot() Counts {
+	s := Counts{Ops: make(map[world.Op]int64, len(c.ops)), Loaded: c.loaded.Load()}
 	for op, n := range c.ops {
 		if v := n.Load(); v != 0 {
-			s.ops[op] = v
+			s.Ops[op] = v
 		}
 	}
 	return s
 }
 
-// sub returns s - o.
-func (s opCounts) sub(o opCounts) opCounts {
-	d := opCounts{ops: make(map[world.Op]int64), loaded: s.loaded - o.loaded}
-	for op, n := range s.ops {
-		if v := n - o.ops[op]; v != 0 {
-			d.ops[op] = v
+// Sub returns s - o.
+func (s Counts) Sub(o Counts) Counts {
+	d := Counts{Ops: make(map[world.Op]int64), Loaded: s.Loaded - o.Loaded}
+	for op, n := range s.Ops {
+		if v := n - o.Ops[op]; v != 0 {
+			d.Ops[op] = v
 		}
 	}
 	return d
 }
 
-func (s opCounts) total() int64 {
+// Total is the number of calls of every Op.
+func (s Counts) Total() int64 {
 	var t int64
-	for _, n := range s.ops {
+	for _, n := range s.Ops {
 		t += n
 	}
 	return t
 }
 
-// String lists the counts in world.Ops order, e.g. "step_created=256 publish=256 ...".
-func (s opCounts) String() string {
+// String lists the counts in world.Ops order, e.g. "[step_created=256 publish=256 ...] loaded_events=...".
+func (s Counts) String() string {
 	var parts []string
 	for _, op := range world.Ops() {
-		if n := s.ops[op]; n != 0 {
+		if n := s.Ops[op]; n != 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", op, n))
 		}
 	}
-	return fmt.Sprintf("%v loaded_events=%d", parts, s.loaded)
+	return fmt.Sprintf("%v loaded_events=%d", parts, s.Loaded)
 }
 
-// floor issues, for one fan-out run, the world operations a version of the
+// Floor issues, for one fan-out run, the world operations a version of the
 // engine issues — the same calls with the same event kinds, IDs, entities
 // and message IDs, in the same order and at the same concurrency — with
 // nothing else: no program decoding, no message encoding, no replay of the
@@ -125,7 +129,7 @@ func (s opCounts) String() string {
 // completion, a load unless pending count), recovery of a claim that beat
 // its step_created (in band or by redelivery, as the version says), and the
 // last completer's continuation (load, run_completed).
-type floor struct {
+type Floor struct {
 	w        world.World
 	rt       world.Runtime
 	f        engine.Features
@@ -152,8 +156,10 @@ type floorRun struct {
 
 var wfBody = []byte{'w'}
 
-func newFloor(w world.World, f engine.Features, n int, inputSize int) *floor {
-	fl := &floor{w: w, rt: w.Runtime(), f: engine.Effective(f, w.Capabilities()), n: n, input: make([]byte, inputSize)}
+// NewFloor returns the floor of version f's n-branch fan-out on w. inputSize
+// is the size of the run input the engine stores (the encoded program).
+func NewFloor(w world.World, f engine.Features, n int, inputSize int) *Floor {
+	fl := &Floor{w: w, rt: w.Runtime(), f: engine.Effective(f, w.Capabilities()), n: n, input: make([]byte, inputSize)}
 	for i := range n {
 		id := "0." + strconv.Itoa(i)
 		fl.entities = append(fl.entities, id)
@@ -164,7 +170,8 @@ func newFloor(w world.World, f engine.Features, n int, inputSize int) *floor {
 	return fl
 }
 
-func (fl *floor) start(ctx context.Context, concurrency int) error {
+// Start subscribes the floor's consumer with the engine's concurrency.
+func (fl *Floor) Start(ctx context.Context, concurrency int) error {
 	if fl.w.Capabilities().Guard {
 		return errors.New("floor: guarded worlds are not modelled")
 	}
@@ -173,10 +180,11 @@ func (fl *floor) start(ctx context.Context, concurrency int) error {
 	return err
 }
 
-func (fl *floor) stop(ctx context.Context) error { return fl.sub.Stop(ctx) }
+// Stop stops the floor's consumer.
+func (fl *Floor) Stop(ctx context.Context) error { return fl.sub.Stop(ctx) }
 
-// run performs one run and returns its TTLS (latest body instant - t0).
-func (fl *floor) run(ctx context.Context, id string, timeout time.Duration) (ttls time.Duration, err error) {
+// Run performs one run and returns its TTLS (latest body instant - t0).
+func (fl *Floor) Run(ctx context.Context, id string, timeout time.Duration) (ttls time.Duration, err error) {
 	r := &floorRun{id: id, done: make(chan struct{}), stepMsgID: make([]string, fl.n)}
 	for i := range fl.n {
 		r.stepMsgID[i] = "step/" + id + "/" + fl.entities[i]
@@ -197,7 +205,7 @@ func (fl *floor) run(ctx context.Context, id string, timeout time.Duration) (ttl
 	return time.Duration(r.lastBody.Load()) - r.t0, nil
 }
 
-func (fl *floor) handle(ctx context.Context, d world.Delivery) error {
+func (fl *Floor) handle(ctx context.Context, d world.Delivery) error {
 	v, ok := fl.runs.Load(d.Run)
 	if !ok {
 		return nil
@@ -210,7 +218,7 @@ func (fl *floor) handle(ctx context.Context, d world.Delivery) error {
 	return fl.step(ctx, r, i, d.Attempt)
 }
 
-func (fl *floor) orchestrate(ctx context.Context, r *floorRun) error {
+func (fl *Floor) orchestrate(ctx context.Context, r *floorRun) error {
 	if _, err := fl.w.GetRun(ctx, r.id); err != nil {
 		return err
 	}
@@ -280,17 +288,17 @@ func (fl *floor) orchestrate(ctx context.Context, r *floorRun) error {
 	return nil
 }
 
-func (fl *floor) create(ctx context.Context, r *floorRun, i int) (world.AppendResult, error) {
+func (fl *Floor) create(ctx context.Context, r *floorRun, i int) (world.AppendResult, error) {
 	return fl.w.Append(ctx, r.id, world.Event{Kind: world.StepCreated, ID: fl.creates[i], Entity: fl.entities[i]}, world.Precondition{})
 }
 
-func (fl *floor) publish(ctx context.Context, r *floorRun, i int) error {
+func (fl *Floor) publish(ctx context.Context, r *floorRun, i int) error {
 	_, err := fl.w.Publish(ctx, world.Message{ID: r.stepMsgID[i], Run: r.id, Body: fl.bodies[i]}, world.PublishOptions{})
 	return err
 }
 
 // body marks the instant a step body would end (bodies are no-ops).
-func (fl *floor) body(r *floorRun) {
+func (fl *Floor) body(r *floorRun) {
 	now := int64(fl.rt.Now())
 	for {
 		old := r.lastBody.Load()
@@ -300,7 +308,7 @@ func (fl *floor) body(r *floorRun) {
 	}
 }
 
-func (fl *floor) step(ctx context.Context, r *floorRun, i, attempt int) error {
+func (fl *Floor) step(ctx context.Context, r *floorRun, i, attempt int) error {
 	if !fl.f.RunContext {
 		if _, err := fl.w.GetRun(ctx, r.id); err != nil {
 			return err
@@ -331,7 +339,7 @@ func (fl *floor) step(ctx context.Context, r *floorRun, i, attempt int) error {
 // completes the run. Without pending counts every completer loads the log to
 // learn whether it was the last (the floor counts completions instead of
 // replaying the log, so it knows which completer is the last).
-func (fl *floor) complete(ctx context.Context, r *floorRun, i int) error {
+func (fl *Floor) complete(ctx context.Context, r *floorRun, i int) error {
 	res, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.StepCompleted, ID: fl.dones[i], Entity: fl.entities[i]}, world.Precondition{})
 	switch {
 	case err == nil:
@@ -373,7 +381,7 @@ func (fl *floor) complete(ctx context.Context, r *floorRun, i int) error {
 // reloads the log, and dispatches the missing steps again — creates, and
 // publishes the queue drops as duplicates — running the first one inline
 // when its create is not a duplicate.
-func (fl *floor) continueEarly(ctx context.Context, r *floorRun) error {
+func (fl *Floor) continueEarly(ctx context.Context, r *floorRun) error {
 	evs, err := fl.w.Load(ctx, r.id)
 	if err != nil {
 		return err
