@@ -142,7 +142,7 @@ func TestFlagMistakes(t *testing.T) {
 		{[]string{"--branches", "0"}, "--branches 0: 0 is less than 1"},
 		{[]string{"--reps", "-1"}, "--reps -1: -1 is less than 1"},
 		{[]string{"--versions", "baseline,nope"}, `unknown version "nope"`},
-		{[]string{"--scenario", "nope"}, `--scenario nope: scenario "nope"`},
+		{[]string{"--scenario", "nope"}, `--scenario nope: unknown scenario "nope"`},
 		{[]string{"--world", "redis"}, `unknown world "redis"`},
 		{[]string{"--switches", "none,resilient-step-dispatch=2"}, "--switches"},
 		{[]string{"--profile", "moon"}, "--profile moon"},
