@@ -176,3 +176,29 @@ func decodeChunk(b []byte) (typ byte, c world.Chunk, err error) {
 	}
 	return typ, c, nil
 }
+
+// Queue message body layout: uvarint len, id; uvarint len, run; rest body.
+func encodeMessage(m world.Message) []byte {
+	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(m.ID)+len(m.Run)+len(m.Body))
+	b = binary.AppendUvarint(b, uint64(len(m.ID)))
+	b = append(b, m.ID...)
+	b = binary.AppendUvarint(b, uint64(len(m.Run)))
+	b = append(b, m.Run...)
+	return append(b, m.Body...)
+}
+
+func decodeMessage(b []byte) (world.Message, error) {
+	var m world.Message
+	for _, dst := range []*string{&m.ID, &m.Run} {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return m, fmt.Errorf("natsworld: malformed queue message")
+		}
+		*dst = string(b[k : k+int(n)])
+		b = b[k+int(n):]
+	}
+	if len(b) > 0 {
+		m.Body = b
+	}
+	return m, nil
+}

@@ -39,7 +39,6 @@ type runState struct {
 	// Read without mu, so GetRun and Load never wait behind an append's
 	// round trip.
 	knownSeq atomic.Uint64 // lastSeq, for read-your-writes checks
-	firstSeq atomic.Uint64
 	info     atomic.Pointer[world.Run] // immutable part of the run (no Status)
 }
 
@@ -54,9 +53,6 @@ func (rs *runState) exists() bool { return rs.count > 0 }
 func (rs *runState) apply(ev world.Event, seq uint64) {
 	rs.count++
 	rs.lastSeq = seq
-	if rs.count == 1 {
-		rs.firstSeq.Store(seq)
-	}
 	if ev.ID != "" {
 		if _, dup := rs.ids[ev.ID]; !dup {
 			rs.ids[ev.ID] = rs.count
@@ -126,20 +122,27 @@ func (w *World) run(id string) *runState {
 // sequence known to exist (0 if none), so a stale replica cannot hide it.
 // Caller holds rs.mu.
 func (w *World) catchUp(ctx context.Context, rs *runState, atLeast uint64) error {
-	msgs, err := w.readSubject(ctx, w.logStream, rs.subj, rs.lastSeq+1, atLeast)
+	datas, last, err := w.readSubject(ctx, w.logStream, rs.subj, rs.lastSeq+1, atLeast)
 	if err != nil {
 		return err
 	}
-	for _, m := range msgs {
-		ev, _, meta, err := decodeEvent(m.Data)
+	for i, d := range datas {
+		ev, _, meta, err := decodeEvent(d)
 		if err != nil {
-			return fmt.Errorf("%w at %s seq %d", err, w.logStream, m.Seq)
+			return fmt.Errorf("%w: %s event %d", err, rs.subj, rs.count+1)
 		}
 		if ev.Kind == world.RunCreated && rs.info.Load() == nil {
 			rs.info.Store(&world.Run{Deployment: meta.Deployment, SpecVersion: meta.SpecVersion,
 				Input: append([]byte(nil), ev.Data...)})
 		}
-		rs.apply(ev, m.Seq)
+		// Only the last event's sequence is known (from the end of
+		// batch); earlier ones need none: lastSeq is what the next
+		// compare-and-swap expects.
+		seq := rs.lastSeq
+		if i == len(datas)-1 {
+			seq = last
+		}
+		rs.apply(ev, seq)
 	}
 	rs.dirty = false
 	return nil
@@ -212,14 +215,14 @@ func (w *World) GetRun(ctx context.Context, id string) (world.Run, error) {
 	}
 	info := rs.info.Load()
 	if info == nil {
-		first, _, err := w.directBatch(ctx, w.logStream, rs.subj, 1, 1)
+		first, _, _, err := w.directBatch(ctx, w.logStream, rs.subj, 1, 1)
 		if err != nil {
 			return world.Run{}, w.err(op, err)
 		}
 		if len(first) == 0 {
 			return world.Run{}, fmt.Errorf("natsworld: %s %q: %w", op, id, world.ErrNotFound)
 		}
-		ev, _, meta, err := decodeEvent(first[0].Data)
+		ev, _, meta, err := decodeEvent(first[0])
 		if err != nil {
 			return world.Run{}, err
 		}
@@ -242,14 +245,14 @@ func (w *World) ListRuns(ctx context.Context) ([]string, error) {
 	}
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
-	msgs, err := w.readSubject(ctx, w.logStream, w.subjRuns, 1, 0)
+	datas, _, err := w.readSubject(ctx, w.logStream, w.subjRuns, 1, 0)
 	if err != nil {
 		return nil, w.err(op, err)
 	}
-	seen := make(map[string]bool, len(msgs))
-	ids := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		id := string(m.Data)
+	seen := make(map[string]bool, len(datas))
+	ids := make([]string, 0, len(datas))
+	for _, d := range datas {
+		id := string(d)
 		if !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
@@ -268,18 +271,18 @@ func (w *World) Load(ctx context.Context, run string) ([]world.Event, error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	rs := w.run(run)
-	msgs, err := w.readSubject(ctx, w.logStream, rs.subj, rs.firstSeq.Load(), rs.knownSeq.Load())
+	datas, _, err := w.readSubject(ctx, w.logStream, rs.subj, 1, rs.knownSeq.Load())
 	if err != nil {
 		return nil, w.err(op, err)
 	}
-	if len(msgs) == 0 {
+	if len(datas) == 0 {
 		return nil, fmt.Errorf("natsworld: %s %q: %w", op, run, world.ErrNotFound)
 	}
-	evs := make([]world.Event, len(msgs))
-	for i, m := range msgs {
-		ev, _, _, err := decodeEvent(m.Data)
+	evs := make([]world.Event, len(datas))
+	for i, d := range datas {
+		ev, _, _, err := decodeEvent(d)
 		if err != nil {
-			return nil, fmt.Errorf("%w at %s seq %d", err, w.logStream, m.Seq)
+			return nil, fmt.Errorf("%w: %s event %d", err, rs.subj, i+1)
 		}
 		ev.Pos = int64(i + 1)
 		evs[i] = ev

@@ -14,12 +14,10 @@ import (
 	"github.com/durabench/durabench/world"
 )
 
-// Headers of queue messages. The logical message id travels in its own
-// header because Nats-Msg-Id changes on fresh copies and moved delayed
-// messages.
+// Headers of retried and delayed queue messages. The message's id and run
+// travel in the body (see encodeMessage), not in headers: a plain publish
+// then carries only Nats-Msg-Id, like a raw JetStream publish.
 const (
-	hdrID       = "Durabench-Id"
-	hdrRun      = "Durabench-Run"
 	hdrFailures = "Durabench-Failures" // failed deliveries of earlier copies in the lineage
 	hdrReadyAt  = "Durabench-Ready-At" // unix ns; delayed messages only
 )
@@ -65,13 +63,7 @@ func (w *World) queueMsg(m world.Message, failures int, delay time.Duration) *na
 		subj = w.subjDelayed
 	}
 	msg := nats.NewMsg(subj)
-	msg.Data = m.Body
-	if m.ID != "" {
-		msg.Header.Set(hdrID, m.ID)
-	}
-	if m.Run != "" {
-		msg.Header.Set(hdrRun, m.Run)
-	}
+	msg.Data = encodeMessage(m)
 	if failures > 0 {
 		msg.Header.Set(hdrFailures, strconv.Itoa(failures))
 	}
@@ -261,11 +253,13 @@ func (s *subscription) handle(msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
-	hdr := msg.Headers()
-	d := world.Delivery{
-		Message: world.Message{ID: hdr.Get(hdrID), Run: hdr.Get(hdrRun), Body: msg.Data()},
-		Attempt: int(meta.NumDelivered),
+	m, err := decodeMessage(msg.Data())
+	if err != nil {
+		// Not ours: drop it rather than redeliver it forever.
+		_ = msg.Term()
+		return
 	}
+	d := world.Delivery{Message: m, Attempt: int(meta.NumDelivered)}
 	herr := s.h(s.ctx, d)
 	switch {
 	case herr == nil:
@@ -355,10 +349,8 @@ func (s *subscription) forward(msg jetstream.Msg) {
 	hdr := msg.Headers()
 	out := nats.NewMsg(s.w.subjReady)
 	out.Data = msg.Data()
-	for _, k := range []string{hdrID, hdrRun, hdrFailures} {
-		if v := hdr.Get(k); v != "" {
-			out.Header.Set(k, v)
-		}
+	if v := hdr.Get(hdrFailures); v != "" {
+		out.Header.Set(hdrFailures, v)
 	}
 	out.Header.Set(jetstream.MsgIDHeader, "ready/"+strconv.FormatUint(meta.Sequence.Stream, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)

@@ -20,86 +20,95 @@ type storedMsg struct {
 // longer log takes several requests.
 const directBatchMax = 4096
 
-// readSubject returns the messages stored on subj with a sequence >= from,
-// in order, in one round trip per directBatchMax messages: a batched direct
-// get ($JS.API.DIRECT.GET) streams them back followed by an end-of-batch
-// status. On a replicated stream a follower may answer; callers that know a
-// sequence that must be present pass it as atLeast and missing tail messages
-// are then read from the stream leader.
-func (w *World) readSubject(ctx context.Context, stream, subj string, from, atLeast uint64) ([]storedMsg, error) {
+// readSubject returns the payloads of the messages stored on subj with a
+// sequence >= from, in order, and the sequence of the last one (0 when
+// there is none), in one round trip per directBatchMax messages: a batched
+// direct get ($JS.API.DIRECT.GET) streams them back followed by an
+// end-of-batch status that carries the last sequence. Headers are not
+// requested: the server would rebuild every stored header block to add its
+// own, which costs more than the rest of the read. On a replicated stream a
+// follower may answer; callers that know a sequence that must be present
+// pass it as atLeast, and a missing tail is then read from the leader.
+func (w *World) readSubject(ctx context.Context, stream, subj string, from, atLeast uint64) ([][]byte, uint64, error) {
 	if from == 0 {
 		from = 1
 	}
-	var out []storedMsg
+	var (
+		out  [][]byte
+		last uint64
+	)
 	for {
-		batch, more, err := w.directBatch(ctx, stream, subj, from, directBatchMax)
+		batch, lseq, more, err := w.directBatch(ctx, stream, subj, from, directBatchMax)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, batch...)
-		if len(batch) > 0 {
-			from = batch[len(batch)-1].Seq + 1
+		if len(batch) == 0 {
+			break
 		}
-		if !more || len(batch) == 0 {
+		last, from = lseq, lseq+1
+		if !more {
 			break
 		}
 	}
 	// Read-your-writes on replicated streams: a follower that has not
 	// applied our last append yet answered; fill the tail from the leader.
-	for len(out) == 0 && atLeast > 0 || len(out) > 0 && out[len(out)-1].Seq < atLeast {
+	for last < atLeast {
 		m, err := w.leaderNext(ctx, stream, subj, from)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if m == nil {
 			break
 		}
-		out = append(out, *m)
-		from = m.Seq + 1
+		out = append(out, m.Data)
+		last, from = m.Seq, m.Seq+1
 	}
-	return out, nil
+	return out, last, nil
 }
 
-// directBatch performs one batched direct get. more reports that the server
-// said messages were left after the batch.
-func (w *World) directBatch(ctx context.Context, stream, subj string, from uint64, n int) ([]storedMsg, bool, error) {
+// directBatch performs one batched direct get of up to n payloads. lseq is
+// the sequence of the last one; more reports that the server said messages
+// were left after the batch.
+func (w *World) directBatch(ctx context.Context, stream, subj string, from uint64, n int) (out [][]byte, lseq uint64, more bool, err error) {
 	req, _ := json.Marshal(struct {
 		Seq     uint64 `json:"seq"`
 		NextFor string `json:"next_by_subj"`
 		Batch   int    `json:"batch"`
-	}{from, subj, n})
+		NoHdr   bool   `json:"no_hdr"`
+	}{from, subj, n, true})
 	inbox := w.nc.NewInbox()
-	ch := make(chan *nats.Msg, 256)
+	ch := make(chan *nats.Msg, min(n+1, 1024))
 	sub, err := w.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
-	var out []storedMsg
 	for {
 		select {
 		case m := <-ch:
-			if len(m.Data) == 0 && m.Header.Get("Status") != "" {
-				switch m.Header.Get("Status") {
-				case "204": // end of batch
-					np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
-					return out, np > 0, nil
-				case "404":
-					return out, false, nil
-				default:
-					return nil, false, statusErr(m)
+			if m.Header == nil || m.Header.Get("Status") == "" {
+				out = append(out, m.Data)
+				continue
+			}
+			switch m.Header.Get("Status") {
+			case "204": // end of batch
+				np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+				lseq, _ = strconv.ParseUint(m.Header.Get(jetstream.LastSequenceHeader), 10, 64)
+				if len(out) > 0 && lseq == 0 {
+					return nil, 0, false, fmt.Errorf("natsworld: direct get: end of batch without a last sequence")
 				}
+				return out, lseq, np > 0, nil
+			case "404":
+				return out, 0, false, nil
+			default:
+				return nil, 0, false, statusErr(m)
 			}
-			seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-			if err != nil {
-				return nil, false, fmt.Errorf("natsworld: direct get: bad sequence header: %w", err)
-			}
-			out = append(out, storedMsg{Seq: seq, Data: m.Data})
 		case <-ctx.Done():
-			return nil, false, ctx.Err()
+			return nil, 0, false, ctx.Err()
 		}
 	}
 }

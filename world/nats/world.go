@@ -132,6 +132,7 @@ type World struct {
 	logStream, queueStream, chunkStream string
 	subjLog, subjRuns, subjHook         string
 	subjReady, subjDelayed, subjChunk   string
+	subjAnchor                          string
 
 	ready, delayed jetstream.Consumer
 
@@ -178,6 +179,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	w.logStream, w.queueStream, w.chunkStream = p+"_log", p+"_queue", p+"_chunks"
 	w.subjLog, w.subjRuns, w.subjHook = p+".log.", p+".runs", p+".hook."
 	w.subjReady, w.subjDelayed, w.subjChunk = p+".q.ready", p+".q.delayed", p+".chunk."
+	w.subjAnchor = p + ".q.anchor"
 
 	if cfg.URL == "" {
 		err = w.startEmbedded()
@@ -328,7 +330,7 @@ func (w *World) setup(ctx context.Context) error {
 	}, {
 		Name:        w.queueStream,
 		Description: "durabench work queue",
-		Subjects:    []string{w.subjReady, w.subjDelayed},
+		Subjects:    []string{w.subjReady, w.subjDelayed, w.subjAnchor},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     storage,
 		Replicas:    w.cfg.Replicas,
@@ -345,6 +347,15 @@ func (w *World) setup(ctx context.Context) error {
 		if _, err := w.js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return w.setupErr("stream "+sc.Name, err)
 		}
+	}
+	// One message no consumer reads keeps the work queue's file store from
+	// emptying: otherwise every ack of the last message deletes the message
+	// block file and the next publish creates a new one (two file system
+	// calls per message, most of a publish-to-consume round trip).
+	anchor := nats.NewMsg(w.subjAnchor)
+	anchor.Header.Set(jetstream.MsgIDHeader, "anchor")
+	if _, err := w.js.PublishMsg(ctx, anchor); err != nil {
+		return w.setupErr("queue anchor", err)
 	}
 	var err error
 	w.ready, err = w.js.CreateOrUpdateConsumer(ctx, w.queueStream, jetstream.ConsumerConfig{
