@@ -31,9 +31,6 @@ type fixtureOpts struct {
 	seed    uint64
 	speed   map[string]float64
 	stall   bool // one resilient run at 256 branches stalls for ~306 s
-	partial bool
-	virtual bool
-	profile string
 }
 
 // fixture builds a deterministic results file: a fan-out sweep over 20, 64
@@ -41,9 +38,6 @@ type fixtureOpts struct {
 // pending-count removes it) and a 50-step sequence for two versions.
 func fixture(o fixtureOpts) *results.File {
 	r := rand.New(rand.NewPCG(o.seed, 7))
-	if o.profile == "" {
-		o.profile = "none"
-	}
 	versions := []string{"baseline", "resilient", "pending-count"}
 	f := &results.File{
 		Schema:           results.Schema,
@@ -53,20 +47,15 @@ func fixture(o fixtureOpts) *results.File {
 		StartedAt:        o.start,
 		FinishedAt:       o.start.Add(90 * time.Second),
 		Host:             results.Host{CPUs: 2, OS: "linux", Arch: "amd64", Go: "go1.26.8"},
-		Partial:          o.partial,
-		VirtualTime:      o.virtual,
 		Plan: results.Plan{
 			Scenarios: []string{"fanout", "sequential"},
 			Branches:  []int{20, 64, 256},
 			Switches:  []string{"none"},
 			Worlds:    []string{"mem"},
-			Profiles:  []string{o.profile},
+			Profiles:  []string{"none"},
 			Reps:      10, Warmup: 2, Pace: "burst", CellTimeoutMS: 600_000, Seed: 1,
 			WorldOptions: results.WorldOptions{RetryStyle: "redeliver", VisibilityTimeoutMS: 300_000},
 		},
-	}
-	if o.partial {
-		f.Error = "interrupted: context canceled"
 	}
 	for _, v := range versions {
 		f.Plan.Versions = append(f.Plan.Versions, results.VersionSpec{Name: v, Features: map[string]any{}})
@@ -85,7 +74,7 @@ func fixture(o fixtureOpts) *results.File {
 			perBranch := map[string]float64{"baseline": 40, "resilient": 28, "pending-count": 9}[v]
 			growth := map[string]float64{"baseline": 0.9, "resilient": 0.6, "pending-count": 0}[v]
 			ttls := (2000 + perBranch*float64(b) + growth*float64(b*b)) * speed(v)
-			c := results.Cell{Scenario: "fanout", Branches: b, Version: v, Switches: []string{}, World: "mem", Profile: o.profile, Runs: reps}
+			c := results.Cell{Scenario: "fanout", Branches: b, Version: v, Switches: []string{}, World: "mem", Profile: "none", Runs: reps}
 			ttlsV := lognormal(r, reps, ttls, 0.12)
 			ttfsV := lognormal(r, reps, 900*speed(v)+float64(b)*3, 0.2)
 			skewV := lognormal(r, reps, ttls*0.6, 0.15)
@@ -114,7 +103,7 @@ func fixture(o fixtureOpts) *results.File {
 		}
 	}
 	for _, v := range []string{"baseline", "pending-count"} {
-		c := results.Cell{Scenario: "sequential", Steps: 50, Version: v, Switches: []string{}, World: "mem", Profile: o.profile, Runs: reps}
+		c := results.Cell{Scenario: "sequential", Steps: 50, Version: v, Switches: []string{}, World: "mem", Profile: "none", Runs: reps}
 		var inline, queue, all []int64
 		for range reps {
 			for i := 1; i < 50; i++ {
@@ -142,9 +131,6 @@ func fixture(o fixtureOpts) *results.File {
 		slope := 3.1 * speed(v)
 		c.STSOSlopeUS = &slope
 		f.Cells = append(f.Cells, c)
-	}
-	if o.partial {
-		f.Cells = f.Cells[:5]
 	}
 	return f
 }
@@ -197,6 +183,25 @@ var (
 		return out
 	})
 )
+
+// variant is a copy of the head fixture on another profile, or marked
+// partial (its first 5 cells, an error) or virtual-time: cheap to make.
+func variant(profile string, partial, virtual bool) *results.File {
+	f := fixtureHead()
+	f.GitCommit = "feedface"
+	if profile != "" {
+		f.Plan.Profiles = []string{profile}
+		for i := range f.Cells {
+			f.Cells[i].Profile = profile
+		}
+	}
+	if partial {
+		f.Partial, f.Error = true, "interrupted: context canceled"
+		f.Cells = f.Cells[:5]
+	}
+	f.VirtualTime = virtual
+	return f
+}
 
 func mustJSON(f *results.File) []byte {
 	b, err := json.Marshal(f)

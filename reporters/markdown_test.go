@@ -74,8 +74,7 @@ func TestMarkdownGolden(t *testing.T) {
 	}{
 		{"report.md", fixtureHead(), Options{}},
 		{"report-baseline-history.md", fixtureHead(), Options{Baseline: fixtureBase(), History: fixtureHistory()}},
-		{"report-partial-virtual-cloud.md", fixture(fixtureOpts{commit: "feedface", start: fixtureStart, seed: 3,
-			partial: true, virtual: true, profile: "cloud"}), Options{}},
+		{"report-partial-virtual-cloud.md", variant("cloud", true, true), Options{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,7 +147,7 @@ func TestDeltaText(t *testing.T) {
 }
 
 func TestTargets(t *testing.T) {
-	f := fixture(fixtureOpts{commit: "c", start: fixtureStart, seed: 4, profile: "cloud"})
+	f := variant("cloud", false, false)
 	c := &f.Cells[0]
 	if got := (Options{}).targetsFor(f, c)["ttfs"]; got != [3]float64{200, 300, 600} {
 		t.Errorf("cloud default TTFS targets = %v", got)
@@ -331,7 +330,7 @@ func TestExtractEmbeddedRoundTrip(t *testing.T) {
 }
 
 func TestPartialIsLoud(t *testing.T) {
-	f := fixture(fixtureOpts{commit: "c", start: fixtureStart, seed: 5, partial: true})
+	f := variant("", true, false)
 	md := render(t, f, Options{})
 	if !strings.Contains(strings.SplitN(md, "\n", 2)[0], "PARTIAL") {
 		t.Error("title does not say partial")

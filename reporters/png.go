@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"image/png"
 	"maps"
 	"math"
 	"os"
@@ -149,7 +150,9 @@ func savePNG(p *plot.Plot, path string) error {
 	if err != nil {
 		return fmt.Errorf("png: %w", err)
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: canvas}).WriteTo(out); err != nil {
+	// Flat colours compress well even at the fastest level.
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(out, canvas.Image()); err != nil {
 		out.Close()
 		return fmt.Errorf("png %s: %w", path, err)
 	}

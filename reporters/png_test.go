@@ -86,7 +86,7 @@ func inkStats(img image.Image) (colours int, inked float64) {
 func TestPNGWithoutBaseline(t *testing.T) {
 	// A partial sweep on the sim world: fewer cells (charts render slowly
 	// under -race), titles marked.
-	f := fixture(fixtureOpts{commit: "c", start: fixtureStart, seed: 9, virtual: true, partial: true})
+	f := variant("", true, true)
 	files, err := PNG(t.TempDir(), f, nil)
 	if err != nil {
 		t.Fatal(err)
