@@ -1,0 +1,284 @@
+// Command summary turns `go test -bench` output into durabench's
+// performance table: one row per benchmark that has a floor or a target,
+//
+//	benchmark | value | floor | ratio | target | ok
+//
+// where value and floor were measured in the same run (the ratio is what
+// durabench adds to what it measures) and ok says whether the issue's
+// target holds. With -count > 1 every column is the median over the
+// repetitions and the ratio also shows its range, a measure of the noise.
+//
+// Usage:
+//
+//	go test -run '^$' -bench . ./engine/ | tee out/bench.txt
+//	go run ./bench/summary [-strict] out/bench.txt
+//
+// It reads standard input when no file is named. -strict exits 1 when a
+// target is missed (off by default: shared machines are noisy).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// check is one condition of a target on a unit's median.
+type check struct {
+	unit  string
+	op    string // "<", "<=", ">="
+	limit float64
+}
+
+func (c check) holds(v float64) bool {
+	switch c.op {
+	case "<":
+		return v < c.limit
+	case "<=":
+		return v <= c.limit
+	case ">=":
+		return v >= c.limit
+	}
+	return false
+}
+
+// rule says how to show the benchmarks whose name matches: the first
+// matching rule wins.
+type rule struct {
+	name  *regexp.Regexp
+	value string // unit of the value column
+	floor string // unit of the floor column, "" for none
+	// ratio is the unit of the ratio column; when it is set and floor is
+	// not, the floor is derived as value / ratio.
+	ratio  string
+	target string // the target as written in the table, "" for none
+	checks []check
+}
+
+// rules are the issue's benchmarks and targets (issue 10, "Targets").
+var rules = []rule{
+	{regexp.MustCompile(`^RecorderStepBody$`), "ns/op", "", "x-time.Now", "< 100 ns, 0 allocs",
+		[]check{{"ns/op", "<", 100}, {"allocs/op", "<=", 0}}},
+	{regexp.MustCompile(`^Perf(Timeline|HDR)Record$`), "ns/record", "floor-ns/record", "ratio", "< 100 ns, 0 allocs",
+		[]check{{"ns/record", "<", 100}, {"allocs/op", "<=", 0}}},
+	{regexp.MustCompile(`^FanOutMem/.*/branches=256$`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "ratio ≤ 3",
+		[]check{{"ratio", "<=", 3}}},
+	{regexp.MustCompile(`^FanOutMem/`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "", nil},
+	{regexp.MustCompile(`^FanOutNATS/.*/branches=256$`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "ratio ≤ 2",
+		[]check{{"ratio", "<=", 2}}},
+	{regexp.MustCompile(`^FanOutNATS/`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "", nil},
+	{regexp.MustCompile(`^FanOut256/`), "runs/s", "", "", "≥ 100 runs/s",
+		[]check{{"runs/s", ">=", 100}}},
+	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
+		[]check{{"ns/op", "<", 1e9}}},
+	{regexp.MustCompile(`^PerfReport10k/`), "ns/op", "", "", "", nil},
+}
+
+// bench is every result of one benchmark name: unit -> values, one per
+// repetition.
+type bench struct {
+	name   string
+	values map[string][]float64
+}
+
+func main() {
+	strict := flag.Bool("strict", false, "exit 1 when a target is missed")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: summary [-strict] [go-test-bench-output ...]")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	benches, header, err := read(flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "summary:", err)
+		os.Exit(2)
+	}
+	missed := render(os.Stdout, benches, header)
+	if *strict && missed > 0 {
+		os.Exit(1)
+	}
+}
+
+// read parses the files (stdin when none) and returns the benchmarks in
+// the order they first appear, and a header naming the machine.
+func read(files []string) ([]*bench, string, error) {
+	var order []*bench
+	byName := map[string]*bench{}
+	var cpu, goos, goarch string
+	scan := func(r io.Reader, name string) error {
+		br := benchfmt.NewReader(r, name)
+		for br.Scan() {
+			res, ok := br.Result().(*benchfmt.Result)
+			if !ok {
+				continue // syntax errors are non-benchmark lines of go test
+			}
+			cpu, goos, goarch = or(res.GetConfig("cpu"), cpu), or(res.GetConfig("goos"), goos), or(res.GetConfig("goarch"), goarch)
+			base, parts := res.Name.Parts()
+			full := string(base)
+			for _, p := range parts {
+				if p[0] == '/' {
+					full += string(p)
+				}
+			}
+			b := byName[full]
+			if b == nil {
+				b = &bench{name: full, values: map[string][]float64{}}
+				byName[full] = b
+				order = append(order, b)
+			}
+			for _, v := range res.Values {
+				unit, val := v.Unit, v.Value
+				if v.OrigUnit != "" { // as written, e.g. ns/op rather than sec/op
+					unit, val = v.OrigUnit, v.OrigValue
+				}
+				b.values[unit] = append(b.values[unit], val)
+			}
+		}
+		return br.Err()
+	}
+	if len(files) == 0 {
+		if err := scan(os.Stdin, "stdin"); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, "", err
+		}
+		err = scan(fh, f)
+		fh.Close()
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	header := strings.TrimSpace(strings.Join([]string{goos + "/" + goarch, strings.TrimSpace(cpu)}, ", "))
+	return order, header, nil
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// render writes the table and returns how many targets were missed.
+func render(w io.Writer, benches []*bench, header string) (missed int) {
+	fmt.Fprintf(w, "durabench performance — %s\n\n", header)
+	fmt.Fprintln(w, "| benchmark | value | floor | ratio | target | ok |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|:-:|")
+	checked, skipped := 0, 0
+	for _, b := range benches {
+		r := match(b.name)
+		if r == nil {
+			skipped++
+			continue
+		}
+		val, ok := median(b.values[r.value])
+		if !ok {
+			skipped++
+			continue
+		}
+		floorCell, ratioCell := "", ""
+		if ratio, ok := median(b.values[r.ratio]); ok && r.ratio != "" {
+			ratioCell = fmt.Sprintf("%.2f×", ratio)
+			if lo, hi := spread(b.values[r.ratio]); hi > lo {
+				ratioCell += fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+			}
+			if r.floor == "" && ratio > 0 {
+				floorCell = format(r.value, val/ratio)
+			}
+		}
+		if fl, ok := median(b.values[r.floor]); ok && r.floor != "" {
+			floorCell = format(r.floor, fl)
+		}
+		okCell := ""
+		if len(r.checks) > 0 {
+			checked++
+			pass := true
+			for _, c := range r.checks {
+				v, ok := median(b.values[c.unit])
+				pass = pass && ok && c.holds(v)
+			}
+			okCell = "✓"
+			if !pass {
+				okCell = "✗"
+				missed++
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", b.name, format(r.value, val), floorCell, ratioCell, r.target, okCell)
+	}
+	fmt.Fprintf(w, "\n%d of %d targets met", checked-missed, checked)
+	if skipped > 0 {
+		fmt.Fprintf(w, "; %d other benchmarks are in the raw output", skipped)
+	}
+	fmt.Fprintln(w, ".")
+	return missed
+}
+
+func match(name string) *rule {
+	for i := range rules {
+		if rules[i].name.MatchString(name) {
+			return &rules[i]
+		}
+	}
+	return nil
+}
+
+func median(vs []float64) (float64, bool) {
+	if len(vs) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2], true
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+func spread(vs []float64) (lo, hi float64) {
+	if len(vs) == 0 {
+		return 0, 0
+	}
+	return slices.Min(vs), slices.Max(vs)
+}
+
+// format shows a value in its unit: durations for time units, plain
+// numbers with the unit otherwise.
+func format(unit string, v float64) string {
+	switch {
+	case strings.HasPrefix(unit, "ns/") || strings.HasSuffix(unit, "-ns/record"):
+		if v < 1000 {
+			return fmt.Sprintf("%.3g ns", v)
+		}
+		return duration(time.Duration(v))
+	case strings.HasSuffix(unit, "-us"):
+		return duration(time.Duration(v * float64(time.Microsecond)))
+	case unit == "runs/s":
+		return fmt.Sprintf("%.0f runs/s", v)
+	}
+	return fmt.Sprintf("%.3g %s", v, unit)
+}
+
+// duration rounds d to three significant figures.
+func duration(d time.Duration) string {
+	if d <= 0 {
+		return d.String()
+	}
+	digits := int(math.Floor(math.Log10(float64(d)))) + 1
+	if digits > 3 {
+		unit := time.Duration(math.Pow10(digits - 3))
+		d = d.Round(unit)
+	}
+	return d.String()
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/durabench/durabench/engine
+cpu: Test CPU
+BenchmarkFanOutMem/baseline/branches=20-2   	20	3618934 ns/op	145.0 floor-ops/run	420.7 floor-ttls-p50-us	145.0 ops/run	1.536 ratio	646.1 ttls-p50-us
+BenchmarkFanOutMem/baseline/branches=256-2  	20	103820825 ns/op	1797 floor-ops/run	36856 floor-ttls-p50-us	1797 ops/run	1.346 ratio	49593 ttls-p50-us
+BenchmarkFanOutMem/baseline/branches=256-2  	20	103820825 ns/op	1797 floor-ops/run	30000 floor-ttls-p50-us	1797 ops/run	3.5 ratio	50000 ttls-p50-us
+BenchmarkFanOutMem/baseline/branches=256-2  	20	103820825 ns/op	1797 floor-ops/run	32000 floor-ttls-p50-us	1797 ops/run	1.2 ratio	40000 ttls-p50-us
+PASS
+pkg: github.com/durabench/durabench/metrics
+BenchmarkRecorderStepBody-2 	2686581	95.6 ns/op	0.9857 x-time.Now	0 B/op	0 allocs/op
+BenchmarkUnrelated-2 	100	5 ns/op
+BenchmarkFanOut256/baseline-2 	5	20000000 ns/op	50.0 runs/s
+ok  	github.com/durabench/durabench/metrics	1.2s
+`
+
+func TestRender(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench.txt")
+	if err := os.WriteFile(path, []byte(sample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	benches, header, err := read([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	missed := render(&out, benches, header)
+	got := out.String()
+	for _, want := range []string{
+		"linux/amd64, Test CPU",
+		"| FanOutMem/baseline/branches=20 | 646µs | 421µs | 1.54× |  |  |",
+		// Median over three repetitions, with the ratio's range.
+		"| FanOutMem/baseline/branches=256 | 49.6ms | 32ms | 1.35× (1.20–3.50) | ratio ≤ 3 | ✓ |",
+		// The floor derived from the ratio unit.
+		"| RecorderStepBody | 95.6 ns | 97 ns | 0.99× | < 100 ns, 0 allocs | ✓ |",
+		"| FanOut256/baseline | 50 runs/s |  |  | ≥ 100 runs/s | ✗ |",
+		"2 of 3 targets met; 1 other benchmarks are in the raw output.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if missed != 1 {
+		t.Errorf("missed = %d, want 1", missed)
+	}
+}
