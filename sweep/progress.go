@@ -126,8 +126,10 @@ func (b *Bars) Start(cells []Cell, reused, runsPerCell int) {
 	}
 	b.p = mpb.New(opts...)
 	b.total, b.perCell = len(cells), runsPerCell
-	runs := int64((len(cells) - reused) * runsPerCell)
-	b.overall = b.p.AddBar(max(runs, 1),
+	// One more than the runs, so the bar (and with it the container) only
+	// completes in Finish, after the last summary line is out.
+	runs := int64((len(cells)-reused)*runsPerCell) + 1
+	b.overall = b.p.AddBar(runs,
 		mpb.BarPriority(1<<30), // stays at the bottom
 		mpb.PrependDecorators(
 			decor.Name("sweep ", decor.WC{W: 6}),
@@ -143,9 +145,6 @@ func (b *Bars) Start(cells []Cell, reused, runsPerCell int) {
 			decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO), "done"),
 		),
 	)
-	if runs == 0 {
-		b.overall.SetTotal(1, true)
-	}
 }
 
 // CellStart implements Progress.
@@ -214,8 +213,6 @@ func (b *Bars) endCell() {
 // Finish implements Progress.
 func (b *Bars) Finish() {
 	b.endCell()
-	if !b.overall.Completed() {
-		b.overall.Abort(false)
-	}
+	b.overall.SetTotal(-1, true) // complete at the current count
 	b.p.Wait()
 }
