@@ -38,7 +38,7 @@ type runState struct {
 
 	// Read without mu, so GetRun and Load never wait behind an append's
 	// round trip.
-	knownSeq atomic.Uint64 // lastSeq, for read-your-writes checks
+	knownSeq atomic.Uint64             // lastSeq, for read-your-writes checks
 	info     atomic.Pointer[world.Run] // immutable part of the run (no Status)
 }
 
@@ -156,7 +156,7 @@ func (w *World) CreateRun(ctx context.Context, r world.Run) error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(r.ID)
 	rs.mu.Lock()
@@ -174,7 +174,7 @@ func (w *World) CreateRun(ctx context.Context, r world.Run) error {
 		if isWrongLastSeq(err) {
 			return fmt.Errorf("natsworld: %s %q: %w", op, r.ID, world.ErrConflict)
 		}
-		return w.err(op, err)
+		return w.err(ctx, op, err)
 	}
 	info := r
 	info.Status = ""
@@ -187,7 +187,7 @@ func (w *World) CreateRun(ctx context.Context, r world.Run) error {
 	idx.Data = []byte(r.ID)
 	idx.Header.Set(jetstream.MsgIDHeader, "run/"+token(r.ID))
 	if _, err := w.js.PublishMsg(ctx, idx); err != nil {
-		return w.err(op+" index", err)
+		return w.err(ctx, op+" index", err)
 	}
 	return nil
 }
@@ -199,12 +199,12 @@ func (w *World) GetRun(ctx context.Context, id string) (world.Run, error) {
 	if err := w.check(op); err != nil {
 		return world.Run{}, err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(id)
 	last, err := w.lastOnSubject(ctx, w.logStream, rs.subj, rs.knownSeq.Load())
 	if err != nil {
-		return world.Run{}, w.err(op, err)
+		return world.Run{}, w.err(ctx, op, err)
 	}
 	if last == nil {
 		return world.Run{}, fmt.Errorf("natsworld: %s %q: %w", op, id, world.ErrNotFound)
@@ -217,7 +217,7 @@ func (w *World) GetRun(ctx context.Context, id string) (world.Run, error) {
 	if info == nil {
 		first, _, _, err := w.directBatch(ctx, w.logStream, rs.subj, 1, 1)
 		if err != nil {
-			return world.Run{}, w.err(op, err)
+			return world.Run{}, w.err(ctx, op, err)
 		}
 		if len(first) == 0 {
 			return world.Run{}, fmt.Errorf("natsworld: %s %q: %w", op, id, world.ErrNotFound)
@@ -243,11 +243,11 @@ func (w *World) ListRuns(ctx context.Context) ([]string, error) {
 	if err := w.check(op); err != nil {
 		return nil, err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	datas, _, err := w.readSubject(ctx, w.logStream, w.subjRuns, 1, 0)
 	if err != nil {
-		return nil, w.err(op, err)
+		return nil, w.err(ctx, op, err)
 	}
 	seen := make(map[string]bool, len(datas))
 	ids := make([]string, 0, len(datas))
@@ -268,12 +268,12 @@ func (w *World) Load(ctx context.Context, run string) ([]world.Event, error) {
 	if err := w.check(op); err != nil {
 		return nil, err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(run)
 	datas, _, err := w.readSubject(ctx, w.logStream, rs.subj, 1, rs.knownSeq.Load())
 	if err != nil {
-		return nil, w.err(op, err)
+		return nil, w.err(ctx, op, err)
 	}
 	if len(datas) == 0 {
 		return nil, fmt.Errorf("natsworld: %s %q: %w", op, run, world.ErrNotFound)
@@ -353,7 +353,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	if ev.Kind < world.RunCreated || ev.Kind > world.StreamClosed {
 		return world.AppendResult{}, fmt.Errorf("natsworld: append: unknown event kind %d", ev.Kind)
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(run)
 	rs.mu.Lock()
@@ -366,7 +366,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		if rs.dirty || !rs.exists() {
 			if err := w.catchUp(ctx, rs, atLeast); err != nil {
 				rs.dirty = true
-				return world.AppendResult{}, w.err(op, err)
+				return world.AppendResult{}, w.err(ctx, op, err)
 			}
 		}
 		res, done, err := w.checkAppend(rs, ev, pre)
@@ -394,7 +394,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		}
 		if ev.Kind == world.HookCreated && !claimed {
 			if err := w.claimHook(ctx, ev.Entity, run); err != nil {
-				return world.AppendResult{}, w.err(op, err)
+				return world.AppendResult{}, w.err(ctx, op, err)
 			}
 			claimed = true
 		}
@@ -427,7 +427,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		default:
 			// The append may or may not have landed.
 			rs.dirty = true
-			return world.AppendResult{}, w.err(op, err)
+			return world.AppendResult{}, w.err(ctx, op, err)
 		}
 	}
 	return world.AppendResult{}, fmt.Errorf("natsworld: %s to run %q: lost %d compare-and-swap rounds: %w",
@@ -483,14 +483,14 @@ func (w *World) HookRun(ctx context.Context, tok string) (string, error) {
 	if err := w.check(op); err != nil {
 		return "", err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	w.mu.Lock()
 	seq := w.hooks[tok]
 	w.mu.Unlock()
 	m, err := w.lastOnSubject(ctx, w.logStream, w.subjHook+token(tok), seq)
 	if err != nil {
-		return "", w.err(op, err)
+		return "", w.err(ctx, op, err)
 	}
 	if m == nil {
 		return "", fmt.Errorf("natsworld: %s %q: %w", op, tok, world.ErrNotFound)

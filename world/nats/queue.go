@@ -43,7 +43,7 @@ func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishO
 	if err := w.check(op); err != nil {
 		return false, err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	msg := w.queueMsg(m, 0, opt.Delay)
 	if m.ID != "" {
@@ -51,7 +51,7 @@ func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishO
 	}
 	ack, err := w.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return false, w.err(op, err)
+		return false, w.err(ctx, op, err)
 	}
 	return ack.Duplicate, nil
 }
@@ -112,13 +112,13 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 	s.ready, err = w.ready.Messages(jetstream.PullMaxMessages(min(opt.Concurrency, maxPull)))
 	if err != nil {
 		cancel()
-		return nil, w.err(op, err)
+		return nil, w.err(ctx, op, err)
 	}
 	s.delayed, err = w.delayed.Messages(jetstream.PullMaxMessages(64))
 	if err != nil {
 		s.ready.Stop()
 		cancel()
-		return nil, w.err(op, err)
+		return nil, w.err(ctx, op, err)
 	}
 	w.mu.Lock()
 	if w.closed {

@@ -124,13 +124,13 @@ func (w *World) WriteChunk(ctx context.Context, stream string, c world.Chunk) er
 	if err := w.check(op); err != nil {
 		return err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	cw := w.writer(stream)
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	if err := w.writeChunk(ctx, cw, chunkData, c); err != nil {
-		return w.err(fmt.Sprintf("%s %q", op, stream), err)
+		return w.err(ctx, fmt.Sprintf("%s %q", op, stream), err)
 	}
 	return nil
 }
@@ -141,13 +141,13 @@ func (w *World) CloseStream(ctx context.Context, stream string) error {
 	if err := w.check(op); err != nil {
 		return err
 	}
-	ctx, cancel := opCtx(ctx)
+	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	cw := w.writer(stream)
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	if err := w.writeChunk(ctx, cw, chunkClose, world.Chunk{WrittenAt: w.rt.Now()}); err != nil {
-		return w.err(fmt.Sprintf("%s %q", op, stream), err)
+		return w.err(ctx, fmt.Sprintf("%s %q", op, stream), err)
 	}
 	return nil
 }
@@ -250,11 +250,11 @@ func (w *World) ReadChunks(ctx context.Context, stream string, from int, wait ti
 	if from < 0 {
 		from = 0
 	}
-	rctx, cancel := opCtx(ctx)
+	rctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	r, err := w.reader(rctx, stream)
 	if err != nil {
-		return nil, false, w.err(fmt.Sprintf("%s %q", op, stream), err)
+		return nil, false, w.err(rctx, fmt.Sprintf("%s %q", op, stream), err)
 	}
 	// Everything stored before this read must be in the answer: a sequence
 	// this process wrote, or else the subject's last one at the first read.
@@ -262,7 +262,7 @@ func (w *World) ReadChunks(ctx context.Context, stream string, from int, wait ti
 	if need == 0 && r.fresh() {
 		last, err := w.lastOnSubject(rctx, w.chunkStream, w.subjChunk+token(stream), 0)
 		if err != nil {
-			return nil, false, w.err(fmt.Sprintf("%s %q", op, stream), err)
+			return nil, false, w.err(rctx, fmt.Sprintf("%s %q", op, stream), err)
 		}
 		if last != nil {
 			need = last.Seq
@@ -274,7 +274,7 @@ func (w *World) ReadChunks(ctx context.Context, stream string, from int, wait ti
 		if r.err != nil {
 			err := r.err
 			r.mu.Unlock()
-			return nil, false, w.err(fmt.Sprintf("%s %q", op, stream), err)
+			return nil, false, w.err(rctx, fmt.Sprintf("%s %q", op, stream), err)
 		}
 		if r.seen < need && !r.closed {
 			wake := r.wake
@@ -282,7 +282,7 @@ func (w *World) ReadChunks(ctx context.Context, stream string, from int, wait ti
 			select {
 			case <-wake:
 			case <-rctx.Done():
-				return nil, false, w.err(fmt.Sprintf("%s %q", op, stream), rctx.Err())
+				return nil, false, w.err(rctx, fmt.Sprintf("%s %q", op, stream), rctx.Err())
 			}
 			continue
 		}

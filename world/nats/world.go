@@ -142,6 +142,11 @@ type World struct {
 	// the only writer and its caches are authoritative.
 	shared bool
 
+	// conn is cancelled while the connection is down (see opCtx).
+	connMu   sync.Mutex
+	conn     context.Context
+	connDown context.CancelFunc
+
 	mu      sync.Mutex
 	closed  bool
 	runs    map[string]*runState
@@ -175,6 +180,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		subs:    make(map[*subscription]struct{}),
 	}
 	w.shared = cfg.URL != ""
+	w.conn, w.connDown = context.WithCancel(context.Background())
 	p := cfg.Prefix
 	w.logStream, w.queueStream, w.chunkStream = p+"_log", p+"_queue", p+"_chunks"
 	w.subjLog, w.subjRuns, w.subjHook = p+".log.", p+".runs", p+".hook."
@@ -242,8 +248,8 @@ func (w *World) startEmbedded() error {
 	if !s.ReadyForConnections(10 * time.Second) {
 		return errors.New("natsworld: embedded server did not start within 10s")
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("durabench"),
-		nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
+	nc, err := nats.Connect("", append(w.connOptions(), nats.InProcessServer(s), nats.Name("durabench"),
+		nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))...)
 	if err != nil {
 		return fmt.Errorf("natsworld: in-process connection: %w", err)
 	}
@@ -270,6 +276,7 @@ func (w *World) connect(ctx context.Context) error {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 	}
+	opts = append(opts, w.connOptions()...)
 	if w.cfg.Creds != "" {
 		if _, err := os.Stat(w.cfg.Creds); err != nil {
 			return fmt.Errorf("natsworld: creds file %s: %w", w.cfg.Creds, err)
@@ -477,15 +484,58 @@ func (w *World) isClosed() bool {
 	return w.closed
 }
 
-// err maps err for op (see mapErr).
-func (w *World) err(op string, err error) error { return mapErr(op, err, w.isClosed()) }
-
-// opCtx bounds ctx by opTimeout when it has no deadline.
-func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+// err maps err for op (see mapErr); any failure while the connection is
+// down is ErrConnectionLost.
+func (w *World) err(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return context.WithTimeout(ctx, opTimeout)
+	closed := w.isClosed()
+	lost := !w.nc.IsConnected() || errors.Is(context.Cause(ctx), ErrConnectionLost)
+	if !closed && lost && !errors.Is(err, ErrConnectionLost) {
+		return fmt.Errorf("natsworld: %s: %w (%w)", op, ErrConnectionLost, err)
+	}
+	return mapErr(op, err, closed)
+}
+
+// opCtx bounds ctx by opTimeout when it has no deadline, and cancels it
+// when the connection drops: nats.go does not fail requests in flight on a
+// disconnect, so without this a call would wait for its timeout.
+func (w *World) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	cancelTimeout := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancelTimeout = context.WithTimeout(ctx, opTimeout)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	w.connMu.Lock()
+	conn := w.conn
+	w.connMu.Unlock()
+	stop := context.AfterFunc(conn, func() { cancel(ErrConnectionLost) })
+	return ctx, func() { stop(); cancel(nil); cancelTimeout() }
+}
+
+// connUp and connDown track the connection for opCtx.
+func (w *World) connUp() {
+	w.connMu.Lock()
+	defer w.connMu.Unlock()
+	if w.conn.Err() != nil {
+		w.conn, w.connDown = context.WithCancel(context.Background())
+	}
+}
+
+func (w *World) connLost() {
+	w.connMu.Lock()
+	defer w.connMu.Unlock()
+	w.connDown()
+}
+
+// connOptions keep opCtx informed of the connection's state.
+func (w *World) connOptions() []nats.Option {
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { w.connLost() }),
+		nats.ClosedHandler(func(*nats.Conn) { w.connLost() }),
+		nats.ReconnectHandler(func(*nats.Conn) { w.connUp() }),
+	}
 }
 
 // check returns ErrClosed after Close and ErrConnectionLost while the
