@@ -173,3 +173,21 @@ func TestDefaultPlan(t *testing.T) {
 		t.Errorf("default plan has %d cells, want %d", len(cells), want)
 	}
 }
+
+// TestExamples: every sweep file in examples/ is valid.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		plan, err := planFrom(t, "-f", f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if _, err := plan.Cells(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
