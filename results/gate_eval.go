@@ -54,6 +54,9 @@ type GateReport struct {
 	// Warnings name plan settings outside the cell key that differ from the
 	// baseline (see Comparison.Warnings).
 	Warnings []string
+	// Missing lists the baseline's cells the head sweep lacks: nothing
+	// checks them, so the reports name them.
+	Missing []CellKey
 }
 
 // RuleReport is one rule's checks.
@@ -204,6 +207,12 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 	}
 	hIdx, hKeys := indexCells(head)
 	slices.SortFunc(hKeys, CellKey.cmp)
+	for k := range bIdx {
+		if hIdx[k] == nil {
+			rep.Missing = append(rep.Missing, k)
+		}
+	}
+	slices.SortFunc(rep.Missing, CellKey.cmp)
 	tests := testCache{}
 
 	for _, rule := range rules {

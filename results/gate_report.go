@@ -73,6 +73,7 @@ func (r *GateReport) WriteText(w io.Writer) error {
 		}
 		t.write(bw, "  ")
 	}
+	writeOneSided(bw, "only in the baseline", r.Missing, "")
 	return bw.Flush()
 }
 
@@ -130,6 +131,7 @@ func (r *GateReport) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(bw, "\n</details>\n")
+	writeOneSided(bw, "Only in the baseline", r.Missing, "- ")
 	return bw.Flush()
 }
 

@@ -342,6 +342,14 @@ func TestGateCellOnlyInHead(t *testing.T) {
 	if c.Verdict != NoBaseline || c.Note != "not in the baseline" || c.Cell.Branches != 256 {
 		t.Errorf("check = %+v, want the new cell listed as new", c)
 	}
+	if len(rep.Missing) != 5 {
+		t.Errorf("Missing = %v, want the 5 baseline cells the head lacks", rep.Missing)
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	if !strings.Contains(text.String(), "only in the baseline (5 cells, not compared):") {
+		t.Errorf("text report does not list the missing cells:\n%s", text.String())
+	}
 }
 
 func TestGateInputErrors(t *testing.T) {
