@@ -26,11 +26,11 @@ func lognormal(r *rand.Rand, n int, median, sigma float64) []int64 {
 // fixtureOpts shape a synthetic sweep: speed scales every latency of a
 // version (1 = as the fixture's head), commit and start name it.
 type fixtureOpts struct {
-	commit  string
-	start   time.Time
-	seed    uint64
-	speed   map[string]float64
-	stall   bool // one resilient run at 256 branches stalls for ~306 s
+	commit string
+	start  time.Time
+	seed   uint64
+	speed  map[string]float64
+	stall  bool // one resilient run at 256 branches stalls for ~306 s
 }
 
 // fixture builds a deterministic results file: a fan-out sweep over 20, 64

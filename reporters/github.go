@@ -29,9 +29,10 @@ const CommentLimit = 65000
 var ErrNoEmbedded = errors.New("no embedded durabench results in the comment")
 
 // githubBody renders the comment and trims it to CommentLimit: the oldest
-// history entries go first, then the histograms, then per-run detail
-// (stalled and failed run ids), then the histograms of the embedded copy,
-// and last the table rows.
+// history entries go first, then the histograms (first all but the widest
+// cells', then all), then the histograms of the embedded copy (which only
+// the next comment's histograms would use), then per-run detail (stalled
+// and failed run ids), and last the table rows.
 func githubBody(f *results.File, opt Options) (string, error) {
 	m := newMarkdown(f, opt)
 	d := fullDetail(opt)
@@ -75,9 +76,10 @@ func githubBody(f *results.File, opt Options) (string, error) {
 		note  string
 		apply func(*detail)
 	}{
+		{"histograms of all but the widest cells", func(d *detail) { d.widestOnly = true }},
 		{"histograms", func(d *detail) { d.histograms = false }},
-		{"stalled and failed run ids", func(d *detail) { d.runDetail = false }},
 		{"histograms of the embedded copy", func(d *detail) { d.embedHDR = false }},
+		{"stalled and failed run ids", func(d *detail) { d.runDetail = false }},
 	}
 	for _, st := range steps {
 		st.apply(&d)
@@ -96,24 +98,33 @@ func githubBody(f *results.File, opt Options) (string, error) {
 	return "", fmt.Errorf("github comment: %d bytes even with every table trimmed (limit %d)", len(s), CommentLimit)
 }
 
-// compact returns a copy of f without per-run values (and without encoded
-// histograms unless keepHDR): what the comment embeds for the next
-// comparison.
+// compact returns a copy of f without per-run values, and with encoded
+// histograms only for the metrics the report draws histograms of (none
+// unless keepHDR): what the comment embeds for the next comparison, which
+// needs summaries for its deltas and those histograms for its overlays.
 func compact(f *results.File, keepHDR bool) *results.File {
+	drawn := map[string]bool{}
+	if keepHDR {
+		for _, g := range groupScenarios(f) {
+			for _, name := range histogramMetrics(g.Cells) {
+				drawn[g.Name+"/"+name] = true
+			}
+		}
+	}
 	c := *f
 	c.Cells = make([]results.Cell, len(f.Cells))
 	for i, cell := range f.Cells {
 		cell.Metrics = make(map[string]results.Metric, len(f.Cells[i].Metrics))
 		for k, m := range f.Cells[i].Metrics {
 			m.Values = nil
-			if !keepHDR {
+			if !drawn[cell.Scenario+"/"+k] {
 				m.HDR = ""
 			}
 			cell.Metrics[k] = m
 		}
 		if cell.DriverLag != nil {
 			lag := *cell.DriverLag
-			lag.Values = nil
+			lag.Values, lag.HDR = nil, ""
 			cell.DriverLag = &lag
 		}
 		c.Cells[i] = cell

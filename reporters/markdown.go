@@ -53,6 +53,9 @@ func Markdown(w io.Writer, f *results.File, opt Options) error {
 type detail struct {
 	history    int  // previous results shown, newest first
 	histograms bool // collapsed text histograms
+	// widestOnly limits histograms to each scenario's widest cells (most
+	// branches, most steps), where a regression shows first.
+	widestOnly bool
 	runDetail  bool // stalled and failed run ids and error messages
 	maxRows    int  // table rows per scenario; 0 means all
 	// embedHDR keeps the encoded histograms in the embedded results copy.
@@ -241,7 +244,7 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	m.incidents(sb, g, d)
 	m.slopes(sb, g)
 	if d.histograms {
-		m.histograms(sb, g)
+		m.histograms(sb, g, d.widestOnly)
 	}
 	sb.WriteString("\n")
 }
@@ -426,10 +429,18 @@ func histogramMetrics(cells []*results.Cell) []string {
 	return out
 }
 
-func (m *markdown) histograms(sb *strings.Builder, g scenarioGroup) {
+func (m *markdown) histograms(sb *strings.Builder, g scenarioGroup, widestOnly bool) {
 	names := histogramMetrics(g.Cells)
 	if len(names) == 0 {
 		return
+	}
+	cells := g.Cells
+	if widestOnly {
+		wb, ws := 0, 0
+		for _, c := range cells {
+			wb, ws = max(wb, c.Branches), max(ws, c.Steps)
+		}
+		cells = slices.DeleteFunc(slices.Clone(cells), func(c *results.Cell) bool { return c.Branches != wb || c.Steps != ws })
 	}
 	titles := make([]string, len(names))
 	for i, n := range names {
@@ -439,8 +450,8 @@ func (m *markdown) histograms(sb *strings.Builder, g scenarioGroup) {
 	if m.base == nil {
 		what = ""
 	}
-	fmt.Fprintf(sb, "\n<details><summary>📈 %s distribution %s (%d cells)</summary>\n\n", strings.Join(titles, " / "), what, len(g.Cells))
-	for _, c := range g.Cells {
+	fmt.Fprintf(sb, "\n<details><summary>📈 %s distribution %s (%d cells)</summary>\n\n", strings.Join(titles, " / "), what, len(cells))
+	for _, c := range cells {
 		for _, name := range names {
 			mt, ok := c.Metrics[name]
 			if !ok || mt.Count == 0 {
