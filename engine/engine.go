@@ -294,16 +294,13 @@ func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
 		e.failRun(ctx, m.run, err)
 		return nil
 	}
+	inv := &invocation{run: m.run, prog: prog}
 	if m.hookToken != "" {
-		// A lazily resumed hook: re-ensure hook_received (deduplicated by
-		// the resume id) before replaying, whatever the producer's write did.
-		ev := world.Event{Kind: world.HookReceived, ID: "h/" + m.resumeID, Entity: m.hookToken, Data: m.payload}
-		if _, err := e.w.Append(ctx, m.run, ev, world.Precondition{}); err != nil &&
-			!errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrGone) {
-			return fmt.Errorf("workflow %s: re-ensure hook_received: %w", m.run, err)
-		}
+		// A lazily resumed hook: replay re-ensures hook_received (deduplicated
+		// by the resume id) unless the log it loads already has it.
+		inv.ensure = &world.Event{Kind: world.HookReceived, ID: "h/" + m.resumeID, Entity: m.hookToken, Data: m.payload}
 	}
-	return e.replay(ctx, &invocation{run: m.run, prog: prog})
+	return e.replay(ctx, inv)
 }
 
 // program returns the run's program from the cache, or fetches the run.

@@ -140,6 +140,9 @@ type invocation struct {
 	prevStep bool
 	// inlined counts inline steps this invocation ran (InlineBudget).
 	inlined int
+	// ensure is an event the replay must find in the log, or write before it
+	// derives anything (a lazily resumed hook's hook_received).
+	ensure *world.Event
 }
 
 // maxPreconditionRetries bounds the reloads after a guarded write was rejected.
@@ -178,6 +181,16 @@ func (e *Engine) replay(ctx context.Context, inv *invocation) error {
 			return err
 		}
 	}
+}
+
+// hasEvent reports whether the log holds an event with that ID.
+func hasEvent(events []world.Event, id string) bool {
+	for i := range events {
+		if events[i].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // errContinue asks replay to reload and go on (an inline step completed its stage).

@@ -252,12 +252,6 @@ func TestLazyHookResumeCloud(t *testing.T) {
 			sw, float64(m.P50)/1e3, float64(m.P90)/1e3, float64(c.Metrics[metrics.ResumeToStep].P50)/1e3)
 	}
 	if median["none"] >= median["lazy-hook-resume=0"] {
-		// Known engine gap (reported to the lead): the consumer re-ensures
-		// hook_received with a write on every lazy resume, which costs the
-		// round trip the parallel publish saved. Remove this skip once
-		// onWorkflow re-ensures only an event missing from the loaded log.
-		t.Skipf("lazy TTFS p50 %d µs not below the kill switch's %d µs (engine re-ensure write; see above)",
-			median["none"], median["lazy-hook-resume=0"])
 		t.Errorf("lazy TTFS p50 %d µs not below the kill switch's %d µs", median["none"], median["lazy-hook-resume=0"])
 	}
 }
