@@ -200,7 +200,22 @@ func (m *markdown) header(sb *strings.Builder) {
 			if b.Partial {
 				sb.WriteString(", itself **partial**")
 			}
-			sb.WriteString(".\n\n")
+			sb.WriteString(".")
+			// A cell that disappeared must not go unnoticed.
+			head := cellIndex(f)
+			var gone []string
+			for i := range b.Cells {
+				if head[cellKey(&b.Cells[i])] == nil {
+					gone = append(gone, "`"+b.Cells[i].Scenario+" · "+m.lab.label(&b.Cells[i])+"`")
+				}
+			}
+			if len(gone) > 0 {
+				if len(gone) > 8 {
+					gone = append(gone[:8], fmt.Sprintf("… %d more", len(gone)-8))
+				}
+				fmt.Fprintf(sb, " Cells in the baseline but not in this run: %s.", strings.Join(gone, ", "))
+			}
+			sb.WriteString("\n\n")
 		} else {
 			fmt.Fprintf(sb, "> The baseline `%s` was measured with methodology %d and this run with %d: they are not compared.\n\n",
 				shortCommit(b.GitCommit), b.Methodology, f.Methodology)

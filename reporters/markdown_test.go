@@ -262,10 +262,11 @@ func TestGitHubBudgetTrimsHistoryFirst(t *testing.T) {
 }
 
 func TestGitHubBudgetTrimsHistogramsThenRunDetail(t *testing.T) {
-	// A sweep so wide that even without history the histograms must go.
+	// A sweep so wide that even without history the histograms must go,
+	// but its tables still fit.
 	f := fixtureHead()
 	var cells []results.Cell
-	for i := range 40 {
+	for i := range 6 {
 		for _, c := range f.Cells {
 			c.Version = fmt.Sprintf("%s-v%02d", c.Version, i)
 			cells = append(cells, c)
@@ -279,8 +280,35 @@ func TestGitHubBudgetTrimsHistogramsThenRunDetail(t *testing.T) {
 	if strings.Contains(body, "📈 ") {
 		t.Error("histograms kept in an over-budget comment")
 	}
+	// Run ids are cheap and go last: they survive here.
+	if !strings.Contains(body, "`fanout-256-resilient-r04` (TTLS 306.2s)") {
+		t.Error("stalled run ids trimmed before the embedded histograms")
+	}
 	if _, err := ExtractEmbedded(body); err != nil {
 		t.Errorf("embedded copy lost while trimming: %v", err)
+	}
+}
+
+func TestGitHubBudgetTrimsRowsLast(t *testing.T) {
+	// 440 cells: the tables alone are over the limit.
+	f := fixtureHead()
+	var cells []results.Cell
+	for i := range 40 {
+		for _, c := range f.Cells {
+			c.Version = fmt.Sprintf("%s-v%02d", c.Version, i)
+			cells = append(cells, c)
+		}
+	}
+	f.Cells = cells
+	body := render(t, f, Options{GitHub: true})
+	if len(body) >= CommentLimit {
+		t.Fatalf("comment is %d bytes, limit %d", len(body), CommentLimit)
+	}
+	if !strings.Contains(body, "more row(s) left out to fit the comment") {
+		t.Error("row trimming not announced")
+	}
+	if got, err := ExtractEmbedded(body); err != nil || len(got.Cells) != len(cells) {
+		t.Errorf("embedded copy: %v", err)
 	}
 }
 
@@ -349,6 +377,15 @@ func TestPartialIsLoud(t *testing.T) {
 	}
 	if !strings.HasPrefix(buf.String(), "PARTIAL RESULTS") {
 		t.Errorf("text report does not open with PARTIAL RESULTS:\n%s", buf.String())
+	}
+}
+
+func TestCellsOnlyInBaselineListed(t *testing.T) {
+	head := fixtureHead()
+	head.Cells = head.Cells[1:] // fanout 20 br · baseline no longer runs
+	md := render(t, head, Options{Baseline: fixtureBase()})
+	if !strings.Contains(md, "Cells in the baseline but not in this run: `fanout · 20 br · baseline`.") {
+		t.Error("a cell missing from the head is not listed")
 	}
 }
 
