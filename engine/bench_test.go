@@ -25,7 +25,7 @@ func BenchmarkFanOutMem(b *testing.B) {
 	for _, v := range engine.Versions() {
 		for _, n := range fanOutBranches {
 			b.Run(fmt.Sprintf("%s/branches=%d", v.Name, n), func(b *testing.B) {
-				fanout.Bench(b, v.Features, n, newMem, newMem)
+				fanout.Bench(b, v.Features, n, newMem, newMem, fanout.Options{})
 			})
 		}
 	}

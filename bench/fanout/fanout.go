@@ -27,9 +27,16 @@ const RunTimeout = 30 * time.Second
 // the floor.
 const Concurrency = 512
 
-// WarmupRuns are run and discarded before timing: they size the worlds'
-// maps and the engine's caches.
+// WarmupRuns are run and discarded before timing by default: they size the
+// worlds' maps and the engine's caches.
 const WarmupRuns = 3
+
+// Options tune Bench.
+type Options struct {
+	// Warmup is the number of untimed runs of each side first
+	// (default WarmupRuns).
+	Warmup int
+}
 
 // observer tracks the runs in flight: each one's latest step body end and
 // its end. It is as cheap as an observer can be, so the benchmark measures
@@ -106,20 +113,24 @@ func (g *Engine) Run(ctx context.Context, id string, p engine.Program) (time.Dur
 }
 
 // Bench runs one n-branch fan-out of version f per iteration on a world
-// from newWorld, and the floor of the same operations on another, in
-// alternating order. It reports the TTLS medians of the engine
+// from newWorld, and the floor of the same operations on a world from
+// newFloorWorld (another of the same kind, or the raw operations the world
+// is built on), in alternating order. It reports the TTLS medians of the engine
 // (ttls-p50-us) and of the floor (floor-ttls-p50-us), their ratio, and the
 // world operations per run of each (ops/run, floor-ops/run), which should
 // match: the floor reproduces the protocol, races included, and a version
 // whose operation count depends on timing shows it here.
-func Bench(b *testing.B, f engine.Features, n int, newWorld func() (world.World, error)) {
+func Bench(b *testing.B, f engine.Features, n int, newWorld, newFloorWorld func() (world.World, error), opt Options) {
+	if opt.Warmup <= 0 {
+		opt.Warmup = WarmupRuns
+	}
 	ctx := context.Background()
 	ew, err := newWorld()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ew.Close()
-	fw, err := newWorld()
+	fw, err := newFloorWorld()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -161,7 +172,7 @@ func Bench(b *testing.B, f engine.Features, n int, newWorld func() (world.World,
 		}
 		return e, fo
 	}
-	for i := range WarmupRuns {
+	for i := range opt.Warmup {
 		one(-1 - i)
 	}
 	e0, f0 := eng.W.Snapshot(), fcw.Snapshot()
