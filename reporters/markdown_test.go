@@ -81,6 +81,16 @@ func TestMarkdownGolden(t *testing.T) {
 			golden(t, tc.name, []byte(render(t, tc.file, tc.opt)))
 		})
 	}
+	// The GitHub comment, without its embedded copy (gzip output may
+	// change between Go releases; the round-trip test covers it).
+	t.Run("report-github.md", func(t *testing.T) {
+		body := render(t, fixtureHead(), Options{GitHub: true, Baseline: fixtureBase(), History: fixtureHistory()})
+		i := strings.Index(body, "\n"+embedPrefix)
+		if i < 0 {
+			t.Fatal("no embedded results")
+		}
+		golden(t, "report-github.md", []byte(body[:i]+"\n"))
+	})
 }
 
 func TestMarkdownContent(t *testing.T) {

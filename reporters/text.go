@@ -13,8 +13,9 @@ import (
 
 // Text writes a compact terminal table per scenario: for each cell its runs,
 // the p50/p90/p99/max of the scenario's headline metric (TTLS for fan-outs),
-// the p50 and p99 of TTFS, and its stalls and errors. With a baseline, the
-// headline p50 carries its change against the baseline's matching cell.
+// the p50 and p99 of TTFS, and its stalls and errors. With a baseline of
+// the same methodology, the headline p50 carries its change against the
+// baseline's matching cell.
 func Text(w io.Writer, f *results.File, opt Options) error {
 	ew := &errWriter{w: w}
 	if f.Partial {
@@ -27,7 +28,10 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 	if f.VirtualTime {
 		fmt.Fprintln(ew, "virtual time: every figure is simulated time (sim world), not wall-clock")
 	}
-	base := cellIndex(opt.Baseline)
+	var base map[results.CellKey]*results.Cell
+	if opt.Baseline != nil && opt.Baseline.Methodology == f.Methodology {
+		base = cellIndex(opt.Baseline) // other methodologies are never compared
+	}
 	lab := newLabeler(f)
 	for gi, g := range groupScenarios(f) {
 		// tabwriter aligns every column the same way; padding the labels
