@@ -280,9 +280,16 @@ func (p *Plan) compatible(rp results.Plan) error {
 		{"cell-timeout", rp.CellTimeoutMS, mine.CellTimeoutMS}, {"seed", rp.Seed, mine.Seed},
 		{"stall-threshold", rp.StallThresholdMS, mine.StallThresholdMS},
 		{"world options", rp.WorldOptions, mine.WorldOptions},
+		{"scenarios", fmt.Sprint(rp.Scenarios), fmt.Sprint(mine.Scenarios)},
+		{"options", fmt.Sprint(rp.Options), fmt.Sprint(mine.Options)},
+		{"branches", fmt.Sprint(rp.Branches), fmt.Sprint(mine.Branches)},
+		{"versions", versionNames(rp.Versions), versionNames(mine.Versions)},
+		{"switches", fmt.Sprint(rp.Switches), fmt.Sprint(mine.Switches)},
+		{"worlds", fmt.Sprint(rp.Worlds), fmt.Sprint(mine.Worlds)},
+		{"profiles", fmt.Sprint(rp.Profiles), fmt.Sprint(mine.Profiles)},
 	} {
 		if s.old != s.new {
-			return fmt.Errorf("the earlier sweep ran with %s %v, this one with %v", s.name, s.old, s.new)
+			return fmt.Errorf("the earlier sweep ran with %s %v, this one with %v (resume with the same -f file and flags)", s.name, s.old, s.new)
 		}
 	}
 	return nil
@@ -335,4 +342,12 @@ func (p *Plan) resultsPlan() results.Plan {
 		}
 	}
 	return rp
+}
+
+func versionNames(vs []results.VersionSpec) string {
+	n := make([]string, len(vs))
+	for i, v := range vs {
+		n[i] = v.Name + fmt.Sprint(v.Features)
+	}
+	return fmt.Sprint(n)
 }
