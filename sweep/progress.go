@@ -49,6 +49,9 @@ func Summary(rc *results.Cell) string {
 	if rc.Errors > 0 {
 		s += fmt.Sprintf(", errors %d", rc.Errors)
 	}
+	if rc.DriverLag != nil {
+		s += ", driver lag p99 " + results.FormatMicros(float64(rc.DriverLag.P99))
+	}
 	return s
 }
 
