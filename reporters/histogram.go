@@ -85,13 +85,14 @@ func nearestRank(n int, q float64) int {
 	return min(max(i, 0), n-1)
 }
 
-// edgeUnit picks the unit bin edges print in, by bin width, so edges stay
-// short and exact ("1.1s", "250ms", "40µs").
-func edgeUnit(width int64) (div float64, unit string) {
+// edgeUnit picks the unit bin edges print in, by the range's top and the
+// bin width, so edges stay short and exact ("1.05–1.1s", "250–300ms",
+// "40–45µs").
+func edgeUnit(b binning) (div float64, unit string) {
 	switch {
-	case width >= 100_000:
+	case b.hi() >= 1_000_000 && b.width >= 10_000:
 		return 1e6, "s"
-	case width >= 100:
+	case b.hi() >= 1_000 && b.width >= 10:
 		return 1e3, "ms"
 	default:
 		return 1, "µs"
@@ -115,7 +116,7 @@ func textHistogram(base, head []int64, negBase, negHead int, withBase bool) stri
 		return c
 	}
 	cb, ch := count(base), count(head)
-	div, unit := edgeUnit(b.width)
+	div, unit := edgeUnit(b)
 	type row struct {
 		label  string
 		bc, hc int
