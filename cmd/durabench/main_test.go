@@ -188,7 +188,7 @@ func TestSweepAndTools(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.md")); err != nil {
 		t.Error(err)
 	}
-	for _, format := range []string{"text", "md", "github", "json"} {
+	for _, format := range []string{"text", "md", "github", "json", "benchfmt"} {
 		if r := durabench(t, dir, "report", resPath, "--format", format); r.code != 0 || r.stdout == "" {
 			t.Errorf("report --format %s: exit %d, stderr %q", format, r.code, r.stderr)
 		}

@@ -65,7 +65,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	case "json":
 		err = reporters.JSON(&buf, f)
 	case "benchfmt":
-		err = benchfmt(&buf, f)
+		err = reporters.Benchfmt(&buf, f)
 	}
 	if err != nil {
 		return err
