@@ -77,6 +77,15 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("--out: %w: %w", err, ErrInvalid)
 	}
+	if !cfg.Resume {
+		// A fresh sweep into a used directory must not mix with, or look
+		// like, the earlier sweep's files.
+		for _, name := range []string{results.JournalName, ResultsName, ReportName} {
+			if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("--out: %w: %w", err, ErrInvalid)
+			}
+		}
+	}
 	journal, err := results.OpenJournal(cfg.Out)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrFailed)
