@@ -252,3 +252,63 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	p.report(b)
 }
+
+// BenchmarkFanOutAppends: 256 concurrent appends to one run (a 256-branch
+// fan-out's step_created burst), vs 256 async publishes to one subject
+// awaited together (what JetStream can do without per-run rules). ns/op is
+// per append.
+func BenchmarkFanOutAppends(b *testing.B) {
+	const branches = 256
+	ctx := context.Background()
+	w := benchWorld(b, world.Options{})
+	rawStream(b, w, "raw_fan", jetstream.LimitsPolicy)
+	var p pair
+	b.ResetTimer()
+	for i := 0; i < b.N; i += branches {
+		run := "r" + strconv.Itoa(i)
+		if err := w.CreateRun(ctx, world.Run{ID: run}); err != nil {
+			b.Fatal(err)
+		}
+		err := p.time(func() error {
+			futs := make([]jetstream.PubAckFuture, branches)
+			for j := range futs {
+				f, err := w.js.PublishAsync("raw_fan."+run, []byte("event-data"))
+				if err != nil {
+					return err
+				}
+				futs[j] = f
+			}
+			for _, f := range futs {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return err
+				}
+			}
+			return nil
+		}, func() error {
+			errs := make(chan error, branches)
+			for j := range branches {
+				go func() {
+					step := strconv.Itoa(j)
+					_, err := w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: "c" + step, Entity: step, Data: []byte("event-data")}, world.Precondition{})
+					errs <- err
+				}()
+			}
+			for range branches {
+				if err := <-errs; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Per append, not per burst.
+	n := (b.N + branches - 1) / branches * branches
+	b.ReportMetric(float64(p.raw.Nanoseconds())/float64(n), "raw-ns/op")
+	b.ReportMetric(float64(p.world.Nanoseconds())/float64(n), "world-ns/op")
+	b.ReportMetric(float64(p.world)/float64(p.raw), "world/raw")
+}

@@ -3,6 +3,8 @@ package natsworld
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -40,8 +42,16 @@ func landBehindCache(t *testing.T, w *World, run string, ev world.Event, status 
 // (R3); either way the world reads the log and reports the first attempt's
 // position as a duplicate, not a precondition failure.
 func TestRetriedGuardedAppend(t *testing.T) {
+	t.Run("Pipelined", func(t *testing.T) { testRetriedGuardedAppend(t, false) })
+	t.Run("Serial", func(t *testing.T) { testRetriedGuardedAppend(t, true) })
+}
+
+func testRetriedGuardedAppend(t *testing.T, serial bool) {
 	ctx := context.Background()
 	w := newEmbedded(t, world.Options{Guard: true})
+	if serial {
+		w.shared, w.seq = true, nil // as on an external server
+	}
 	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +82,7 @@ func TestRetriedGuardedAppend(t *testing.T) {
 func TestCacheCatchUp(t *testing.T) {
 	ctx := context.Background()
 	w := newEmbedded(t, world.Options{})
-	w.shared = true // as on an external server
+	w.shared, w.seq = true, nil // as on an external server
 	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,5 +121,120 @@ func TestEventEncoding(t *testing.T) {
 	}
 	if _, _, _, err := decodeEvent([]byte{9}); err == nil {
 		t.Fatal("decoded garbage")
+	}
+}
+
+// TestPipelineChainBreaks: concurrent appends to a few runs while other
+// messages to the log stream are rejected by the server (so the sequencer's
+// predictions overcount and chains break) and every append is repeated
+// with its ID. Every append must land exactly once, positions must match
+// the stored log, and pending counts must be exact.
+func TestPipelineChainBreaks(t *testing.T) {
+	ctx := context.Background()
+	w := newEmbedded(t, world.Options{})
+	if !w.pipelined() {
+		t.Fatal("embedded world is not pipelined")
+	}
+	const runs, steps = 3, 60
+	for r := range runs {
+		if err := w.CreateRun(ctx, world.Run{ID: fmt.Sprint("r", r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		run string
+		ev  world.Event
+		res world.AppendResult
+		err error
+	}
+	results := make(chan result, runs*steps*2)
+	var wg sync.WaitGroup
+	for r := range runs {
+		run := fmt.Sprint("r", r)
+		for s := range steps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev := world.Event{Kind: world.StepCreated, ID: fmt.Sprint("c", s), Entity: fmt.Sprint("s", s)}
+				res, err := w.Append(ctx, run, ev, world.Precondition{})
+				results <- result{run, ev, res, err}
+				// The same append again: a duplicate at the same position.
+				again, err := w.Append(ctx, run, ev, world.Precondition{})
+				if err == nil && (!again.Duplicate || again.Pos != res.Pos) {
+					err = fmt.Errorf("retry of %s = %+v, first %+v", ev.ID, again, res)
+				}
+				results <- result{run, ev, again, err}
+			}()
+		}
+	}
+	// Rejected writes through the sequencer: they take no sequence.
+	for i := range 20 {
+		m := nats.NewMsg(w.subjLog + "rejected")
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "999999")
+		if _, err := w.logPublish(ctx, m); !isWrongLastSeq(err) {
+			t.Fatalf("rejected write %d: %v", i, err)
+		}
+	}
+	wg.Wait()
+	close(results)
+	if !w.pipelined() {
+		t.Error("pipelining turned off without another writer")
+	}
+	pos := map[string]map[int64]string{}
+	for r := range results {
+		if r.err != nil {
+			t.Fatalf("append %s to %s: %v", r.ev.ID, r.run, r.err)
+		}
+		if r.res.Duplicate {
+			continue
+		}
+		if pos[r.run] == nil {
+			pos[r.run] = map[int64]string{}
+		}
+		if prev, ok := pos[r.run][r.res.Pos]; ok {
+			t.Fatalf("%s: position %d given to %s and %s", r.run, r.res.Pos, prev, r.ev.ID)
+		}
+		pos[r.run][r.res.Pos] = r.ev.ID
+	}
+	for r := range runs {
+		run := fmt.Sprint("r", r)
+		evs, err := w.Load(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != steps+1 {
+			t.Fatalf("%s has %d events, want %d", run, len(evs), steps+1)
+		}
+		for _, ev := range evs[1:] {
+			if pos[run][ev.Pos] != ev.ID {
+				t.Fatalf("%s: stored event at %d is %s, its append reported %s", run, ev.Pos, ev.ID, pos[run][ev.Pos])
+			}
+		}
+		res, err := w.Append(ctx, run, world.Event{Kind: world.StepStarted, Entity: "s0"}, world.Precondition{})
+		if err != nil || res.Pending != steps || res.Pos != steps+2 {
+			t.Fatalf("%s: step_started = %+v, %v; want Pos %d, Pending %d", run, res, err, steps+2, steps)
+		}
+	}
+}
+
+// TestPipelineForeignWriter: a message stored behind the sequencer's back
+// (another writer) turns pipelining off; appends stay correct.
+func TestPipelineForeignWriter(t *testing.T) {
+	ctx := context.Background()
+	w := newEmbedded(t, world.Options{})
+	if err := w.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.js.Publish(ctx, w.subjLog+"foreign", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		res, err := w.Append(ctx, "r", world.Event{Kind: world.StepCreated, Entity: fmt.Sprint(i)}, world.Precondition{})
+		if err != nil || res.Pos != int64(i+2) {
+			t.Fatalf("append %d = %+v, %v", i, res, err)
+		}
+	}
+	if w.pipelined() {
+		t.Error("still pipelined after a foreign write")
 	}
 }

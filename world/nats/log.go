@@ -35,6 +35,12 @@ type runState struct {
 	steps   map[string]uint8 // step -> stepOpen | stepDone
 	hooks   map[string]bool  // hook tokens created in this run
 	pending int              // steps open
+	// Pipelined appends only (see appendPipelined): events applied but
+	// not acknowledged yet, cond to wait for them, and broken when an
+	// applied event may not have been stored (rebuild the cache).
+	inflight int
+	cond     *sync.Cond
+	broken   bool
 
 	// Read without mu, so GetRun and Load never wait behind an append's
 	// round trip.
@@ -113,6 +119,7 @@ func (w *World) run(id string) *runState {
 			steps: make(map[string]uint8),
 			hooks: make(map[string]bool),
 		}
+		rs.cond = sync.NewCond(&rs.mu)
 		w.runs[id] = rs
 	}
 	return rs
@@ -168,7 +175,7 @@ func (w *World) CreateRun(ctx context.Context, r world.Run) error {
 	msg := nats.NewMsg(rs.subj)
 	msg.Data = encodeEvent(ev, world.StatusPending, runMeta{Deployment: r.Deployment, SpecVersion: r.SpecVersion})
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	ack, err := w.js.PublishMsg(ctx, msg)
+	ack, err := w.logPublish(ctx, msg)
 	if err != nil {
 		rs.dirty = true
 		if isWrongLastSeq(err) {
@@ -186,7 +193,7 @@ func (w *World) CreateRun(ctx context.Context, r world.Run) error {
 	idx := nats.NewMsg(w.subjRuns)
 	idx.Data = []byte(r.ID)
 	idx.Header.Set(jetstream.MsgIDHeader, "run/"+token(r.ID))
-	if _, err := w.js.PublishMsg(ctx, idx); err != nil {
+	if _, err := w.logPublish(ctx, idx); err != nil {
 		return w.err(ctx, op+" index", err)
 	}
 	return nil
@@ -202,7 +209,7 @@ func (w *World) GetRun(ctx context.Context, id string) (world.Run, error) {
 	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(id)
-	last, err := w.lastOnSubject(ctx, w.logStream, rs.subj, rs.knownSeq.Load())
+	last, err := w.lastOnSubject(ctx, w.logStream, rs.subj, w.mustSee(rs.knownSeq.Load()))
 	if err != nil {
 		return world.Run{}, w.err(ctx, op, err)
 	}
@@ -271,7 +278,7 @@ func (w *World) Load(ctx context.Context, run string) ([]world.Event, error) {
 	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(run)
-	datas, _, err := w.readSubject(ctx, w.logStream, rs.subj, 1, rs.knownSeq.Load())
+	datas, _, err := w.readSubject(ctx, w.logStream, rs.subj, 1, w.mustSee(rs.knownSeq.Load()))
 	if err != nil {
 		return nil, w.err(ctx, op, err)
 	}
@@ -356,8 +363,19 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(run)
+	if w.pipelined() {
+		return w.appendPipelined(ctx, rs, run, ev, pre)
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	// Pipelining was just turned off: let its appends finish.
+	for rs.inflight > 0 {
+		rs.cond.Wait()
+	}
+	if rs.broken {
+		rs.reset()
+		rs.broken = false
+	}
 
 	shared := w.shared
 	var claimed bool // hook token claimed by this call
@@ -442,7 +460,7 @@ func (w *World) claimHook(ctx context.Context, tok, run string) error {
 	msg := nats.NewMsg(subj)
 	msg.Data = []byte(run)
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	ack, err := w.js.PublishMsg(ctx, msg)
+	ack, err := w.logPublish(ctx, msg)
 	if err == nil {
 		w.mu.Lock()
 		w.hooks[tok] = ack.Sequence
@@ -488,7 +506,7 @@ func (w *World) HookRun(ctx context.Context, tok string) (string, error) {
 	w.mu.Lock()
 	seq := w.hooks[tok]
 	w.mu.Unlock()
-	m, err := w.lastOnSubject(ctx, w.logStream, w.subjHook+token(tok), seq)
+	m, err := w.lastOnSubject(ctx, w.logStream, w.subjHook+token(tok), w.mustSee(seq))
 	if err != nil {
 		return "", w.err(ctx, op, err)
 	}
@@ -496,4 +514,13 @@ func (w *World) HookRun(ctx context.Context, tok string) (string, error) {
 		return "", fmt.Errorf("natsworld: %s %q: %w", op, tok, world.ErrNotFound)
 	}
 	return string(m.Data), nil
+}
+
+// mustSee returns seq when reads may be served by a lagging replica (so a
+// read must be checked against what this process already wrote), else 0.
+func (w *World) mustSee(seq uint64) uint64 {
+	if w.cfg.Replicas > 1 {
+		return seq
+	}
+	return 0
 }

@@ -136,6 +136,10 @@ type World struct {
 
 	ready, delayed jetstream.Consumer
 
+	// seq pipelines log appends when this process is the log's only
+	// writer (embedded); nil otherwise.
+	seq *logSequencer
+
 	// shared is set when other processes may write under the same prefix
 	// (external servers). Then a rule violation found in a cache is
 	// confirmed by a read before it is reported; embedded, this process is
@@ -180,6 +184,9 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		subs:    make(map[*subscription]struct{}),
 	}
 	w.shared = cfg.URL != ""
+	if !w.shared {
+		w.seq = newLogSequencer(w)
+	}
 	w.conn, w.connDown = context.WithCancel(context.Background())
 	p := cfg.Prefix
 	w.logStream, w.queueStream, w.chunkStream = p+"_log", p+"_queue", p+"_chunks"
@@ -196,7 +203,8 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		w.shutdown()
 		return nil, err
 	}
-	js, err := jetstream.New(w.nc, jetstream.WithDefaultTimeout(opTimeout))
+	js, err := jetstream.New(w.nc, jetstream.WithDefaultTimeout(opTimeout),
+		jetstream.WithPublishAsyncTimeout(opTimeout), jetstream.WithPublishAsyncMaxPending(16384))
 	if err != nil {
 		w.shutdown()
 		return nil, fmt.Errorf("natsworld: jetstream: %w", err)
