@@ -317,7 +317,12 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 			msg, err := it.Next()
 			if err != nil {
 				<-s.slots
-				return // iterator stopped
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return // stopped
+				}
+				// A missed heartbeat on a loaded machine: the iterator
+				// goes on pulling, and so does the floor.
+				continue
 			}
 			s.handlers.Add(1)
 			go func() {
