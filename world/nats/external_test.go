@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/durabench/durabench/world"
 	natsworld "github.com/durabench/durabench/world/nats"
 	"github.com/durabench/durabench/world/worldtest"
@@ -246,3 +249,57 @@ func (g *errgroup) Go(fn func() error) {
 }
 
 func (g *errgroup) Wait() error { g.wg.Wait(); return g.err }
+
+// TestCloseDeletesStreams: Close deletes the streams the world created on
+// an external server, unless Keep; a world on the same prefix finds what a
+// kept world left (idempotent setup).
+func TestCloseDeletesStreams(t *testing.T) {
+	srv := startServer(t, childSpec{Name: "cleanup"})
+	ctx := context.Background()
+	nc, err := nats.Connect(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := func(prefix string) []string {
+		var names []string
+		l := js.StreamNames(ctx)
+		for n := range l.Name() {
+			if strings.HasPrefix(n, prefix+"_") {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+
+	kept, err := natsworld.New(ctx, natsworld.Config{URL: srv.URL, Prefix: "keepme", Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.CreateRun(ctx, world.Run{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := streams("keepme"); len(got) != 3 {
+		t.Fatalf("after Close with Keep: streams %v, want 3", got)
+	}
+	again, err := natsworld.New(ctx, natsworld.Config{URL: srv.URL, Prefix: "keepme"})
+	if err != nil {
+		t.Fatalf("New on a kept prefix: %v", err)
+	}
+	if ids, err := again.ListRuns(ctx); err != nil || len(ids) != 1 || ids[0] != "r" {
+		t.Fatalf("ListRuns on the kept prefix = %v, %v", ids, err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := streams("keepme"); len(got) != 0 {
+		t.Fatalf("after Close without Keep: streams %v left", got)
+	}
+}
