@@ -36,6 +36,8 @@ type Options struct {
 	// Warmup is the number of untimed runs of each side first
 	// (default WarmupRuns).
 	Warmup int
+	// WorldFloor also runs the floor on a world of the engine's kind.
+	WorldFloor bool
 }
 
 // observer tracks the runs in flight: each one's latest step body end and
@@ -115,81 +117,115 @@ func (g *Engine) Run(ctx context.Context, id string, p engine.Program) (time.Dur
 // Bench runs one n-branch fan-out of version f per iteration on a world
 // from newWorld, and the floor of the same operations on a world from
 // newFloorWorld (another of the same kind, or the raw operations the world
-// is built on), in alternating order. It reports the TTLS medians of the engine
-// (ttls-p50-us) and of the floor (floor-ttls-p50-us), their ratio, and the
-// world operations per run of each (ops/run, floor-ops/run), which should
-// match: the floor reproduces the protocol, races included, and a version
-// whose operation count depends on timing shows it here.
+// is built on), in alternating order. It reports the TTLS medians of the
+// engine (ttls-p50-us) and of the floor (floor-ttls-p50-us), their ratio,
+// and the world operations per run of each (ops/run, floor-ops/run), which
+// should match: the floor reproduces the protocol, races included, and a
+// version whose operation count depends on timing shows it here.
+//
+// With Options.WorldFloor the floor also runs on a world from newWorld, and
+// the ratio splits in two: engine/world-floor is the engine's own share,
+// world-floor/floor the world implementation's share over the raw
+// operations.
 func Bench(b *testing.B, f engine.Features, n int, newWorld, newFloorWorld func() (world.World, error), opt Options) {
 	if opt.Warmup <= 0 {
 		opt.Warmup = WarmupRuns
 	}
 	ctx := context.Background()
-	ew, err := newWorld()
-	if err != nil {
-		b.Fatal(err)
+	open := func(newW func() (world.World, error)) world.World {
+		w, err := newW()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = w.Close() })
+		return w
 	}
-	defer ew.Close()
-	fw, err := newFloorWorld()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fw.Close()
-	eng, err := NewEngine(ctx, ew, f)
+	eng, err := NewEngine(ctx, open(newWorld), f)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer eng.Stop(ctx)
 	p := engine.FanOut(n)
 	input, _ := json.Marshal(p) // the engine stores its program as run input
-	fcw := NewCountingWorld(fw)
-	fl := NewFloor(fcw, f, n, len(input))
-	if err := fl.Start(ctx, Concurrency); err != nil {
-		b.Fatal(err)
+	startFloor := func(w world.World) (*Floor, *CountingWorld) {
+		cw := NewCountingWorld(w)
+		fl := NewFloor(cw, f, n, len(input))
+		if err := fl.Start(ctx, Concurrency); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = fl.Stop(ctx) })
+		return fl, cw
 	}
-	defer fl.Stop(ctx)
+	fl, fcw := startFloor(open(newFloorWorld))
+	var wfl *Floor
+	if opt.WorldFloor {
+		wfl, _ = startFloor(open(newWorld))
+	}
 
-	// one runs the engine and the floor once each, alternating which goes
-	// first, so neither always inherits the other's garbage.
-	one := func(i int) (e, fo time.Duration) {
+	// sides run in a rotating order each iteration, so none always
+	// inherits another's garbage.
+	type side func(id string) time.Duration
+	sides := []side{
+		func(id string) time.Duration {
+			d, err := eng.Run(ctx, id, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		},
+		func(id string) time.Duration {
+			d, err := fl.Run(ctx, id, RunTimeout)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		},
+	}
+	if wfl != nil {
+		sides = append(sides, func(id string) time.Duration {
+			d, err := wfl.Run(ctx, id, RunTimeout)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		})
+	}
+	times := make([][]time.Duration, len(sides))
+	one := func(i int, keep bool) {
 		id := "r" + strconv.Itoa(i)
-		runEngine := func() {
-			if e, err = eng.Run(ctx, id, p); err != nil {
-				b.Fatal(err)
+		for k := range sides {
+			j := (i + k) % len(sides)
+			if i < 0 {
+				j = k
+			}
+			d := sides[j](id)
+			if keep {
+				times[j] = append(times[j], d)
 			}
 		}
-		runFloor := func() {
-			if fo, err = fl.Run(ctx, id, RunTimeout); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if i%2 == 0 {
-			runEngine()
-			runFloor()
-		} else {
-			runFloor()
-			runEngine()
-		}
-		return e, fo
 	}
 	for i := range opt.Warmup {
-		one(-1 - i)
+		one(-1-i, false)
 	}
 	e0, f0 := eng.W.Snapshot(), fcw.Snapshot()
-	engT, floT := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e, fo := one(i)
-		engT, floT = append(engT, e), append(floT, fo)
+		one(i, true)
 	}
 	b.StopTimer()
 	eOps, fOps := eng.W.Snapshot().Sub(e0), fcw.Snapshot().Sub(f0)
-	ep, fp := Median(engT), Median(floT)
+	ep, fp := Median(times[0]), Median(times[1])
 	b.ReportMetric(Micros(ep), "ttls-p50-us")
 	b.ReportMetric(Micros(fp), "floor-ttls-p50-us")
 	b.ReportMetric(float64(ep)/float64(fp), "ratio")
 	b.ReportMetric(float64(eOps.Total())/float64(b.N), "ops/run")
 	b.ReportMetric(float64(fOps.Total())/float64(b.N), "floor-ops/run")
+	if wfl != nil {
+		wp := Median(times[2])
+		b.ReportMetric(Micros(wp), "world-floor-ttls-p50-us")
+		b.ReportMetric(float64(ep)/float64(wp), "engine/world-floor")
+		b.ReportMetric(float64(wp)/float64(fp), "world-floor/floor")
+	}
 	if testing.Verbose() {
 		b.Logf("engine %v\nfloor  %v", eOps, fOps)
 	}
