@@ -58,10 +58,18 @@ func Summary(rc *results.Cell) string {
 // Lines logs one plain line per finished cell: for output that is not a
 // terminal (CI logs).
 type Lines struct {
-	W     io.Writer
-	mu    sync.Mutex
-	total int
-	start time.Time
+	W io.Writer
+	// Every is how often a long cell reports its runs (default 10 s).
+	Every time.Duration
+
+	mu      sync.Mutex
+	total   int
+	start   time.Time
+	cell    int
+	label   string
+	perCell int
+	runs    int
+	last    time.Time
 }
 
 func (l *Lines) printf(format string, a ...any) {
@@ -72,7 +80,7 @@ func (l *Lines) printf(format string, a ...any) {
 
 // Start implements Progress.
 func (l *Lines) Start(cells []Cell, reused, runsPerCell int) {
-	l.total, l.start = len(cells), time.Now()
+	l.total, l.start, l.perCell = len(cells), time.Now(), runsPerCell
 	if reused > 0 {
 		l.printf("sweep: %d cells, %d already done\n", len(cells), reused)
 	} else {
@@ -81,10 +89,30 @@ func (l *Lines) Start(cells []Cell, reused, runsPerCell int) {
 }
 
 // CellStart implements Progress.
-func (l *Lines) CellStart(int, Cell) {}
+func (l *Lines) CellStart(i int, c Cell) {
+	l.mu.Lock()
+	l.cell, l.label, l.runs, l.last = i, c.Label(), 0, time.Now()
+	l.mu.Unlock()
+}
 
-// Run implements Progress.
-func (l *Lines) Run(driver.Progress) {}
+// Run implements Progress: a cell that runs long prints a line now and
+// then, so a CI log shows it is alive.
+func (l *Lines) Run(driver.Progress) {
+	every := l.Every
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	l.mu.Lock()
+	l.runs++
+	if time.Since(l.last) < every {
+		l.mu.Unlock()
+		return
+	}
+	l.last = time.Now()
+	line := fmt.Sprintf("[%d/%d] %s: %d/%d runs\n", l.cell+1, l.total, l.label, l.runs, l.perCell)
+	l.mu.Unlock()
+	l.printf("%s", line)
+}
 
 // CellDone implements Progress.
 func (l *Lines) CellDone(i int, c Cell, rc *results.Cell, reused bool) {
