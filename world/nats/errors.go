@@ -24,19 +24,19 @@ var ErrConnectionLost = fmt.Errorf("connection to NATS lost: %w", world.ErrTrans
 // JetStream API error codes that durabench branches on (see the server's
 // errors.json). The client only exports some of them.
 const (
-	codeWrongLastSequence   = 10071
-	codeStreamNotFound      = 10059
-	codeMessageNotFound     = 10037
-	codeClusterNotAvailable = 10008
-	codeStreamOffline       = 10118
-	codeNoLeader            = 10109 // "stream is not current / has no leader" family
+	codeWrongLastSequence = 10071
+	// A clustered stream's leader answers a failed check of a message
+	// still being proposed with this code instead.
+	codeWrongLastSequenceConstant = 10164
+	codeMessageNotFound           = 10037
 )
 
 // isWrongLastSeq reports whether err is the server's answer to a failed
 // expected-last-(subject-)sequence check.
 func isWrongLastSeq(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == codeWrongLastSequence
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == codeWrongLastSequence || apiErr.ErrorCode == codeWrongLastSequenceConstant)
 }
 
 // mapErr converts a NATS or JetStream error into one of the world's typed
@@ -79,7 +79,7 @@ func mapErr(op string, err error, closed bool) error {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch {
-		case apiErr.ErrorCode == codeWrongLastSequence:
+		case isWrongLastSeq(err):
 			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrPrecondition, err)
 		case apiErr.Code == 404:
 			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrNotFound, err)
