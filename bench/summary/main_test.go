@@ -17,6 +17,7 @@ BenchmarkFanOutMem/baseline/branches=256-2  	20	103820825 ns/op	1797 floor-ops/r
 BenchmarkFanOutMem/baseline/branches=256-2  	20	103820825 ns/op	1797 floor-ops/run	32000 floor-ttls-p50-us	1797 ops/run	1.2 ratio	40000 ttls-p50-us
 PASS
 pkg: github.com/durabench/durabench/metrics
+BenchmarkFanOutMem/pending-count/branches=256-2  	20	103820825 ns/op	6315 floor-ops/run	14500 floor-ttls-p50-us	1313 ops/run	0.24 ratio	3480 ttls-p50-us
 BenchmarkRecorderStepBody-2 	2686581	95.6 ns/op	0.9857 x-time.Now	0 B/op	0 allocs/op
 BenchmarkUnrelated-2 	100	5 ns/op
 BenchmarkFanOut256/baseline-2 	5	20000000 ns/op	50.0 runs/s
@@ -43,7 +44,9 @@ func TestRender(t *testing.T) {
 		// The floor derived from the ratio unit.
 		"| RecorderStepBody | 95.6 ns | 97 ns | 0.99× | < 100 ns, 0 allocs | ✓ |",
 		"| FanOut256/baseline | 50 runs/s |  |  | ≥ 100 runs/s | ✗ |",
+		"| FanOutMem/pending-count/branches=256 | 3.48ms | 14.5ms | 0.24× | ratio ≤ 3 | ≠ |",
 		"2 of 3 targets met; 1 other benchmarks are in the raw output.",
+		"≠ FanOutMem/pending-count/branches=256: the engine issued 1313 world operations per run, the floor 6315",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
