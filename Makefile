@@ -21,5 +21,20 @@ test:
 test-cluster:
 	DURABENCH_NATS_CLUSTER=1 $(GO) test -race -timeout 10m -run Cluster ./world/nats/...
 
+# Each benchmark runs with its floor in the same process and reports the
+# ratio; bench/summary turns the raw output (out/bench.txt) into the table.
+# Budget: under 5 minutes on 2 cores.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 5m ./... | tee out/bench.txt
+	@mkdir -p out && : > out/bench.txt
+	@echo "bench: recording vs time.Now (metrics)"
+	$(GO) test -run '^$$' -bench 'Perf|RecorderStepBody$$' -benchmem -benchtime=100ms -count=3 -timeout 2m ./metrics/ >> out/bench.txt
+	@echo "bench: engine vs floor on mem, 1/20/256 branches, every version"
+	$(GO) test -run '^$$' -bench 'FanOutMem' -benchmem -benchtime=20x -count=2 -timeout 4m ./engine/ >> out/bench.txt
+	@echo "bench: engine vs raw JetStream on embedded NATS"
+	$(GO) test -run '^$$' -bench 'FanOutNATS' -benchmem -benchtime=5x -timeout 4m ./bench/rawjs/ >> out/bench.txt
+	@echo "bench: sim world throughput, 256 branches"
+	$(GO) test -run '^$$' -bench 'FanOut256' -benchmem -benchtime=20x -timeout 2m ./simcheck/ >> out/bench.txt
+	@echo "bench: extraction and rendering of a 10,000-run results file"
+	$(GO) test -run '^$$' -bench 'PerfReport10k' -benchmem -benchtime=3x -timeout 2m ./reporters/ >> out/bench.txt
+	@echo
+	@$(GO) run ./bench/summary out/bench.txt
