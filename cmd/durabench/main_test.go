@@ -168,6 +168,9 @@ func TestSweepAndTools(t *testing.T) {
 		t.Fatalf("sweep: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	resPath := filepath.Join(out, "results.json")
+	if strings.Contains(r.stdout, "\x1b[") || strings.Contains(r.stdout, "ETA") {
+		t.Errorf("output that is not a terminal has progress bars:\n%q", r.stdout)
+	}
 	for _, want := range []string{"[4/4]", "fanout", "TTLS p50", "results: " + resPath, "report:  " + filepath.Join(out, "report.md")} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("sweep output lacks %q:\n%s", want, r.stdout)
