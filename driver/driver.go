@@ -51,6 +51,9 @@ type Config struct {
 	// default).
 	EngineConcurrency int
 	Seed              int64
+	// External, when set, runs the engine on workers elsewhere: the
+	// driver's engine only starts runs (see External).
+	External External
 	// OnRun, when set, is called after every run finished (warm-ups too),
 	// from the engine's task: it must not block.
 	OnRun func(p Progress)
@@ -112,7 +115,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 	hooks.Bind(runCtx, eng)
-	if err := eng.Start(runCtx); err != nil {
+	if cfg.External != nil {
+		detach, err := cfg.External.Attach(runCtx, hooks)
+		if err != nil {
+			return nil, fmt.Errorf("driver: %w", err)
+		}
+		defer detach()
+	} else if err := eng.Start(runCtx); err != nil {
 		return nil, fmt.Errorf("driver: %w", err)
 	}
 	defer func() {

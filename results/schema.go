@@ -121,6 +121,33 @@ type Cell struct {
 	// STSOSlopeUS is the least-squares slope of STSO over the step index, in
 	// microseconds per step (sequential scenarios).
 	STSOSlopeUS *float64 `json:"stso_slope_us,omitempty"`
+	// Workers names the external workers (durabench worker ids) that ran
+	// the cell's engine; empty when the driver's own engine ran it.
+	Workers []string `json:"workers,omitempty"`
+	// Redeliveries counts queue deliveries with attempt > 1 on the
+	// external workers (a worker that died held them).
+	Redeliveries int `json:"redeliveries,omitempty"`
+	// WorkerStats are each external worker's clock offset against the
+	// driver and its counts.
+	WorkerStats []WorkerStat `json:"worker_stats,omitempty"`
+}
+
+// WorkerStat is one external worker's part in a cell.
+type WorkerStat struct {
+	Worker string `json:"worker"`
+	// OffsetUS is the worker's clock minus the driver's, estimated at cell
+	// start from the round trip with the smallest RTTUS; the worker's
+	// timestamps were converted with it (error at most RTTUS/2).
+	OffsetUS float64 `json:"offset_us"`
+	RTTUS    float64 `json:"rtt_us"`
+	// Deliveries and Redeliveries are the queue deliveries the worker
+	// handled, and those with attempt > 1; Steps the step bodies it ran.
+	Deliveries   int64 `json:"deliveries"`
+	Redeliveries int64 `json:"redeliveries"`
+	Steps        int64 `json:"steps"`
+	// Lost is set when the worker did not answer at the end of the cell
+	// (it died): its counts are missing.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // StalledRun is a run counted as a stall.

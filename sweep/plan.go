@@ -70,7 +70,9 @@ type Plan struct {
 	RetryStyle        world.RetryStyle
 	VisibilityTimeout time.Duration
 	NATS              NATSSettings
-	SimLog            string
+	// External says where the engine runs (see ExternalSettings).
+	External ExternalSettings
+	SimLog   string
 	// Targets are p75/p90/p99 targets in ms per metric.
 	Targets map[string][3]float64
 
@@ -424,7 +426,7 @@ func (p *Plan) Validate() error {
 	if p.NATS.Replicas > 1 && p.NATS.URL == "" && slices.Contains(p.Worlds, "nats") {
 		return fmt.Errorf("nats-replicas %d needs --nats-url: the embedded server is a single node: %w", p.NATS.Replicas, ErrInvalid)
 	}
-	return nil
+	return p.validateExternal()
 }
 
 func (p *Plan) scenarioNames() string {

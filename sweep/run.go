@@ -178,6 +178,9 @@ func writeReport(path string, f *results.File) error {
 
 // runCell runs one cell on a fresh world.
 func (p *Plan) runCell(ctx context.Context, c Cell, prog Progress) (results.Cell, *driver.Result, error) {
+	if p.External.Enabled() {
+		return p.runCellExternal(ctx, c, prog)
+	}
 	w, err := p.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)

@@ -1,0 +1,489 @@
+package cluster_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/durabench/durabench/results"
+)
+
+// The tests run the real durabench binary (driver and workers, each its
+// own process) against nats-server processes on loopback: what is under
+// test is processes that share nothing but the NATS cluster.
+
+// childEnv holds a JSON childSpec when this test binary runs as a
+// stand-alone nats-server (re-executed by startServer).
+const childEnv = "DURABENCH_CLUSTER_NATS_CHILD"
+
+type childSpec struct {
+	Name        string `json:"name"`
+	StoreDir    string `json:"store_dir"`
+	ClusterPort int    `json:"cluster_port,omitempty"`
+	Routes      string `json:"routes,omitempty"`
+}
+
+// bin is the durabench binary, built once.
+var bin string
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
+	dir, err := os.MkdirTemp("", "durabench-cluster-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "durabench")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/durabench").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runChild runs a nats-server until stdin closes, after printing its client
+// URL on stdout.
+func runChild(specJSON string) int {
+	var spec childSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "child spec:", err)
+		return 2
+	}
+	opts := &server.Options{ServerName: spec.Name, Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: spec.StoreDir, NoSigs: true, NoLog: true}
+	if spec.ClusterPort > 0 {
+		opts.Cluster = server.ClusterOpts{Name: "durabench", Host: "127.0.0.1", Port: spec.ClusterPort}
+		opts.Routes = server.RoutesFromStr(spec.Routes)
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		return 2
+	}
+	go s.Start()
+	if !s.ReadyForConnections(20 * time.Second) {
+		fmt.Fprintln(os.Stderr, "server not ready")
+		return 2
+	}
+	fmt.Println(s.ClientURL())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	s.Shutdown()
+	s.WaitForShutdown()
+	return 0
+}
+
+// startServer starts one nats-server process; the test's cleanup stops it.
+func startServer(t *testing.T, spec childSpec) string {
+	t.Helper()
+	if spec.StoreDir == "" {
+		spec.StoreDir = t.TempDir()
+	}
+	b, _ := json.Marshal(spec)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nats-server process: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			line <- strings.TrimSpace(sc.Text())
+		}
+		close(line)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case u, ok := <-line:
+		if !ok || u == "" {
+			t.Fatalf("nats-server process %s exited before it was ready", spec.Name)
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("nats-server process %s not ready within 30s", spec.Name)
+	}
+	return ""
+}
+
+// startCluster starts a three-node JetStream cluster, one process per node,
+// and returns the comma-separated client URLs once its meta leader answers.
+func startCluster(t *testing.T) string {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	urls := make([]string, 3)
+	for i := range 3 {
+		urls[i] = startServer(t, childSpec{Name: fmt.Sprintf("n%d", i+1), ClusterPort: ports[i], Routes: strings.Join(routes, ",")})
+	}
+	joined := strings.Join(urls, ",")
+	nc, err := nats.Connect(joined)
+	if err != nil {
+		t.Fatalf("connect %s: %v", joined, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return joined
+		}
+		if time.Now().After(end) {
+			t.Fatalf("JetStream cluster not ready: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writer and a test reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// workerProc is a `durabench worker` process.
+type workerProc struct {
+	id   string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startWorker starts a worker and waits until it is ready; the test's
+// cleanup stops it with SIGTERM.
+func startWorker(t *testing.T, url, id string, extra ...string) *workerProc {
+	t.Helper()
+	args := append([]string{"worker", "--nats-url", url, "--id", id}, extra...)
+	w := &workerProc{id: id, cmd: exec.Command(bin, args...), log: &syncBuffer{}, done: make(chan struct{})}
+	w.cmd.Stderr = w.log
+	w.cmd.Stdout = w.log
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.err = w.cmd.Wait(); close(w.done) }()
+	t.Cleanup(func() {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.done:
+		case <-time.After(20 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.done
+		}
+		if t.Failed() {
+			t.Logf("worker %s log:\n%s", id, w.log.String())
+		}
+	})
+	w.waitLog(t, "ready on", 20*time.Second)
+	return w
+}
+
+// waitLog waits until the worker's log contains s.
+func (w *workerProc) waitLog(t *testing.T, s string, limit time.Duration) {
+	t.Helper()
+	end := time.Now().Add(limit)
+	for !strings.Contains(w.log.String(), s) {
+		select {
+		case <-w.done:
+			t.Fatalf("worker %s exited (%v) before %q; log:\n%s", w.id, w.err, s, w.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(end) {
+			t.Fatalf("worker %s: no %q within %v; log:\n%s", w.id, s, limit, w.log.String())
+		}
+	}
+}
+
+// sweepProc is a driver: `durabench sweep --workers external`.
+type sweepProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+	code           int
+	out            string
+}
+
+func startSweep(t *testing.T, url string, args ...string) *sweepProc {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	all := append([]string{"sweep", "--world", "nats", "--nats-url", url, "--workers", "external",
+		"--scenario", "fanout", "--progress", "lines", "--out", out}, args...)
+	s := &sweepProc{cmd: exec.Command(bin, all...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{}), out: out}
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := s.cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			s.code = ee.ExitCode()
+		} else if err != nil {
+			s.code = -1
+		}
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	})
+	return s
+}
+
+func (s *sweepProc) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(limit):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		t.Fatalf("sweep did not finish within %v; stdout:\n%s\nstderr:\n%s", limit, s.stdout, s.stderr)
+	}
+}
+
+func (s *sweepProc) results(t *testing.T) *results.File {
+	t.Helper()
+	f, err := results.Read(filepath.Join(s.out, "results.json"))
+	if err != nil {
+		t.Fatalf("results: %v; stdout:\n%s\nstderr:\n%s", err, s.stdout, s.stderr)
+	}
+	return f
+}
+
+const branches = 64
+
+// checkCell checks that the cell's runs all completed, every branch's step
+// body was recorded, and every worker took part.
+func checkCell(t *testing.T, c results.Cell, reps int, workers ...string) {
+	t.Helper()
+	if c.Runs != reps || c.Errors != 0 || c.Stalls != 0 {
+		t.Errorf("cell: runs %d errors %d stalls %d (%v %v), want %d runs, no errors, no stalls",
+			c.Runs, c.Errors, c.Stalls, c.FailedRuns, c.StalledRuns, reps)
+	}
+	if got := c.Metrics["ttls"].Count; got != reps {
+		t.Errorf("ttls has %d samples, want %d", got, reps)
+	}
+	// skew_offset has one sample per branch of each finished run: every
+	// step body's record reached the driver.
+	if got := c.Metrics["skew_offset"].Count; got != reps*branches {
+		t.Errorf("skew_offset has %d samples, want %d (every step body of every run)", got, reps*branches)
+	}
+	if !slices.Equal(c.Workers, workers) {
+		t.Errorf("workers %v, want %v", c.Workers, workers)
+	}
+	if len(c.WorkerStats) != len(workers) {
+		t.Fatalf("worker stats %+v", c.WorkerStats)
+	}
+	for _, ws := range c.WorkerStats {
+		t.Logf("worker %s: offset %.0f µs, rtt %.0f µs, %d deliveries, %d redeliveries, %d step bodies, lost %v",
+			ws.Worker, ws.OffsetUS, ws.RTTUS, ws.Deliveries, ws.Redeliveries, ws.Steps, ws.Lost)
+		if ws.RTTUS <= 0 {
+			t.Errorf("worker %s: rtt %v µs", ws.Worker, ws.RTTUS)
+		}
+	}
+	t.Logf("ttls p50 %d µs, max %d µs; negatives (skew) ttfs %d", c.Metrics["ttls"].P50, c.Metrics["ttls"].Max, c.Metrics["ttfs"].Negative)
+}
+
+// testTwoWorkers: two workers and a driver run a 64-branch fan-out; every
+// step body runs and the results name both workers.
+func testTwoWorkers(t *testing.T, url string, replicas int) {
+	startWorker(t, url, "w1", "--concurrency", "16")
+	startWorker(t, url, "w2", "--concurrency", "16")
+	const reps = 4
+	s := startSweep(t, url, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "pending-count",
+		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "1", "--option", "body=2ms",
+		"--nats-replicas", fmt.Sprint(replicas), "--cell-timeout", "60s")
+	s.wait(t, 120*time.Second)
+	if s.code != 0 {
+		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)
+	}
+	f := s.results(t)
+	if len(f.Cells) != 1 {
+		t.Fatalf("%d cells, want 1", len(f.Cells))
+	}
+	c := f.Cells[0]
+	checkCell(t, c, reps, "w1", "w2")
+	var steps int64
+	for _, ws := range c.WorkerStats {
+		steps += ws.Steps
+		if ws.Steps == 0 || ws.Lost {
+			t.Errorf("worker %s ran %d step bodies (lost %v): it did not take part", ws.Worker, ws.Steps, ws.Lost)
+		}
+	}
+	if want := int64((reps + 1) * branches); steps < want {
+		t.Errorf("workers ran %d step bodies, want at least %d", steps, want)
+	}
+}
+
+// testKillWorker: a worker killed with SIGKILL mid-cell leaves its
+// un-acked messages to the other after the visibility timeout; the cell
+// completes and counts the redeliveries.
+func testKillWorker(t *testing.T, url string, replicas int) {
+	startWorker(t, url, "w1", "--concurrency", "8")
+	victim := startWorker(t, url, "w2", "--concurrency", "8")
+	const reps = 6
+	s := startSweep(t, url, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "pending-count",
+		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "0", "--option", "body=40ms",
+		"--visibility-timeout", "2s", "--nats-replicas", fmt.Sprint(replicas), "--cell-timeout", "90s")
+	victim.waitLog(t, "started", 60*time.Second)
+	// Mid-cell: runs are in flight, the victim holds messages.
+	end := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.stdout.String(), "[1/") && !strings.Contains(s.stdout.String(), "1/6") {
+		if time.Now().After(end) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t, 150*time.Second)
+	if s.code != 0 {
+		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)
+	}
+	f := s.results(t)
+	if len(f.Cells) != 1 {
+		t.Fatalf("%d cells, want 1", len(f.Cells))
+	}
+	c := f.Cells[0]
+	if c.Runs != reps || c.Errors != 0 || c.Metrics["ttc"].Count != reps {
+		t.Errorf("runs %d errors %d ttc samples %d: want %d completed runs", c.Runs, c.Errors, c.Metrics["ttc"].Count, reps)
+	}
+	if !slices.Equal(c.Workers, []string{"w1", "w2"}) {
+		t.Errorf("workers %v, want both", c.Workers)
+	}
+	for _, ws := range c.WorkerStats {
+		t.Logf("worker %s: offset %.0f µs, rtt %.0f µs, %d deliveries, %d redeliveries, %d step bodies, lost %v",
+			ws.Worker, ws.OffsetUS, ws.RTTUS, ws.Deliveries, ws.Redeliveries, ws.Steps, ws.Lost)
+		if ws.Worker == "w2" && !ws.Lost {
+			t.Errorf("the killed worker is not reported lost")
+		}
+	}
+	if c.Redeliveries < 1 {
+		t.Errorf("redeliveries %d, want > 0 (the killed worker held messages)", c.Redeliveries)
+	}
+	t.Logf("ttls p50 %d µs, max %d µs; %d redeliveries", c.Metrics["ttls"].P50, c.Metrics["ttls"].Max, c.Redeliveries)
+}
+
+// TestExternalWorkers runs the distributed sweep on one nats-server process.
+func TestExternalWorkers(t *testing.T) {
+	url := startServer(t, childSpec{Name: "single"})
+	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 1) })
+	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 1) })
+}
+
+// TestExternalWorkersCluster runs it on a three-node cluster with R3
+// streams. Slow: only with DURABENCH_NATS_CLUSTER=1 (make test-cluster).
+func TestExternalWorkersCluster(t *testing.T) {
+	if os.Getenv("DURABENCH_NATS_CLUSTER") != "1" {
+		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster test")
+	}
+	url := startCluster(t)
+	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 3) })
+	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 3) })
+}
+
+// TestNoWorkers: a driver that waits for workers that never come exits 3
+// with an error that says so.
+func TestNoWorkers(t *testing.T) {
+	url := startServer(t, childSpec{Name: "lonely"})
+	s := startSweep(t, url, "--expect-workers", "2", "--branches", "4", "--versions", "baseline",
+		"--switches", "none", "--reps", "1", "--warmup", "0", "--worker-wait", "1s")
+	s.wait(t, 60*time.Second)
+	if s.code != 3 || !strings.Contains(s.stderr.String(), "0 of 2 answered") {
+		t.Fatalf("exit %d, stderr %q: want exit 3 naming the missing workers", s.code, s.stderr)
+	}
+}
+
+// TestBadWorkersFlags: --workers external without --nats-url, or on
+// another world, is a usage error.
+func TestBadWorkersFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"sweep", "--world", "nats", "--workers", "external"},
+		{"sweep", "--world", "mem", "--workers", "external", "--nats-url", "nats://127.0.0.1:4222"},
+		{"sweep", "--world", "mem", "--expect-workers", "2"},
+		{"sweep", "--workers", "elsewhere"},
+		{"worker"},
+	} {
+		cmd := exec.Command(bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Errorf("%v: %v, want exit 2; stderr %q", args, err, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,501 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+)
+
+// Defaults of DriverConfig.
+const (
+	// DefaultWait is how long a driver waits for the expected workers
+	// before a cell.
+	DefaultWait = 30 * time.Second
+	// DefaultClockProbes is the number of round trips per worker behind a
+	// clock offset estimate.
+	DefaultClockProbes = 16
+	// DefaultSilence is how long a worker may publish nothing (not even a
+	// heartbeat) before the driver stops waiting for its records.
+	DefaultSilence = time.Second
+)
+
+// DriverConfig configures the driver side.
+type DriverConfig struct {
+	URL, Creds string
+	// Expect is the number of workers a cell needs (>= 1).
+	Expect int
+	// Wait bounds the wait for them (default DefaultWait).
+	Wait time.Duration
+	// Subject is the control subject root (default DefaultSubject).
+	Subject string
+	// ClockProbes is the number of clock round trips per worker (default
+	// DefaultClockProbes).
+	ClockProbes int
+	// Silence: see DefaultSilence.
+	Silence time.Duration
+}
+
+// Driver is the driver's side of the cluster: it finds workers, announces
+// cells to them and collects their records.
+type Driver struct {
+	cfg DriverConfig
+	nc  *nats.Conn
+}
+
+// Dial connects the driver to NATS.
+func Dial(ctx context.Context, cfg DriverConfig) (*Driver, error) {
+	if cfg.Expect < 1 {
+		return nil, fmt.Errorf("cluster: expect %d workers: need at least 1", cfg.Expect)
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = DefaultWait
+	}
+	if cfg.Subject == "" {
+		cfg.Subject = DefaultSubject
+	}
+	if cfg.ClockProbes <= 0 {
+		cfg.ClockProbes = DefaultClockProbes
+	}
+	if cfg.Silence <= 0 {
+		cfg.Silence = DefaultSilence
+	}
+	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench driver")
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, nc: nc}, nil
+}
+
+// Close closes the connection.
+func (d *Driver) Close() { d.nc.Close() }
+
+// Workers asks every worker to say hello, repeatedly, until at least
+// cfg.Expect distinct workers answered or cfg.Wait passed. It returns the
+// workers sorted by id; the error wraps ErrNoWorkers on timeout.
+func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
+	inbox := d.nc.NewRespInbox()
+	ch := make(chan *nats.Msg, 256)
+	sub, err := d.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: discover: %w", err)
+	}
+	defer sub.Unsubscribe()
+	seen := map[string]Hello{}
+	deadline := time.NewTimer(d.cfg.Wait)
+	defer deadline.Stop()
+	ask := time.NewTicker(250 * time.Millisecond)
+	defer ask.Stop()
+	publish := func() error {
+		return d.nc.PublishRequest(subjDiscover(d.cfg.Subject), inbox, nil)
+	}
+	if err := publish(); err != nil {
+		return nil, fmt.Errorf("cluster: discover: %w", err)
+	}
+	// After the expected count answered, a short quiet period lets the
+	// other workers that are up answer too: all of them take part.
+	var settle <-chan time.Time
+	for {
+		select {
+		case m := <-ch:
+			var h Hello
+			if json.Unmarshal(m.Data, &h) == nil && h.ID != "" {
+				seen[h.ID] = h
+			}
+			if len(seen) >= d.cfg.Expect && settle == nil {
+				settle = time.After(100 * time.Millisecond)
+			}
+		case <-settle:
+			return sortedHellos(seen), nil
+		case <-ask.C:
+			if err := publish(); err != nil {
+				return nil, fmt.Errorf("cluster: discover: %w", err)
+			}
+		case <-deadline.C:
+			ids := make([]string, 0, len(seen))
+			for id := range seen {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			return nil, fmt.Errorf("%w: %d of %d answered on %s within %v (%s); start them with: durabench worker --nats-url URL",
+				ErrNoWorkers, len(seen), d.cfg.Expect, d.nc.ConnectedUrlRedacted(), d.cfg.Wait, strings.Join(ids, ", "))
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func sortedHellos(m map[string]Hello) []Hello {
+	out := make([]Hello, 0, len(m))
+	for _, h := range m {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b Hello) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Cell is one cell running on workers. It implements driver.External.
+type Cell struct {
+	d    *Driver
+	spec CellSpec
+	rt   world.Runtime
+
+	mu      sync.Mutex
+	workers map[string]*workerState
+	order   []string // ids, sorted
+	pending []finished
+	obs     engine.Observer
+	bad     int // batches that did not decode
+
+	sub    *nats.Subscription
+	stopCh chan struct{}
+	loop   sync.WaitGroup
+}
+
+type workerState struct {
+	hello Hello
+	clock Clock
+	// wm is the worker's latest watermark on the driver's clock; seen the
+	// driver's clock when its latest batch arrived.
+	wm, seen time.Duration
+	hasWM    bool
+	// bye: the worker said it stops; silent: no batch for cfg.Silence.
+	// Either way its records are not waited for.
+	bye, silent bool
+}
+
+func (ws *workerState) gone() bool { return ws.bye || ws.silent }
+
+// finished is a RunFinished record held until every other worker's
+// records up to it arrived.
+type finished struct {
+	run    string
+	at     time.Duration // driver clock
+	failed bool
+	from   string
+}
+
+// Open waits for the expected workers, announces spec to each, and
+// estimates each one's clock offset against rt (the driver's runtime clock,
+// on which the cell's anchors are taken). Every worker must accept the cell.
+func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Cell, error) {
+	hellos, err := d.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cell{d: d, spec: spec, rt: rt, workers: map[string]*workerState{}, stopCh: make(chan struct{})}
+	body, _ := json.Marshal(spec)
+	type answer struct {
+		id  string
+		err error
+	}
+	answers := make(chan answer, len(hellos))
+	for _, h := range hellos {
+		c.workers[h.ID] = &workerState{hello: h}
+		c.order = append(c.order, h.ID)
+		go func() {
+			actx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			m, err := d.nc.RequestWithContext(actx, subjWorker(d.cfg.Subject, h.ID)+".cell", body)
+			if err == nil {
+				var r Reply
+				if jerr := json.Unmarshal(m.Data, &r); jerr != nil {
+					err = jerr
+				} else if !r.OK {
+					err = errors.New(r.Error)
+				}
+			}
+			answers <- answer{h.ID, err}
+		}()
+	}
+	var errs []error
+	for range hellos {
+		a := <-answers
+		if a.err != nil {
+			errs = append(errs, fmt.Errorf("worker %s: %w", a.id, a.err))
+		}
+	}
+	if len(errs) > 0 {
+		c.end(ctx, time.Second) // release the workers that did open it
+		return nil, fmt.Errorf("%w: cell %s: %w", ErrWorker, spec.Prefix, errors.Join(errs...))
+	}
+	for _, id := range c.order {
+		clk, err := d.probe(ctx, id, spec.Prefix, rt)
+		if err != nil {
+			c.end(ctx, time.Second)
+			return nil, fmt.Errorf("%w: worker %s: clock: %w", ErrWorker, id, err)
+		}
+		c.workers[id].clock = clk
+	}
+	return c, nil
+}
+
+// probe estimates worker id's clock offset for the cell.
+func (d *Driver) probe(ctx context.Context, id, prefix string, rt world.Runtime) (Clock, error) {
+	subj := subjWorker(d.cfg.Subject, id) + ".clock"
+	var samples []ClockSample
+	for range d.cfg.ClockProbes {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		send := rt.Now()
+		m, err := d.nc.RequestWithContext(pctx, subj, []byte(prefix))
+		recv := rt.Now()
+		cancel()
+		if err != nil {
+			return Clock{}, err
+		}
+		if len(m.Data) != 8 {
+			return Clock{}, fmt.Errorf("the worker has no cell %s", prefix)
+		}
+		samples = append(samples, ClockSample{Send: send, Recv: recv, Worker: time.Duration(binary.BigEndian.Uint64(m.Data))})
+	}
+	clk, ok := EstimateOffset(samples)
+	if !ok {
+		return Clock{}, fmt.Errorf("no usable round trip")
+	}
+	return clk, nil
+}
+
+// Attach subscribes to the cell's records and feeds them to obs, on the
+// driver's clock. A RunFinished record is passed on only once every other
+// live worker's watermark shows that its records up to that instant
+// arrived, so a run is never seen finished while another worker's step
+// records of it are still in flight. detach stops feeding.
+func (c *Cell) Attach(ctx context.Context, obs engine.Observer) (detach func(), err error) {
+	c.mu.Lock()
+	c.obs = obs
+	now := c.rt.Now()
+	for _, ws := range c.workers {
+		ws.seen = now // silence counts from here
+	}
+	c.mu.Unlock()
+	sub, err := c.d.nc.Subscribe(subjRecords(c.d.cfg.Subject, c.spec.Prefix), c.onBatch)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: records: %w", err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := c.d.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: records: %w", err)
+	}
+	byeSub, err := c.d.nc.Subscribe(subjBye(c.d.cfg.Subject), c.onBye)
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: bye: %w", err)
+	}
+	c.sub = sub
+	c.loop.Add(1)
+	go func() {
+		defer c.loop.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				c.release()
+			case <-c.stopCh:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(c.stopCh)
+			c.loop.Wait()
+			_ = byeSub.Unsubscribe()
+			_ = sub.Unsubscribe()
+		})
+	}, nil
+}
+
+func (c *Cell) onBye(m *nats.Msg) {
+	var h Hello
+	if json.Unmarshal(m.Data, &h) != nil {
+		return
+	}
+	c.mu.Lock()
+	if ws := c.workers[h.ID]; ws != nil {
+		ws.bye = true
+	}
+	c.mu.Unlock()
+	c.release()
+}
+
+// onBatch handles one record batch (NATS calls it on one goroutine per
+// subscription, in arrival order).
+func (c *Cell) onBatch(m *nats.Msg) {
+	id, wm, recs, err := decodeBatch(m.Data)
+	now := c.rt.Now()
+	c.mu.Lock()
+	ws := c.workers[id]
+	if err != nil || ws == nil {
+		c.bad++
+		c.mu.Unlock()
+		return
+	}
+	obs, clk := c.obs, ws.clock
+	ws.wm, ws.seen, ws.hasWM, ws.silent = clk.ToDriver(wm), now, true, false
+	for _, r := range recs {
+		if r.kind == recFinished {
+			c.pending = append(c.pending, finished{run: r.run, at: clk.ToDriver(r.at), failed: r.failed, from: id})
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range recs {
+		switch r.kind {
+		case recStep:
+			s := r.step
+			s.Start, s.End = clk.ToDriver(s.Start), clk.ToDriver(s.End)
+			obs.StepBody(r.run, s)
+		case recHook:
+			obs.HookCreated(r.run, r.token, clk.ToDriver(r.at))
+		case recChunk:
+			// Written is the writer's clock: right when the writer is this
+			// worker (the stream scenarios write and read in one run's
+			// steps, which may land on different workers — see README).
+			ch := r.chunk
+			ch.Written, ch.Read = clk.ToDriver(ch.Written), clk.ToDriver(ch.Read)
+			obs.StreamChunk(r.run, ch)
+		}
+	}
+	c.release()
+}
+
+// release passes on the held RunFinished records that no live worker can
+// still have records before.
+func (c *Cell) release() {
+	now := c.rt.Now()
+	c.mu.Lock()
+	obs := c.obs
+	for _, ws := range c.workers {
+		if now-ws.seen > c.d.cfg.Silence {
+			ws.silent = true // dead or cut off: its records will not come
+		}
+	}
+	var out []finished
+	keep := c.pending[:0]
+	for _, f := range c.pending {
+		if c.covered(f) {
+			out = append(out, f)
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	c.pending = keep
+	c.mu.Unlock()
+	for _, f := range out {
+		obs.RunFinished(f.run, f.at, f.failed)
+	}
+}
+
+// covered reports whether every live worker other than f's has sent its
+// records up to f (watermark past f.at, allowing for both clocks' error).
+func (c *Cell) covered(f finished) bool {
+	fromErr := c.workers[f.from].clock.RTT / 2
+	for id, ws := range c.workers {
+		if id == f.from || ws.gone() {
+			continue
+		}
+		if !ws.hasWM || ws.wm-ws.clock.RTT/2 < f.at+fromErr {
+			return false
+		}
+	}
+	return true
+}
+
+// Report is what a cell's workers did.
+type Report struct {
+	Workers []WorkerReport
+	// BadBatches counts record batches that did not decode.
+	BadBatches int
+}
+
+// WorkerReport is one worker's part in a cell.
+type WorkerReport struct {
+	ID    string
+	Clock Clock
+	// Stats are the worker's counts; Lost is set when it did not answer at
+	// the end of the cell (it died or was cut off): its counts are missing.
+	Stats WorkerStats
+	Lost  bool
+}
+
+// End tells every worker the cell is over (each stops its engine and
+// publishes its last records) and returns the report. A worker that does
+// not answer within timeout is reported Lost.
+func (c *Cell) End(ctx context.Context, timeout time.Duration) Report {
+	return c.end(ctx, timeout)
+}
+
+func (c *Cell) end(ctx context.Context, timeout time.Duration) Report {
+	type answer struct {
+		id string
+		st *WorkerStats
+	}
+	answers := make(chan answer, len(c.order))
+	for _, id := range c.order {
+		go func() {
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			defer cancel()
+			m, err := c.d.nc.RequestWithContext(ectx, subjWorker(c.d.cfg.Subject, id)+".end", []byte(c.spec.Prefix))
+			var st *WorkerStats
+			if err == nil {
+				var s WorkerStats
+				if json.Unmarshal(m.Data, &s) == nil {
+					st = &s
+				}
+			}
+			answers <- answer{id, st}
+		}()
+	}
+	got := map[string]*WorkerStats{}
+	for range c.order {
+		a := <-answers
+		got[a.id] = a.st
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rep := Report{BadBatches: c.bad}
+	for _, id := range c.order {
+		ws := c.workers[id]
+		wr := WorkerReport{ID: id, Clock: ws.clock}
+		if st := got[id]; st != nil {
+			wr.Stats = *st
+		} else {
+			wr.Lost = true
+		}
+		rep.Workers = append(rep.Workers, wr)
+	}
+	return rep
+}
+
+// IDs are the ids of the report's workers.
+func (r Report) IDs() []string {
+	out := make([]string, len(r.Workers))
+	for i, w := range r.Workers {
+		out[i] = w.ID
+	}
+	return out
+}
+
+// Redeliveries sums the workers' redelivered deliveries.
+func (r Report) Redeliveries() int64 {
+	var n int64
+	for _, w := range r.Workers {
+		n += w.Stats.Redeliveries
+	}
+	return n
+}

@@ -1,0 +1,282 @@
+// Package cluster spreads a sweep's engine over machines that share a NATS
+// cluster: `durabench worker` processes run the engine's orchestrator and
+// step consumers against the cluster's JetStream streams (the nats world,
+// under each cell's prefix), and the driver, which only starts runs, collects
+// the timeline records the workers publish back over core NATS.
+//
+// Protocol (core NATS subjects under Subject, default "durabench.cluster"):
+//
+//	<S>.hello               worker -> all: a worker came up (Hello, JSON)
+//	<S>.bye                 worker -> all: a worker is stopping (Hello)
+//	<S>.discover            driver request; every worker replies with its Hello
+//	<S>.w.<id>.cell         driver request: open a cell (CellSpec) -> Reply
+//	<S>.w.<id>.clock        driver request (prefix) -> the worker's cell clock, 8 bytes
+//	<S>.w.<id>.end          driver request (prefix) -> WorkerStats (JSON)
+//	<S>.rec.<prefix>        worker -> driver: record batches (binary, see encodeBatch)
+//
+// Every record carries the worker's id (in its batch header) and the
+// worker's own clock; the driver converts it to its clock with the offset it
+// estimated at cell start (EstimateOffset).
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+)
+
+// DefaultSubject is the root of the cluster's control subjects.
+const DefaultSubject = "durabench.cluster"
+
+// ErrNoWorkers is returned when fewer workers than expected answered
+// before the wait timed out.
+var ErrNoWorkers = errors.New("not enough durabench workers")
+
+// ErrWorker is returned when a worker refused or failed a cell.
+var ErrWorker = errors.New("durabench worker failed")
+
+// Hello is what a worker says about itself.
+type Hello struct {
+	ID          string `json:"id"`
+	Host        string `json:"host,omitempty"`
+	PID         int    `json:"pid,omitempty"`
+	Concurrency int    `json:"concurrency"`
+	// Version is the durabench version of the worker binary.
+	Version string `json:"version,omitempty"`
+}
+
+// CellSpec announces one cell to a worker: everything it needs to open the
+// cell's world and engine.
+type CellSpec struct {
+	// Prefix is the nats world prefix of the cell (its streams).
+	Prefix string `json:"prefix"`
+	// Label is the cell's description, for the worker's log.
+	Label    string          `json:"label,omitempty"`
+	Version  string          `json:"version,omitempty"`
+	Features engine.Features `json:"features"`
+	Options  world.Options   `json:"options"`
+	Storage  string          `json:"storage,omitempty"`
+	Replicas int             `json:"replicas,omitempty"`
+	// Profile is a built-in latency/fault profile name ("none", "lan",
+	// "cloud"); Faults are the plan's overrides.
+	Profile string `json:"profile,omitempty"`
+	Faults  string `json:"faults,omitempty"`
+	Seed    int64  `json:"seed"`
+}
+
+// Reply is a worker's answer to a cell announcement.
+type Reply struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// WorkerStats is what a worker counted in one cell.
+type WorkerStats struct {
+	ID string `json:"id"`
+	// Deliveries are queue deliveries handled; Redeliveries those with
+	// attempt > 1 (a nak, or a visibility timeout: another worker died
+	// holding the message).
+	Deliveries   int64 `json:"deliveries"`
+	Redeliveries int64 `json:"redeliveries"`
+	// Steps are step bodies run; Records timeline records published.
+	Steps   int64 `json:"steps"`
+	Records int64 `json:"records"`
+}
+
+func subjDiscover(root string) string     { return root + ".discover" }
+func subjHello(root string) string        { return root + ".hello" }
+func subjBye(root string) string          { return root + ".bye" }
+func subjWorker(root, id string) string   { return root + ".w." + id }
+func subjRecords(root, pfx string) string { return root + ".rec." + pfx }
+
+// SanitizeID turns s into a worker id usable as one subject token: letters,
+// digits, '-' and '_' are kept, anything else becomes '_'.
+func SanitizeID(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// Record kinds on the wire.
+const (
+	recStep byte = iota + 1
+	recHook
+	recChunk
+	recFinished
+)
+
+// batchVersion is the first byte of every batch.
+const batchVersion = 1
+
+// record is one decoded timeline record, on the worker's clock.
+type record struct {
+	kind   byte
+	run    string
+	step   engine.StepSpan
+	chunk  engine.ChunkSpan
+	token  string
+	at     time.Duration
+	failed bool
+}
+
+// batchHeader starts a batch: version, worker id, and the watermark — the
+// worker's clock when it cut the batch: every record the worker's engine
+// reported before that instant is in this batch or an earlier one.
+func appendBatchHeader(b []byte, id string, watermark time.Duration) []byte {
+	b = append(b, batchVersion)
+	b = appendString(b, id)
+	return binary.AppendVarint(b, int64(watermark))
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendStep(b []byte, run string, s engine.StepSpan) []byte {
+	b = append(b, recStep)
+	b = appendString(b, run)
+	b = binary.AppendUvarint(b, uint64(s.Stage))
+	b = binary.AppendUvarint(b, uint64(s.Index))
+	b = binary.AppendUvarint(b, uint64(s.Seq))
+	b = binary.AppendVarint(b, int64(s.Start))
+	b = binary.AppendVarint(b, int64(s.End))
+	inline := byte(0)
+	if s.Inline {
+		inline = 1
+	}
+	b = append(b, inline)
+	return binary.AppendUvarint(b, uint64(s.Attempt))
+}
+
+func appendHook(b []byte, run, token string, at time.Duration) []byte {
+	b = append(b, recHook)
+	b = appendString(b, run)
+	b = appendString(b, token)
+	return binary.AppendVarint(b, int64(at))
+}
+
+func appendChunk(b []byte, run string, c engine.ChunkSpan) []byte {
+	b = append(b, recChunk)
+	b = appendString(b, run)
+	b = binary.AppendUvarint(b, uint64(c.Stage))
+	b = binary.AppendUvarint(b, uint64(c.Index))
+	b = binary.AppendVarint(b, int64(c.Written))
+	return binary.AppendVarint(b, int64(c.Read))
+}
+
+func appendFinished(b []byte, run string, at time.Duration, failed bool) []byte {
+	b = append(b, recFinished)
+	b = appendString(b, run)
+	b = binary.AppendVarint(b, int64(at))
+	f := byte(0)
+	if failed {
+		f = 1
+	}
+	return append(b, f)
+}
+
+// errBatch marks a batch that does not decode.
+var errBatch = errors.New("cluster: malformed record batch")
+
+// reader decodes a batch; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errBatch
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errBatch
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) int() int { return int(r.uvarint()) }
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errBatch
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil || uint64(len(r.b)) < n {
+		r.err = errBatch
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+// decodeBatch returns a batch's worker id, watermark and records.
+func decodeBatch(b []byte) (id string, watermark time.Duration, recs []record, err error) {
+	r := &reader{b: b}
+	if v := r.byte(); r.err == nil && v != batchVersion {
+		return "", 0, nil, fmt.Errorf("%w: version %d", errBatch, v)
+	}
+	id = r.string()
+	watermark = time.Duration(r.varint())
+	for r.err == nil && len(r.b) > 0 {
+		rec := record{kind: r.byte(), run: r.string()}
+		switch rec.kind {
+		case recStep:
+			rec.step = engine.StepSpan{Stage: r.int(), Index: r.int(), Seq: r.int(),
+				Start: time.Duration(r.varint()), End: time.Duration(r.varint()), Inline: r.byte() == 1, Attempt: r.int()}
+		case recHook:
+			rec.token = r.string()
+			rec.at = time.Duration(r.varint())
+		case recChunk:
+			rec.chunk = engine.ChunkSpan{Stage: r.int(), Index: r.int(),
+				Written: time.Duration(r.varint()), Read: time.Duration(r.varint())}
+		case recFinished:
+			rec.at = time.Duration(r.varint())
+			rec.failed = r.byte() == 1
+		default:
+			if r.err == nil {
+				r.err = fmt.Errorf("%w: record kind %d", errBatch, rec.kind)
+			}
+		}
+		if r.err == nil {
+			recs = append(recs, rec)
+		}
+	}
+	return id, watermark, recs, r.err
+}

@@ -1,0 +1,515 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+	natsworld "github.com/durabench/durabench/world/nats"
+	"github.com/durabench/durabench/world/profile"
+)
+
+// Defaults of WorkerConfig.
+const (
+	// DefaultFlushInterval is how often a worker publishes the records it
+	// buffered: recording stays an append under a lock on the engine's hot
+	// path, and one NATS message carries many records.
+	DefaultFlushInterval = 5 * time.Millisecond
+	// heartbeatEvery is how often a worker with nothing to send still
+	// publishes an empty batch, so the driver's watermark of it advances
+	// (see Cell.release).
+	heartbeatEvery = 25 * time.Millisecond
+	// maxBatch is the size at which a batch is published at once.
+	maxBatch = 256 << 10
+)
+
+// WorkerConfig configures a worker.
+type WorkerConfig struct {
+	// URL of the NATS server or cluster; Creds an optional credentials file.
+	URL, Creds string
+	// ID names the worker in records and results (default host-pid); it is
+	// sanitised into one subject token.
+	ID string
+	// Concurrency is the engine's delivery concurrency (default
+	// engine.DefaultConcurrency).
+	Concurrency int
+	// Subject is the control subject root (default DefaultSubject).
+	Subject string
+	// FlushInterval is how often buffered records are published (default
+	// DefaultFlushInterval).
+	FlushInterval time.Duration
+	// StopTimeout bounds stopping a cell's engine (running handlers finish,
+	// buffered messages are nak'ed) on a signal or at cell end (default 30 s).
+	StopTimeout time.Duration
+	// Log receives one line per event (nil: none).
+	Log io.Writer
+}
+
+func (c *WorkerConfig) defaults() error {
+	if c.URL == "" {
+		return fmt.Errorf("cluster: worker needs a NATS URL")
+	}
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		c.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	c.ID = SanitizeID(c.ID)
+	if c.Concurrency <= 0 {
+		c.Concurrency = engine.DefaultConcurrency
+	}
+	if c.Subject == "" {
+		c.Subject = DefaultSubject
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = 30 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return nil
+}
+
+// Worker runs cells announced by drivers.
+type Worker struct {
+	cfg   WorkerConfig
+	nc    *nats.Conn
+	hello Hello
+
+	mu     sync.Mutex
+	cells  map[string]*workerCell
+	closed bool
+}
+
+// Connect connects a worker to NATS and returns it; Run serves cells. The
+// error wraps natsworld.ErrUnreachable when no server answers.
+func Connect(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench worker "+cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return &Worker{cfg: cfg, nc: nc, cells: map[string]*workerCell{},
+		hello: Hello{ID: cfg.ID, Host: host, PID: os.Getpid(), Concurrency: cfg.Concurrency}}, nil
+}
+
+// dial connects to url within natsworld.DefaultConnectTimeout.
+func dial(ctx context.Context, url, creds, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.Timeout(natsworld.DefaultConnectTimeout),
+		nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if creds != "" {
+		if _, err := os.Stat(creds); err != nil {
+			return nil, fmt.Errorf("cluster: creds file: %w", err)
+		}
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(url, opts...)
+		done <- result{nc, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("cluster: connect to %s: %w: %w", url, natsworld.ErrUnreachable, r.err)
+		}
+		return r.nc, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, fmt.Errorf("cluster: connect to %s: %w", url, ctx.Err())
+	}
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+func (w *Worker) logf(format string, a ...any) {
+	fmt.Fprintf(w.cfg.Log, "durabench worker %s: "+format+"\n", append([]any{w.cfg.ID}, a...)...)
+}
+
+// Run announces the worker and serves cells until ctx is done; then it
+// stops every open cell cleanly (no new fetches, running handlers finish,
+// buffered messages are nak'ed so other workers get them at once), says
+// bye and closes the connection.
+func (w *Worker) Run(ctx context.Context) error {
+	defer w.nc.Close()
+	hello, _ := json.Marshal(w.hello)
+	root := w.cfg.Subject
+	subs := []*nats.Subscription{}
+	defer func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}()
+	s, err := w.nc.Subscribe(subjDiscover(root), func(m *nats.Msg) { _ = m.Respond(hello) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	subs = append(subs, s)
+	// Each request is served on its own goroutine: opening a cell takes a
+	// few JetStream calls and must not delay clock probes of another cell.
+	s, err = w.nc.Subscribe(subjWorker(root, w.cfg.ID)+".*", func(m *nats.Msg) { go w.serve(ctx, m) })
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	subs = append(subs, s)
+	if err := w.nc.Publish(subjHello(root), hello); err != nil {
+		return fmt.Errorf("cluster: hello: %w", err)
+	}
+	if err := w.nc.Flush(); err != nil {
+		return fmt.Errorf("cluster: hello: %w", err)
+	}
+	w.logf("ready on %s (concurrency %d)", w.nc.ConnectedUrlRedacted(), w.cfg.Concurrency)
+
+	<-ctx.Done()
+	for _, s := range subs {
+		_ = s.Unsubscribe()
+	}
+	subs = nil
+	w.mu.Lock()
+	w.closed = true
+	cells := make([]*workerCell, 0, len(w.cells))
+	for _, c := range w.cells {
+		cells = append(cells, c)
+	}
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range cells {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := c.stop(w.cfg.StopTimeout)
+			w.logf("stopped cell %s on signal: %d deliveries, %d redeliveries, %d step bodies", c.spec.Prefix,
+				st.Deliveries, st.Redeliveries, st.Steps)
+		}()
+	}
+	wg.Wait()
+	_ = w.nc.Publish(subjBye(root), hello)
+	_ = w.nc.FlushTimeout(time.Second)
+	return nil
+}
+
+func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
+	op := m.Subject[len(subjWorker(w.cfg.Subject, w.cfg.ID))+1:]
+	switch op {
+	case "cell":
+		var spec CellSpec
+		if err := json.Unmarshal(m.Data, &spec); err != nil {
+			respondJSON(m, Reply{Error: "bad cell announcement: " + err.Error()})
+			return
+		}
+		if err := w.open(ctx, spec); err != nil {
+			w.logf("cell %s: %v", spec.Prefix, err)
+			respondJSON(m, Reply{Error: err.Error()})
+			return
+		}
+		respondJSON(m, Reply{OK: true})
+	case "clock":
+		c := w.cell(string(m.Data))
+		if c == nil {
+			_ = m.Respond(nil)
+			return
+		}
+		_ = m.Respond(binary.BigEndian.AppendUint64(nil, uint64(c.rt.Now())))
+	case "end":
+		c := w.cell(string(m.Data))
+		if c == nil {
+			respondJSON(m, WorkerStats{ID: w.cfg.ID})
+			return
+		}
+		st := c.stop(w.cfg.StopTimeout)
+		w.logf("cell %s ended: %d deliveries, %d redeliveries, %d step bodies", c.spec.Prefix,
+			st.Deliveries, st.Redeliveries, st.Steps)
+		respondJSON(m, st)
+	}
+}
+
+func respondJSON(m *nats.Msg, v any) {
+	b, _ := json.Marshal(v)
+	_ = m.Respond(b)
+}
+
+func (w *Worker) cell(prefix string) *workerCell {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cells[prefix]
+}
+
+// open opens the cell's world (the driver's streams, kept on close: the
+// driver owns them) and starts an engine on it.
+func (w *Worker) open(ctx context.Context, spec CellSpec) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("worker is stopping")
+	}
+	if _, ok := w.cells[spec.Prefix]; ok {
+		w.mu.Unlock()
+		return nil // a repeated announcement: the cell is open
+	}
+	w.mu.Unlock()
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	nw, err := natsworld.New(octx, natsworld.Config{Options: spec.Options, URL: w.cfg.URL, Creds: w.cfg.Creds,
+		Storage: spec.Storage, Replicas: spec.Replicas, Prefix: spec.Prefix, Keep: true})
+	if err != nil {
+		return fmt.Errorf("open world: %w", err)
+	}
+	var base world.World = nw
+	if spec.Profile != "" && spec.Profile != "none" || spec.Faults != "" {
+		name := spec.Profile
+		if name == "" {
+			name = "none"
+		}
+		prof, err := profile.Load(name)
+		if err == nil && spec.Faults != "" {
+			prof, err = profile.ApplyOverrides(prof, spec.Faults)
+		}
+		if err != nil {
+			nw.Close()
+			return fmt.Errorf("profile %s: %w", name, err)
+		}
+		base = profile.Wrap(nw, prof, spec.Seed)
+	}
+	c := &workerCell{spec: spec, w: w, inner: nw, rt: base.Runtime(), stopped: make(chan struct{})}
+	c.world = &countingWorld{World: base, c: c}
+	c.batch = newBatcher(w.nc, subjRecords(w.cfg.Subject, spec.Prefix), w.cfg.ID, c.rt, w.cfg.FlushInterval, &c.records)
+	c.obs = &recordingObserver{b: c.batch, steps: &c.steps}
+	eng, err := engine.New(engine.Config{World: c.world, Features: spec.Features, Observer: c.obs,
+		Concurrency: w.cfg.Concurrency, Seed: spec.Seed})
+	if err != nil {
+		nw.Close()
+		return err
+	}
+	c.eng = eng
+	// The engine works until the cell ends, not until this request does.
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	c.batch.start()
+	if err := eng.Start(c.ctx); err != nil {
+		c.batch.stop()
+		c.cancel()
+		nw.Close()
+		return err
+	}
+	w.mu.Lock()
+	w.cells[spec.Prefix] = c
+	w.mu.Unlock()
+	w.logf("cell %s started (%s %s)", spec.Prefix, spec.Version, spec.Label)
+	return nil
+}
+
+// workerCell is one cell a worker serves.
+type workerCell struct {
+	spec   CellSpec
+	w      *Worker
+	inner  *natsworld.World
+	world  world.World
+	rt     world.Runtime
+	eng    *engine.Engine
+	obs    *recordingObserver
+	batch  *batcher
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	deliveries, redeliveries, steps, records atomic.Int64
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+	final    WorkerStats
+}
+
+// stop stops the cell's engine (handlers finish, buffered messages are
+// nak'ed), publishes the last records and closes the cell's world. Calls
+// after the first wait for it and return the same stats.
+func (c *workerCell) stop(timeout time.Duration) WorkerStats {
+	c.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := c.eng.Stop(ctx); err != nil {
+			c.w.logf("cell %s: stop: %v", c.spec.Prefix, err)
+		}
+		c.cancel()
+		c.batch.stop()
+		_ = c.world.Close()
+		c.final = WorkerStats{ID: c.w.cfg.ID, Deliveries: c.deliveries.Load(), Redeliveries: c.redeliveries.Load(),
+			Steps: c.steps.Load(), Records: c.records.Load()}
+		c.w.mu.Lock()
+		delete(c.w.cells, c.spec.Prefix)
+		c.w.mu.Unlock()
+		close(c.stopped)
+	})
+	<-c.stopped
+	return c.final
+}
+
+// countingWorld counts the deliveries its consumer handles, and those with
+// attempt > 1.
+type countingWorld struct {
+	world.World
+	c *workerCell
+}
+
+func (cw *countingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
+	return cw.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
+		cw.c.deliveries.Add(1)
+		if d.Attempt > 1 {
+			cw.c.redeliveries.Add(1)
+		}
+		return h(ctx, d)
+	})
+}
+
+// recordingObserver is the worker engine's Observer: every callback is
+// appended to the batcher.
+type recordingObserver struct {
+	b     *batcher
+	steps *atomic.Int64
+}
+
+func (o *recordingObserver) StepBody(run string, s engine.StepSpan) {
+	o.steps.Add(1)
+	b := o.b
+	b.mu.Lock()
+	b.buf = appendStep(b.buf, run, s)
+	b.added()
+}
+
+func (o *recordingObserver) HookCreated(run, token string, at time.Duration) {
+	b := o.b
+	b.mu.Lock()
+	b.buf = appendHook(b.buf, run, token, at)
+	b.added()
+}
+
+func (o *recordingObserver) StreamChunk(run string, c engine.ChunkSpan) {
+	b := o.b
+	b.mu.Lock()
+	b.buf = appendChunk(b.buf, run, c)
+	b.added()
+}
+
+func (o *recordingObserver) RunFinished(run string, at time.Duration, failed bool) {
+	b := o.b
+	b.mu.Lock()
+	b.buf = appendFinished(b.buf, run, at, failed)
+	b.added()
+}
+
+// batcher buffers encoded records and publishes them every flush interval
+// (or at once when the buffer is large), with a header carrying the
+// watermark.
+type batcher struct {
+	nc       *nats.Conn
+	subject  string
+	id       string
+	rt       world.Runtime
+	interval time.Duration
+	records  *atomic.Int64
+
+	mu   sync.Mutex
+	buf  []byte
+	n    int // records in buf
+	full chan struct{}
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+func newBatcher(nc *nats.Conn, subject, id string, rt world.Runtime, interval time.Duration, records *atomic.Int64) *batcher {
+	return &batcher{nc: nc, subject: subject, id: id, rt: rt, interval: interval, records: records,
+		full: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+}
+
+// added counts a record the caller appended to buf under mu, and unlocks
+// mu; a large buffer is published at once.
+func (b *batcher) added() {
+	b.n++
+	big := len(b.buf) >= maxBatch
+	b.mu.Unlock()
+	if big {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (b *batcher) start() { go b.loop() }
+
+// stop publishes what is left and ends the loop.
+func (b *batcher) stop() {
+	select {
+	case <-b.quit:
+	default:
+		close(b.quit)
+	}
+	<-b.done
+}
+
+func (b *batcher) loop() {
+	defer close(b.done)
+	t := time.NewTicker(b.interval)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-t.C:
+		case <-b.full:
+		case <-b.quit:
+			b.flush(true)
+			_ = b.nc.FlushTimeout(5 * time.Second)
+			return
+		}
+		if b.flush(time.Since(last) >= heartbeatEvery) {
+			last = time.Now()
+		}
+	}
+}
+
+// flush publishes the buffered records; with force it publishes an empty
+// batch too (a heartbeat carrying the watermark). It reports whether it
+// published.
+func (b *batcher) flush(force bool) bool {
+	b.mu.Lock()
+	if b.n == 0 && !force {
+		b.mu.Unlock()
+		return false
+	}
+	// The watermark is read under the lock that every add takes: a record
+	// added before this instant is in buf.
+	wm := b.rt.Now()
+	recs, n := b.buf, b.n
+	b.buf, b.n = nil, 0
+	b.mu.Unlock()
+	msg := appendBatchHeader(make([]byte, 0, len(recs)+len(b.id)+16), b.id, wm)
+	msg = append(msg, recs...)
+	if err := b.nc.Publish(b.subject, msg); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		return false
+	}
+	b.records.Add(int64(n))
+	return true
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/durabench/durabench/cluster"
+	natsworld "github.com/durabench/durabench/world/nats"
+)
+
+// cmdWorker runs `durabench worker`: an engine worker for sweeps run with
+// --workers external, until SIGINT or SIGTERM.
+func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("worker", stderr)
+	url := fs.String("nats-url", "", "NATS server or cluster the driver uses (required)")
+	creds := fs.String("nats-creds", "", "NATS credentials file")
+	concurrency := fs.Int("concurrency", 0, "queue deliveries handled at once (default 64)")
+	id := fs.String("id", "", "worker name in records and results (default host-pid)")
+	flush := fs.Duration("flush-interval", cluster.DefaultFlushInterval, "how often buffered timeline records are sent to the driver")
+	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "on a signal, how long running handlers may finish")
+	pos, err := parse(fs, args, stdout)
+	if err != nil {
+		return -1, err
+	}
+	if len(pos) > 0 {
+		return -1, usageErr("worker takes no arguments, got %q (flags start with --)", pos[0])
+	}
+	if *url == "" {
+		return -1, usageErr("worker needs --nats-url (the NATS server or cluster the driver uses)")
+	}
+	if *concurrency < 0 {
+		return -1, usageErr("--concurrency %d: must be >= 1", *concurrency)
+	}
+	if *flush <= 0 || *stopTimeout <= 0 {
+		return -1, usageErr("--flush-interval and --stop-timeout must be > 0")
+	}
+	// The first SIGINT or SIGTERM stops the worker cleanly; a second one
+	// kills it the default way.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-sctx.Done()
+		stop()
+	}()
+	w, err := cluster.Connect(sctx, cluster.WorkerConfig{URL: *url, Creds: *creds, ID: *id,
+		Concurrency: *concurrency, FlushInterval: *flush, StopTimeout: *stopTimeout, Log: stderr})
+	if err != nil {
+		if errors.Is(err, natsworld.ErrUnreachable) {
+			return -1, usageErr("--nats-url: %v", err)
+		}
+		return exitFailed, err
+	}
+	if err := w.Run(sctx); err != nil {
+		fmt.Fprintln(stderr, "durabench: "+oneLine(err))
+		return exitFailed, nil
+	}
+	fmt.Fprintf(stderr, "durabench worker %s: stopped\n", w.ID())
+	return exitOK, nil
+}

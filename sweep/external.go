@@ -1,0 +1,163 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/durabench/durabench/cluster"
+	"github.com/durabench/durabench/driver"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/world"
+)
+
+// Where the engine runs (the workers setting).
+const (
+	// WorkersLocal runs the engine in the driver's process (the default).
+	WorkersLocal = "local"
+	// WorkersExternal runs it on `durabench worker` processes that share
+	// the external NATS cluster; the driver only starts runs and collects
+	// the workers' records.
+	WorkersExternal = "external"
+)
+
+// ExternalSettings configure where a sweep's engine runs.
+type ExternalSettings struct {
+	// Workers is WorkersLocal ("" too) or WorkersExternal.
+	Workers string
+	// Expect is the number of workers each cell waits for (default 1).
+	Expect int
+	// Wait bounds that wait (default cluster.DefaultWait).
+	Wait time.Duration
+}
+
+// Enabled reports whether the engine runs on external workers.
+func (e ExternalSettings) Enabled() bool { return e.Workers == WorkersExternal }
+
+func init() {
+	fields = append(fields,
+		field{"workers", false, "where the engine runs: local (in this process) or external (durabench worker processes on --nats-url)", func(p *Plan, v []string) error {
+			switch v[0] {
+			case WorkersLocal, WorkersExternal:
+				p.External.Workers = v[0]
+				return nil
+			}
+			return fmt.Errorf("%q is not local or external", v[0])
+		}},
+		field{"expect-workers", false, "workers each cell waits for (--workers external; default 1)", func(p *Plan, v []string) (err error) {
+			p.External.Expect, err = intMin(v[0], 1)
+			return err
+		}},
+		field{"worker-wait", false, "how long a cell waits for the expected workers (default 30s)", func(p *Plan, v []string) (err error) {
+			p.External.Wait, err = duration(v[0], true)
+			return err
+		}},
+	)
+	fieldKinds["expect-workers"] = kInt
+	fieldKinds["worker-wait"] = kDuration
+}
+
+// validateExternal checks the workers settings against the rest of the
+// plan: external workers reach the cell's streams only on an external NATS
+// server, so the plan must run the nats world alone with --nats-url.
+func (p *Plan) validateExternal() error {
+	if !p.External.Enabled() {
+		if p.explicit["expect-workers"] || p.explicit["worker-wait"] {
+			return fmt.Errorf("expect-workers and worker-wait apply to --workers external only: %w", ErrInvalid)
+		}
+		return nil
+	}
+	if len(p.Worlds) != 1 || p.Worlds[0] != "nats" {
+		return fmt.Errorf("workers external: the world must be nats alone (got %s): %w", joinComma(p.Worlds), ErrInvalid)
+	}
+	if p.NATS.URL == "" {
+		return fmt.Errorf("workers external needs --nats-url: workers cannot reach the embedded server: %w", ErrInvalid)
+	}
+	if p.External.Expect == 0 {
+		p.External.Expect = 1
+	}
+	return nil
+}
+
+// runCellExternal runs one cell with its engine on external workers: the
+// driver creates the cell's streams, waits for the workers, announces the
+// cell to them and estimates their clocks, starts runs without consuming,
+// and builds the cell from the records the workers publish back.
+func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (results.Cell, *driver.Result, error) {
+	w, err := p.newWorld(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
+	}
+	defer w.close() // after the workers let go of the streams (End below)
+	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
+	if err != nil {
+		return results.Cell{}, nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	prefix, ok := natsPrefix(w.World)
+	if !ok {
+		return results.Cell{}, nil, fmt.Errorf("workers external: the cell's world is not nats")
+	}
+	d, err := cluster.Dial(ctx, cluster.DriverConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
+		Expect: p.External.Expect, Wait: p.External.Wait})
+	if err != nil {
+		return results.Cell{}, nil, err
+	}
+	defer d.Close()
+	guard := p.Guard
+	if on, set := c.Switches.Guard(); set {
+		guard = on
+	}
+	features := c.Switches.Apply(c.Version.Features)
+	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: features,
+		Options: p.worldOptions(guard, c.Seed), Storage: p.NATS.Storage, Replicas: p.NATS.Replicas,
+		Profile: c.Profile, Faults: p.Faults, Seed: c.Seed}
+	cell, err := d.Open(ctx, spec, w.Runtime())
+	if err != nil {
+		if ctx.Err() != nil {
+			return results.Cell{}, &driver.Result{Interrupted: true}, nil
+		}
+		return results.Cell{}, nil, err
+	}
+	dc := driver.Config{
+		World: w, Features: features, Program: c.Program,
+		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: pacer,
+		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
+		OnRun: prog.Run, External: cell,
+	}
+	res, derr := driver.Run(ctx, dc)
+	rep := cell.End(ctx, 10*time.Second)
+	if derr != nil {
+		return results.Cell{}, nil, derr
+	}
+	if res.Interrupted {
+		return results.Cell{}, res, nil
+	}
+	mc := metrics.Config{Stall: metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout}}
+	rc := res.Cell(c.identity(), mc, pacer.Open())
+	rc.Workers = rep.IDs()
+	rc.Redeliveries = int(rep.Redeliveries())
+	for _, wr := range rep.Workers {
+		rc.WorkerStats = append(rc.WorkerStats, results.WorkerStat{Worker: wr.ID,
+			OffsetUS: us(wr.Clock.Offset), RTTUS: us(wr.Clock.RTT),
+			Deliveries: wr.Stats.Deliveries, Redeliveries: wr.Stats.Redeliveries, Steps: wr.Stats.Steps, Lost: wr.Lost})
+	}
+	return rc, res, nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// natsPrefix finds the nats world under w's decorators and returns its
+// prefix: the streams the workers open.
+func natsPrefix(w world.World) (string, bool) {
+	for {
+		if pw, ok := w.(interface{ Prefix() string }); ok {
+			return pw.Prefix(), true
+		}
+		u, ok := w.(interface{ Unwrap() world.World })
+		if !ok {
+			return "", false
+		}
+		w = u.Unwrap()
+	}
+}
