@@ -217,11 +217,18 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	}
 	st := &phaseState{changed: rt.NewFuture(), allDone: rt.NewFuture()}
 	var doneCount int
+	var phaseOver bool
 	var doneMu sync.Mutex
 	onDone := func() {
 		st.finishOne(rt)
 		if d.cfg.OnRun != nil {
 			doneMu.Lock()
+			if phaseOver {
+				// A run given up at the timeout that finishes late must
+				// not count towards the next phase or cell.
+				doneMu.Unlock()
+				return
+			}
 			doneCount++
 			p := Progress{Warmup: warmup, Done: doneCount, Total: n}
 			doneMu.Unlock()
@@ -303,6 +310,9 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 		}
 	}
 	stopPacing()
+	doneMu.Lock()
+	phaseOver = true
+	doneMu.Unlock()
 	end := rt.Now()
 	r.elapsed = end - epoch
 	st.mu.Lock()
