@@ -3,8 +3,8 @@
 // Embedded (Config.URL empty) it runs nats-server in-process with JetStream
 // on a temporary store directory and no listening port, and connects through
 // an in-process pipe. External (Config.URL set) it connects to a running
-// server or cluster and creates its streams under a per-sweep prefix, deleting
-// them on Close unless Config.Keep.
+// server or cluster and creates its streams under a per-sweep prefix,
+// deleting them on Close unless Config.Keep.
 //
 // Layout, for a prefix P (P is a valid subject token and stream-name part):
 //
@@ -13,10 +13,33 @@
 //	                          P.hook.<tok>  hook token -> run, create-only (expected subject seq 0)
 //	stream P_queue   subjects P.q.ready     work queue, durable pull consumer "ready"
 //	                          P.q.delayed   delayed messages, durable pull consumer "delayed"
+//	                          P.q.anchor    one message nobody consumes (keeps the store's block)
 //	stream P_chunks  subjects P.chunk.<s>   one subject per durabench stream
 //
-// The precondition guard and the client's own compare-and-swap both use the
-// expected-last-subject-sequence header; idempotency uses Nats-Msg-Id.
+// Event log: each append is a publish to the run's subject with the
+// expected-last-subject-sequence header set to the run's last sequence as
+// the client's cache knows it, and Nats-Msg-Id when the event has an ID.
+// The cache (per run: positions, IDs, steps, hooks, pending count) enforces
+// the Append rules of world.Log without reading the log; the header makes
+// the publish a compare-and-swap, so a lost race costs an incremental read
+// and a retry, and a retried append is reported as a duplicate whether the
+// server answers "wrong last sequence" (one server) or "duplicate" (R3).
+// Embedded, this process is the log's only writer and appends are
+// pipelined (see logSequencer); external, each append waits for its ack
+// before the run's next one is sent.
+//
+// Queue: AckWait is the visibility timeout and NumDelivered the attempt.
+// Redeliver naks with RetryDelay doubling per failure, capped at the
+// visibility timeout. Fresh publishes a new message (attempt 1, delayed by
+// the same backoff) and leaves the original unacknowledged, so it returns
+// only after the visibility timeout. A delayed publish goes to P.q.delayed;
+// every Consume also runs a mover that naks a delayed message with the time
+// it still has to wait and, once it is due, republishes it to P.q.ready, so
+// its attempts count from 1 like any message's.
+//
+// Every NATS failure maps to the world's typed errors; a call made while the
+// connection is down fails at once with ErrConnectionLost (which is
+// world.ErrTransient).
 package natsworld
 
 import (
