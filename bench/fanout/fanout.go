@@ -23,9 +23,9 @@ import (
 // hanging make bench.
 const RunTimeout = 30 * time.Second
 
-// Concurrency is the queue concurrency of the engine (its default) and of
-// the floor.
-const Concurrency = 512
+// Concurrency is the queue concurrency of the engine and of the floor: the
+// engine's default, a deployment's function concurrency.
+const Concurrency = engine.DefaultConcurrency
 
 // WarmupRuns are run and discarded before timing by default: they size the
 // worlds' maps and the engine's caches.

@@ -150,6 +150,8 @@ type floorRun struct {
 	t0        time.Duration
 	lastBody  atomic.Int64 // latest "body" instant (after the claim)
 	completed atomic.Int32
+	noPending atomic.Bool // a completion reported no pending step (pending counts)
+	finishing atomic.Bool // the finisher is chosen (pending counts)
 	done      chan struct{}
 	end       time.Duration
 }
@@ -336,9 +338,11 @@ func (fl *Floor) step(ctx context.Context, r *floorRun, i, attempt int) error {
 }
 
 // complete writes step i's completion; the last completer loads the log and
-// completes the run. Without pending counts every completer loads the log to
-// learn whether it was the last (the floor counts completions instead of
-// replaying the log, so it knows which completer is the last).
+// completes the run. As in the engine, a completer that is not known to be
+// the last loads the log to find out — unless the stage has one step, or
+// the version has pending counts and the completion reports steps still
+// pending. The floor counts completions instead of replaying the log, so it
+// knows which completer is the last.
 func (fl *Floor) complete(ctx context.Context, r *floorRun, i int) error {
 	res, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.StepCompleted, ID: fl.dones[i], Entity: fl.entities[i]}, world.Precondition{})
 	switch {
@@ -351,16 +355,34 @@ func (fl *Floor) complete(ctx context.Context, r *floorRun, i int) error {
 	if res.Duplicate {
 		return nil
 	}
-	last := int(r.completed.Add(1)) == fl.n
 	if fl.f.PendingCount {
-		if res.Pending == 0 && !last {
-			return fl.continueEarly(ctx, r)
+		// Commit order and the order in which completers count differ, so
+		// the finisher is whoever sees both "every completion counted" and
+		// "a completion reported no step pending" (each side sets its
+		// flag before it looks at the other's, so one of them sees both).
+		counted := int(r.completed.Add(1)) == fl.n
+		if res.Pending == 0 {
+			if fl.n > 1 {
+				if _, err := fl.w.Load(ctx, r.id); err != nil {
+					return err
+				}
+			}
+			r.noPending.Store(true)
+			counted = int(r.completed.Load()) == fl.n
 		}
-	} else if _, err := fl.w.Load(ctx, r.id); err != nil {
-		return err
-	}
-	if !last {
-		return nil
+		if !counted || !r.noPending.Load() || !r.finishing.CompareAndSwap(false, true) {
+			return nil
+		}
+	} else {
+		last := int(r.completed.Add(1)) == fl.n
+		if fl.n > 1 {
+			if _, err := fl.w.Load(ctx, r.id); err != nil {
+				return err
+			}
+		}
+		if !last {
+			return nil
+		}
 	}
 	evs, err := fl.w.Load(ctx, r.id)
 	if err != nil {
@@ -372,64 +394,5 @@ func (fl *Floor) complete(ctx context.Context, r *floorRun, i int) error {
 	}
 	r.end = fl.rt.Now()
 	close(r.done)
-	return nil
-}
-
-// continueEarly is what the engine does when a completion reports no
-// pending step while some steps of the stage are not created yet (parallel
-// dispatch: a delivery can overtake the creates): it continues the run,
-// reloads the log, and dispatches the missing steps again — creates, and
-// publishes the queue drops as duplicates — running the first one inline
-// when its create is not a duplicate.
-func (fl *Floor) continueEarly(ctx context.Context, r *floorRun) error {
-	evs, err := fl.w.Load(ctx, r.id)
-	if err != nil {
-		return err
-	}
-	created := make([]bool, fl.n)
-	for i := range evs {
-		if evs[i].Kind == world.StepCreated {
-			if idx, err := strconv.Atoi(evs[i].Entity[2:]); err == nil && idx < fl.n {
-				created[idx] = true
-			}
-		}
-	}
-	var missing []int
-	for i, ok := range created {
-		if !ok {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	nInline := min(fl.f.InlineSteps, len(missing))
-	owned := make([]bool, nInline)
-	var wg sync.WaitGroup
-	for k, i := range missing {
-		wg.Go(func() {
-			res, err := fl.create(ctx, r, i)
-			if k < nInline {
-				owned[k] = err == nil && !res.Duplicate
-			}
-		})
-		if k >= nInline {
-			wg.Go(func() { _ = fl.publish(ctx, r, i) })
-		}
-	}
-	wg.Wait()
-	for k := range nInline {
-		if !owned[k] {
-			continue
-		}
-		i := missing[k]
-		if _, err := fl.w.Append(ctx, r.id, world.Event{Kind: world.StepStarted, Entity: fl.entities[i]}, world.Precondition{}); err != nil {
-			return nil
-		}
-		fl.body(r)
-		if err := fl.complete(ctx, r, i); err != nil {
-			return err
-		}
-	}
 	return nil
 }
