@@ -432,11 +432,55 @@ func testKillWorker(t *testing.T, url string, replicas int) {
 	t.Logf("ttls p50 %d µs, max %d µs; %d redeliveries", c.Metrics["ttls"].P50, c.Metrics["ttls"].Max, c.Redeliveries)
 }
 
+// testStopWorker: a worker stopped with SIGTERM mid-cell finishes what it
+// runs and nak's what it holds, so the other worker takes over at once —
+// no run waits for the visibility timeout — and it exits 0.
+func testStopWorker(t *testing.T, url string, replicas int) {
+	startWorker(t, url, "w1", "--concurrency", "4")
+	leaver := startWorker(t, url, "w2", "--concurrency", "4")
+	const reps = 6
+	// A visibility timeout longer than the cell timeout: a message left to
+	// it would make its run a stall.
+	s := startSweep(t, url, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "pending-count",
+		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "0", "--option", "body=50ms",
+		"--visibility-timeout", "120s", "--nats-replicas", fmt.Sprint(replicas), "--cell-timeout", "60s")
+	leaver.waitLog(t, "started", 60*time.Second)
+	time.Sleep(time.Second)
+	if err := leaver.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-leaver.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker did not stop on SIGTERM; log:\n%s", leaver.log)
+	}
+	if leaver.err != nil || !strings.Contains(leaver.log.String(), "stopped cell") {
+		t.Errorf("worker exit %v; log:\n%s", leaver.err, leaver.log)
+	}
+	s.wait(t, 120*time.Second)
+	if s.code != 0 {
+		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)
+	}
+	c := s.results(t).Cells[0]
+	if c.Runs != reps || c.Errors != 0 || c.Stalls != 0 || c.Metrics["ttc"].Count != reps {
+		t.Errorf("runs %d errors %d stalls %d ttc samples %d: want %d completed runs", c.Runs, c.Errors, c.Stalls, c.Metrics["ttc"].Count, reps)
+	}
+	for _, ws := range c.WorkerStats {
+		t.Logf("worker %s: %d deliveries, %d redeliveries, %d step bodies, lost %v, left %v",
+			ws.Worker, ws.Deliveries, ws.Redeliveries, ws.Steps, ws.Lost, ws.Left)
+		if ws.Worker == "w2" && (!ws.Left || ws.Steps == 0) {
+			t.Errorf("the stopped worker: left %v with %d step bodies, want left with its counts", ws.Left, ws.Steps)
+		}
+	}
+	t.Logf("ttls p50 %d µs, max %d µs; %d redeliveries", c.Metrics["ttls"].P50, c.Metrics["ttls"].Max, c.Redeliveries)
+}
+
 // TestExternalWorkers runs the distributed sweep on one nats-server process.
 func TestExternalWorkers(t *testing.T) {
 	url := startServer(t, childSpec{Name: "single"})
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 1) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 1) })
+	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 1) })
 }
 
 // TestExternalWorkersCluster runs it on a three-node cluster with R3
@@ -448,6 +492,7 @@ func TestExternalWorkersCluster(t *testing.T) {
 	url := startCluster(t)
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 3) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 3) })
+	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 3) })
 }
 
 // TestNoWorkers: a driver that waits for workers that never come exits 3

@@ -173,6 +173,8 @@ type workerState struct {
 	// bye: the worker said it stops; silent: no batch for cfg.Silence.
 	// Either way its records are not waited for.
 	bye, silent bool
+	// left are the worker's counts when it stopped mid-cell (its bye).
+	left *WorkerStats
 }
 
 func (ws *workerState) gone() bool { return ws.bye || ws.silent }
@@ -322,13 +324,16 @@ func (c *Cell) Attach(ctx context.Context, obs engine.Observer) (detach func(), 
 }
 
 func (c *Cell) onBye(m *nats.Msg) {
-	var h Hello
-	if json.Unmarshal(m.Data, &h) != nil {
+	var b Bye
+	if json.Unmarshal(m.Data, &b) != nil {
 		return
 	}
 	c.mu.Lock()
-	if ws := c.workers[h.ID]; ws != nil {
+	if ws := c.workers[b.ID]; ws != nil {
 		ws.bye = true
+		if st, ok := b.Cells[c.spec.Prefix]; ok {
+			ws.left = &st
+		}
 	}
 	c.mu.Unlock()
 	c.release()
@@ -431,6 +436,9 @@ type WorkerReport struct {
 	// the end of the cell (it died or was cut off): its counts are missing.
 	Stats WorkerStats
 	Lost  bool
+	// Left is set when the worker stopped on a signal mid-cell (its
+	// counts are those it said bye with).
+	Left bool
 }
 
 // End tells every worker the cell is over (each stops its engine and
@@ -472,9 +480,12 @@ func (c *Cell) end(ctx context.Context, timeout time.Duration) Report {
 	for _, id := range c.order {
 		ws := c.workers[id]
 		wr := WorkerReport{ID: id, Clock: ws.clock}
-		if st := got[id]; st != nil {
-			wr.Stats = *st
-		} else {
+		switch {
+		case got[id] != nil:
+			wr.Stats = *got[id]
+		case ws.left != nil: // stopped cleanly mid-cell
+			wr.Stats, wr.Left = *ws.left, true
+		default:
 			wr.Lost = true
 		}
 		rep.Workers = append(rep.Workers, wr)

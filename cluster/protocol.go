@@ -7,7 +7,7 @@
 // Protocol (core NATS subjects under Subject, default "durabench.cluster"):
 //
 //	<S>.hello               worker -> all: a worker came up (Hello, JSON)
-//	<S>.bye                 worker -> all: a worker is stopping (Hello)
+//	<S>.bye                 worker -> all: a worker stopped (Bye, JSON)
 //	<S>.discover            driver request; every worker replies with its Hello
 //	<S>.w.<id>.cell         driver request: open a cell (CellSpec) -> Reply
 //	<S>.w.<id>.clock        driver request (prefix) -> the worker's cell clock, 8 bytes
@@ -48,6 +48,13 @@ type Hello struct {
 	Concurrency int    `json:"concurrency"`
 	// Version is the durabench version of the worker binary.
 	Version string `json:"version,omitempty"`
+}
+
+// Bye is what a worker says when it stops (on a signal): its counts in
+// each cell it was serving, which it stopped cleanly.
+type Bye struct {
+	Hello
+	Cells map[string]WorkerStats `json:"cells,omitempty"`
 }
 
 // CellSpec announces one cell to a worker: everything it needs to open the

@@ -198,6 +198,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.mu.Unlock()
 	var wg sync.WaitGroup
+	var byeMu sync.Mutex
+	bye := Bye{Hello: w.hello, Cells: map[string]WorkerStats{}}
 	for _, c := range cells {
 		wg.Add(1)
 		go func() {
@@ -205,10 +207,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			st := c.stop(w.cfg.StopTimeout)
 			w.logf("stopped cell %s on signal: %d deliveries, %d redeliveries, %d step bodies", c.spec.Prefix,
 				st.Deliveries, st.Redeliveries, st.Steps)
+			byeMu.Lock()
+			bye.Cells[c.spec.Prefix] = st
+			byeMu.Unlock()
 		}()
 	}
 	wg.Wait()
-	_ = w.nc.Publish(subjBye(root), hello)
+	// After the cells' last records (one connection keeps the order): the
+	// driver stops waiting for this worker's records when it reads this.
+	b, _ := json.Marshal(bye)
+	_ = w.nc.Publish(subjBye(root), b)
 	_ = w.nc.FlushTimeout(time.Second)
 	return nil
 }

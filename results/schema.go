@@ -66,6 +66,11 @@ type Plan struct {
 	StallThresholdMS int64        `json:"stall_threshold_ms,omitempty"`
 	Seed             int64        `json:"seed"`
 	WorldOptions     WorldOptions `json:"world_options"`
+	// Workers is "external" when the engine ran on `durabench worker`
+	// processes (ExpectWorkers of them at least per cell), empty when it
+	// ran in the driver.
+	Workers       string `json:"workers,omitempty"`
+	ExpectWorkers int    `json:"expect_workers,omitempty"`
 	// Targets are p75/p90/p99 targets in milliseconds per metric.
 	Targets map[string][3]float64 `json:"targets,omitempty"`
 }
@@ -148,6 +153,9 @@ type WorkerStat struct {
 	// Lost is set when the worker did not answer at the end of the cell
 	// (it died): its counts are missing.
 	Lost bool `json:"lost,omitempty"`
+	// Left is set when the worker stopped on a signal mid-cell, cleanly
+	// (its running handlers finished, the messages it held were nak'ed).
+	Left bool `json:"left,omitempty"`
 }
 
 // StalledRun is a run counted as a stall.

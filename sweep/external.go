@@ -140,7 +140,8 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	for _, wr := range rep.Workers {
 		rc.WorkerStats = append(rc.WorkerStats, results.WorkerStat{Worker: wr.ID,
 			OffsetUS: us(wr.Clock.Offset), RTTUS: us(wr.Clock.RTT),
-			Deliveries: wr.Stats.Deliveries, Redeliveries: wr.Stats.Redeliveries, Steps: wr.Stats.Steps, Lost: wr.Lost})
+			Deliveries: wr.Stats.Deliveries, Redeliveries: wr.Stats.Redeliveries, Steps: wr.Stats.Steps,
+			Lost: wr.Lost, Left: wr.Left})
 	}
 	return rc, res, nil
 }

@@ -320,6 +320,9 @@ func (p *Plan) resultsPlan() results.Plan {
 	if p.Pace != "open" {
 		rp.Concurrency = p.Concurrency
 	}
+	if p.External.Enabled() {
+		rp.Workers, rp.ExpectWorkers = p.External.Workers, p.External.Expect
+	}
 	for _, s := range p.Scenarios {
 		rp.Scenarios = append(rp.Scenarios, s.Name)
 	}

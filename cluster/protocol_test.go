@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+)
+
+func TestBatchRoundTrip(t *testing.T) {
+	step := engine.StepSpan{Stage: 2, Index: 63, Seq: 65, Start: 1500 * time.Microsecond, End: -3 * time.Millisecond, Inline: true, Attempt: 3}
+	chunk := engine.ChunkSpan{Stage: 1, Index: 7, Written: time.Second, Read: time.Second + 40*time.Millisecond}
+	b := appendBatchHeader(nil, "w-1", 42*time.Millisecond)
+	b = appendStep(b, "run-a", step)
+	b = appendHook(b, "run-b", "tok", 7*time.Millisecond)
+	b = appendChunk(b, "run-c", chunk)
+	b = appendFinished(b, "run-a", 9*time.Millisecond, true)
+	id, wm, recs, err := decodeBatch(b)
+	if err != nil || id != "w-1" || wm != 42*time.Millisecond || len(recs) != 4 {
+		t.Fatalf("decode: %q %v %d records, %v", id, wm, len(recs), err)
+	}
+	if r := recs[0]; r.kind != recStep || r.run != "run-a" || r.step != step {
+		t.Errorf("step record %+v", r)
+	}
+	if r := recs[1]; r.kind != recHook || r.run != "run-b" || r.token != "tok" || r.at != 7*time.Millisecond {
+		t.Errorf("hook record %+v", r)
+	}
+	if r := recs[2]; r.kind != recChunk || r.run != "run-c" || r.chunk != chunk {
+		t.Errorf("chunk record %+v", r)
+	}
+	if r := recs[3]; r.kind != recFinished || r.run != "run-a" || r.at != 9*time.Millisecond || !r.failed {
+		t.Errorf("finished record %+v", r)
+	}
+	// An empty batch is a heartbeat.
+	if _, wm, recs, err := decodeBatch(appendBatchHeader(nil, "w", time.Second)); err != nil || wm != time.Second || len(recs) != 0 {
+		t.Errorf("heartbeat: %v %d %v", wm, len(recs), err)
+	}
+	// Every truncation of a batch is an error, never a panic.
+	for n := 1; n < len(b); n++ {
+		if _, _, recs, err := decodeBatch(b[:n]); err == nil && len(recs) == 4 {
+			t.Errorf("truncated to %d bytes: decoded all records", n)
+		}
+	}
+	if _, _, _, err := decodeBatch([]byte{9}); !errors.Is(err, errBatch) {
+		t.Errorf("unknown version: %v", err)
+	}
+}
+
+func TestEstimateOffset(t *testing.T) {
+	// The worker's clock is 5 s ahead; the second sample has the smallest
+	// round trip and a symmetric path.
+	samples := []ClockSample{
+		{Send: 0, Recv: 900 * time.Microsecond, Worker: 5*time.Second + 800*time.Microsecond}, // slow way back
+		{Send: time.Millisecond, Recv: time.Millisecond + 100*time.Microsecond, Worker: 5*time.Second + time.Millisecond + 50*time.Microsecond},
+		{Send: 2 * time.Millisecond, Recv: 2*time.Millisecond + 300*time.Microsecond, Worker: 5*time.Second + 2*time.Millisecond + 10*time.Microsecond},
+	}
+	c, ok := EstimateOffset(samples)
+	if !ok || c.Offset != 5*time.Second || c.RTT != 100*time.Microsecond || c.Samples != 3 {
+		t.Fatalf("estimate %+v %v, want offset 5s rtt 100µs", c, ok)
+	}
+	if got := c.ToDriver(5*time.Second + 7*time.Millisecond); got != 7*time.Millisecond {
+		t.Errorf("ToDriver: %v", got)
+	}
+	if _, ok := EstimateOffset(nil); ok {
+		t.Error("no samples: ok")
+	}
+}
+
+// TestRelease: a run's end is passed on only when every other live worker's
+// watermark is past it (allowing for the clocks' error), or that worker is
+// gone.
+func TestRelease(t *testing.T) {
+	c := &Cell{workers: map[string]*workerState{
+		"a": {clock: Clock{RTT: 200 * time.Microsecond}, hasWM: true, wm: 10 * time.Millisecond},
+		"b": {clock: Clock{RTT: 200 * time.Microsecond}, hasWM: true, wm: 10 * time.Millisecond},
+	}}
+	f := finished{run: "r", at: 10 * time.Millisecond, from: "a"}
+	if c.covered(f) {
+		t.Error("released while b's watermark is within the clock error")
+	}
+	c.workers["b"].wm = 10*time.Millisecond + 201*time.Microsecond
+	if !c.covered(f) {
+		t.Error("not released with b's watermark past it")
+	}
+	c.workers["b"].wm = 0
+	c.workers["b"].silent = true
+	if !c.covered(f) {
+		t.Error("not released with b gone")
+	}
+}
+
+func TestSanitizeID(t *testing.T) {
+	for in, want := range map[string]string{"host-1": "host-1", "a.b c>*": "a_b_c__", "Wörker_2": "W_rker_2"} {
+		if got := SanitizeID(in); got != want {
+			t.Errorf("SanitizeID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
