@@ -101,7 +101,11 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	for _, s := range scenarios.All() {
 		fmt.Fprintf(w, "  %s — %s\n", s.Name, s.Description)
 		for _, o := range s.Options {
-			fmt.Fprintf(tw, "      %s\t%s\tdefault %s\t%s\n", o.Name, o.Type, o.Default, o.Help)
+			typ := string(o.Type)
+			if len(o.Choices) > 0 {
+				typ = strings.Join(o.Choices, "|")
+			}
+			fmt.Fprintf(tw, "      %s\t%s\tdefault %s\t%s\n", o.Name, typ, o.Default, o.Help)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "      metrics: %s\n", strings.Join(s.Metrics, ", "))
