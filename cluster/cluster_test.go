@@ -346,9 +346,13 @@ func checkCell(t *testing.T, c results.Cell, reps int, workers ...string) {
 		t.Fatalf("worker stats %+v", c.WorkerStats)
 	}
 	for _, ws := range c.WorkerStats {
-		t.Logf("worker %s: offset %.0f µs, rtt %.0f µs, %d deliveries, %d redeliveries, %d step bodies, lost %v",
-			ws.Worker, ws.OffsetUS, ws.RTTUS, ws.Deliveries, ws.Redeliveries, ws.Steps, ws.Lost)
-		if ws.RTTUS <= 0 {
+		drift := "?"
+		if ws.DriftUS != nil {
+			drift = fmt.Sprintf("%.0f", *ws.DriftUS)
+		}
+		t.Logf("worker %s: offset %.0f µs, rtt %.0f µs, drift %s µs, %d deliveries, %d redeliveries, %d step bodies, lost %v",
+			ws.Worker, ws.OffsetUS, ws.RTTUS, drift, ws.Deliveries, ws.Redeliveries, ws.Steps, ws.Lost)
+		if ws.RTTUS <= 0 || ws.DriftUS == nil {
 			t.Errorf("worker %s: rtt %v µs", ws.Worker, ws.RTTUS)
 		}
 	}

@@ -159,6 +159,7 @@ type Cell struct {
 	bad     int // batches that did not decode
 
 	sub    *nats.Subscription
+	alive  *nats.Subscription
 	stopCh chan struct{}
 	loop   sync.WaitGroup
 }
@@ -197,7 +198,13 @@ func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Ce
 		return nil, err
 	}
 	c := &Cell{d: d, spec: spec, rt: rt, workers: map[string]*workerState{}, stopCh: make(chan struct{})}
-	body, _ := json.Marshal(spec)
+	// Workers ask this subject whether the driver is still there.
+	c.spec.Driver = subjDriver(d.cfg.Subject, spec.Prefix)
+	c.alive, err = d.nc.Subscribe(c.spec.Driver, func(m *nats.Msg) { _ = m.Respond(nil) })
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	body, _ := json.Marshal(c.spec)
 	type answer struct {
 		id  string
 		err error
@@ -229,13 +236,13 @@ func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Ce
 		}
 	}
 	if len(errs) > 0 {
-		c.end(ctx, time.Second) // release the workers that did open it
+		c.end(ctx, time.Second, false) // release the workers that did open it
 		return nil, fmt.Errorf("%w: cell %s: %w", ErrWorker, spec.Prefix, errors.Join(errs...))
 	}
 	for _, id := range c.order {
 		clk, err := d.probe(ctx, id, spec.Prefix, rt)
 		if err != nil {
-			c.end(ctx, time.Second)
+			c.end(ctx, time.Second, false)
 			return nil, fmt.Errorf("%w: worker %s: clock: %w", ErrWorker, id, err)
 		}
 		c.workers[id].clock = clk
@@ -340,10 +347,11 @@ func (c *Cell) onBye(m *nats.Msg) {
 }
 
 // onBatch handles one record batch (NATS calls it on one goroutine per
-// subscription, in arrival order).
+// subscription, in arrival order). The batch's records reach obs before its
+// watermark and its run ends are recorded, so a run end released on the
+// strength of this watermark never overtakes the records before it.
 func (c *Cell) onBatch(m *nats.Msg) {
 	id, wm, recs, err := decodeBatch(m.Data)
-	now := c.rt.Now()
 	c.mu.Lock()
 	ws := c.workers[id]
 	if err != nil || ws == nil {
@@ -352,13 +360,8 @@ func (c *Cell) onBatch(m *nats.Msg) {
 		return
 	}
 	obs, clk := c.obs, ws.clock
-	ws.wm, ws.seen, ws.hasWM, ws.silent = clk.ToDriver(wm), now, true, false
-	for _, r := range recs {
-		if r.kind == recFinished {
-			c.pending = append(c.pending, finished{run: r.run, at: clk.ToDriver(r.at), failed: r.failed, from: id})
-		}
-	}
 	c.mu.Unlock()
+	ends := 0
 	for _, r := range recs {
 		switch r.kind {
 		case recStep:
@@ -369,13 +372,26 @@ func (c *Cell) onBatch(m *nats.Msg) {
 			obs.HookCreated(r.run, r.token, clk.ToDriver(r.at))
 		case recChunk:
 			// Written is the writer's clock: right when the writer is this
-			// worker (the stream scenarios write and read in one run's
-			// steps, which may land on different workers — see README).
+			// worker (a stream's writer and reader steps may run on
+			// different workers; see the package doc).
 			ch := r.chunk
 			ch.Written, ch.Read = clk.ToDriver(ch.Written), clk.ToDriver(ch.Read)
 			obs.StreamChunk(r.run, ch)
+		case recFinished:
+			ends++
 		}
 	}
+	now := c.rt.Now()
+	c.mu.Lock()
+	ws.wm, ws.seen, ws.hasWM, ws.silent = clk.ToDriver(wm), now, true, false
+	if ends > 0 {
+		for _, r := range recs {
+			if r.kind == recFinished {
+				c.pending = append(c.pending, finished{run: r.run, at: clk.ToDriver(r.at), failed: r.failed, from: id})
+			}
+		}
+	}
+	c.mu.Unlock()
 	c.release()
 }
 
@@ -435,7 +451,11 @@ type WorkerReport struct {
 	// Stats are the worker's counts; Lost is set when it did not answer at
 	// the end of the cell (it died or was cut off): its counts are missing.
 	Stats WorkerStats
-	Lost  bool
+	// Drift is the change of the clock offset between the cell's start and
+	// its end (HasDrift: the worker answered the second estimate).
+	Drift    time.Duration
+	HasDrift bool
+	Lost     bool
 	// Left is set when the worker stopped on a signal mid-cell (its
 	// counts are those it said bye with).
 	Left bool
@@ -445,19 +465,28 @@ type WorkerReport struct {
 // publishes its last records) and returns the report. A worker that does
 // not answer within timeout is reported Lost.
 func (c *Cell) End(ctx context.Context, timeout time.Duration) Report {
-	return c.end(ctx, timeout)
+	return c.end(ctx, timeout, true)
 }
 
-func (c *Cell) end(ctx context.Context, timeout time.Duration) Report {
+func (c *Cell) end(ctx context.Context, timeout time.Duration, reprobe bool) Report {
 	type answer struct {
-		id string
-		st *WorkerStats
+		id    string
+		st    *WorkerStats
+		clock *Clock
 	}
 	answers := make(chan answer, len(c.order))
 	for _, id := range c.order {
 		go func() {
 			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			defer cancel()
+			var clk *Clock
+			if reprobe {
+				// A second estimate at the end shows how far the clocks
+				// drifted apart during the cell.
+				if k, err := c.d.probe(ectx, id, c.spec.Prefix, c.rt); err == nil {
+					clk = &k
+				}
+			}
 			m, err := c.d.nc.RequestWithContext(ectx, subjWorker(c.d.cfg.Subject, id)+".end", []byte(c.spec.Prefix))
 			var st *WorkerStats
 			if err == nil {
@@ -466,20 +495,25 @@ func (c *Cell) end(ctx context.Context, timeout time.Duration) Report {
 					st = &s
 				}
 			}
-			answers <- answer{id, st}
+			answers <- answer{id, st, clk}
 		}()
 	}
 	got := map[string]*WorkerStats{}
+	clocks := map[string]*Clock{}
 	for range c.order {
 		a := <-answers
-		got[a.id] = a.st
+		got[a.id], clocks[a.id] = a.st, a.clock
 	}
+	_ = c.alive.Unsubscribe()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rep := Report{BadBatches: c.bad}
 	for _, id := range c.order {
 		ws := c.workers[id]
 		wr := WorkerReport{ID: id, Clock: ws.clock}
+		if k := clocks[id]; k != nil {
+			wr.Drift, wr.HasDrift = k.Offset-ws.clock.Offset, true
+		}
 		switch {
 		case got[id] != nil:
 			wr.Stats = *got[id]

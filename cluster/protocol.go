@@ -12,7 +12,8 @@
 //	<S>.w.<id>.cell         driver request: open a cell (CellSpec) -> Reply
 //	<S>.w.<id>.clock        driver request (prefix) -> the worker's cell clock, 8 bytes
 //	<S>.w.<id>.end          driver request (prefix) -> WorkerStats (JSON)
-//	<S>.rec.<prefix>        worker -> driver: record batches (binary, see encodeBatch)
+//	<S>.rec.<prefix>        worker -> driver: record batches (binary, see appendBatchHeader)
+//	<S>.d.<prefix>          worker request, the driver answers while the cell lasts
 //
 // Every record carries the worker's id (in its batch header) and the
 // worker's own clock; the driver converts it to its clock with the offset it
@@ -74,7 +75,15 @@ type CellSpec struct {
 	Profile string `json:"profile,omitempty"`
 	Faults  string `json:"faults,omitempty"`
 	Seed    int64  `json:"seed"`
+	// Driver is a subject the driver answers while the cell lasts: a
+	// worker that gets no answer for DriverTimeout stops the cell by itself
+	// (the driver died).
+	Driver string `json:"driver,omitempty"`
 }
+
+// DriverTimeout is how long a worker keeps a cell open without an answer
+// from its driver.
+const DriverTimeout = 6 * time.Second
 
 // Reply is a worker's answer to a cell announcement.
 type Reply struct {
@@ -100,6 +109,7 @@ func subjHello(root string) string        { return root + ".hello" }
 func subjBye(root string) string          { return root + ".bye" }
 func subjWorker(root, id string) string   { return root + ".w." + id }
 func subjRecords(root, pfx string) string { return root + ".rec." + pfx }
+func subjDriver(root, pfx string) string  { return root + ".d." + pfx }
 
 // SanitizeID turns s into a worker id usable as one subject token: letters,
 // digits, '-' and '_' are kept, anything else becomes '_'.

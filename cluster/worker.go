@@ -326,8 +326,38 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 	w.mu.Lock()
 	w.cells[spec.Prefix] = c
 	w.mu.Unlock()
+	if spec.Driver != "" {
+		go c.watchDriver()
+	}
 	w.logf("cell %s started (%s %s)", spec.Prefix, spec.Version, spec.Label)
 	return nil
+}
+
+// watchDriver stops the cell when its driver stops answering for
+// DriverTimeout: a driver that died leaves no one to end the cell.
+func (c *workerCell) watchDriver() {
+	const every = time.Second
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-c.stopped:
+			return
+		case <-t.C:
+		}
+		if _, err := c.w.nc.Request(c.spec.Driver, nil, every); err == nil {
+			last = time.Now()
+			continue
+		}
+		if time.Since(last) >= DriverTimeout {
+			c.w.logf("cell %s: no answer from its driver for %v; stopping the cell", c.spec.Prefix, DriverTimeout)
+			st := c.stop(c.w.cfg.StopTimeout)
+			c.w.logf("cell %s stopped: %d deliveries, %d redeliveries, %d step bodies", c.spec.Prefix,
+				st.Deliveries, st.Redeliveries, st.Steps)
+			return
+		}
+	}
 }
 
 // workerCell is one cell a worker serves.

@@ -145,6 +145,9 @@ type WorkerStat struct {
 	// timestamps were converted with it (error at most RTTUS/2).
 	OffsetUS float64 `json:"offset_us"`
 	RTTUS    float64 `json:"rtt_us"`
+	// DriftUS is how much the offset changed by the end of the cell (a
+	// second estimate); absent when the worker did not answer it.
+	DriftUS *float64 `json:"drift_us,omitempty"`
 	// Deliveries and Redeliveries are the queue deliveries the worker
 	// handled, and those with attempt > 1; Steps the step bodies it ran.
 	Deliveries   int64 `json:"deliveries"`

@@ -126,7 +126,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 		OnRun: prog.Run, External: cell,
 	}
 	res, derr := driver.Run(ctx, dc)
-	rep := cell.End(ctx, 10*time.Second)
+	rep := cell.End(ctx, endTimeout)
 	if derr != nil {
 		return results.Cell{}, nil, derr
 	}
@@ -138,13 +138,21 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())
 	for _, wr := range rep.Workers {
-		rc.WorkerStats = append(rc.WorkerStats, results.WorkerStat{Worker: wr.ID,
-			OffsetUS: us(wr.Clock.Offset), RTTUS: us(wr.Clock.RTT),
+		st := results.WorkerStat{Worker: wr.ID, OffsetUS: us(wr.Clock.Offset), RTTUS: us(wr.Clock.RTT),
 			Deliveries: wr.Stats.Deliveries, Redeliveries: wr.Stats.Redeliveries, Steps: wr.Stats.Steps,
-			Lost: wr.Lost, Left: wr.Left})
+			Lost: wr.Lost, Left: wr.Left}
+		if wr.HasDrift {
+			d := us(wr.Drift)
+			st.DriftUS = &d
+		}
+		rc.WorkerStats = append(rc.WorkerStats, st)
 	}
 	return rc, res, nil
 }
+
+// endTimeout bounds the end of a cell on the workers: their engines stop
+// (running handlers finish) before the driver deletes the streams.
+const endTimeout = 30 * time.Second
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
