@@ -499,6 +499,21 @@ func TestExternalWorkersCluster(t *testing.T) {
 	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 3) })
 }
 
+// TestDriverDies: a worker whose driver was killed mid-cell stops the cell
+// by itself (its messages go back to the queue) and keeps serving.
+func TestDriverDies(t *testing.T) {
+	url := startServer(t, childSpec{Name: "orphan"})
+	w := startWorker(t, url, "w1", "--concurrency", "2")
+	s := startSweep(t, url, "--branches", "16", "--versions", "pending-count", "--switches", "none",
+		"--reps", "20", "--warmup", "0", "--option", "body=100ms")
+	w.waitLog(t, "started", 60*time.Second)
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitLog(t, "no answer from its driver", 20*time.Second)
+	w.waitLog(t, "stopped:", 20*time.Second)
+}
+
 // TestNoWorkers: a driver that waits for workers that never come exits 3
 // with an error that says so.
 func TestNoWorkers(t *testing.T) {
