@@ -160,6 +160,16 @@ func (e *Engine) replay(ctx context.Context, inv *invocation) error {
 		if err != nil {
 			return fmt.Errorf("load %s: %w", inv.run, err)
 		}
+		if ev := inv.ensure; ev != nil {
+			inv.ensure = nil
+			if !hasEvent(events, ev.ID) {
+				if _, err := e.w.Append(ctx, inv.run, *ev, world.Precondition{}); err != nil &&
+					!errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrGone) {
+					return fmt.Errorf("replay %s: re-ensure %s: %w", inv.run, ev.Kind, err)
+				}
+				continue // reload with the event in place
+			}
+		}
 		st := derive(events, prog.Program, 0)
 		if st.terminal {
 			return nil
