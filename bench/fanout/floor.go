@@ -140,7 +140,8 @@ type Floor struct {
 	dones    []string // "d/0.<i>"
 	bodies   [][]byte // step message bodies: the step index
 	sub      world.Subscription
-	runs     sync.Map // run id -> *floorRun
+	runs     sync.Map     // run id -> *floorRun
+	lastErr  atomic.Value // error: the last failed delivery, for a stuck run's report
 }
 
 // floorRun is one run of the floor.
@@ -150,8 +151,9 @@ type floorRun struct {
 	t0        time.Duration
 	lastBody  atomic.Int64 // latest "body" instant (after the claim)
 	completed atomic.Int32
-	noPending atomic.Bool // a completion reported no pending step (pending counts)
-	finishing atomic.Bool // the finisher is chosen (pending counts)
+	counted   []atomic.Bool // step i's completion was counted
+	noPending atomic.Bool   // a completion reported no pending step (pending counts)
+	finishing atomic.Bool   // the finisher is chosen (pending counts)
 	done      chan struct{}
 	end       time.Duration
 }
@@ -187,7 +189,7 @@ func (fl *Floor) Stop(ctx context.Context) error { return fl.sub.Stop(ctx) }
 
 // Run performs one run and returns its TTLS (latest body instant - t0).
 func (fl *Floor) Run(ctx context.Context, id string, timeout time.Duration) (ttls time.Duration, err error) {
-	r := &floorRun{id: id, done: make(chan struct{}), stepMsgID: make([]string, fl.n)}
+	r := &floorRun{id: id, done: make(chan struct{}), stepMsgID: make([]string, fl.n), counted: make([]atomic.Bool, fl.n)}
 	for i := range fl.n {
 		r.stepMsgID[i] = "step/" + id + "/" + fl.entities[i]
 	}
@@ -202,7 +204,9 @@ func (fl *Floor) Run(ctx context.Context, id string, timeout time.Duration) (ttl
 	select {
 	case <-r.done:
 	case <-time.After(timeout):
-		return 0, fmt.Errorf("floor run %s did not finish in %v", id, timeout)
+		err, _ := fl.lastErr.Load().(error)
+		return 0, fmt.Errorf("floor run %s did not finish in %v (%d of %d steps completed; last delivery error: %v)",
+			id, timeout, r.completed.Load(), fl.n, err)
 	}
 	return time.Duration(r.lastBody.Load()) - r.t0, nil
 }
@@ -213,11 +217,17 @@ func (fl *Floor) handle(ctx context.Context, d world.Delivery) error {
 		return nil
 	}
 	r := v.(*floorRun)
+	var err error
 	if d.Body[0] == 'w' {
-		return fl.orchestrate(ctx, r)
+		err = fl.orchestrate(ctx, r)
+	} else {
+		i, _ := strconv.Atoi(string(d.Body))
+		err = fl.step(ctx, r, i, d.Attempt)
 	}
-	i, _ := strconv.Atoi(string(d.Body))
-	return fl.step(ctx, r, i, d.Attempt)
+	if err != nil {
+		fl.lastErr.Store(fmt.Errorf("%s attempt %d: %w", d.Body, d.Attempt, err))
+	}
+	return err
 }
 
 func (fl *Floor) orchestrate(ctx context.Context, r *floorRun) error {
@@ -327,10 +337,16 @@ func (fl *Floor) step(ctx context.Context, r *floorRun, i, attempt int) error {
 			_, err = fl.w.Append(ctx, r.id, claim, world.Precondition{})
 		}
 	}
-	if err != nil {
-		if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {
-			return nil
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, world.ErrConflict):
+		// Already completed: a redelivery after a completion whose
+		// delivery failed. The engine rechecks the run; the floor makes
+		// sure the completion was counted.
+		return fl.complete(ctx, r, i)
+	case errors.Is(err, world.ErrGone):
+		return nil
+	default:
 		return err // redelivered, as the engine's claim failure is
 	}
 	fl.body(r)
@@ -352,8 +368,8 @@ func (fl *Floor) complete(ctx context.Context, r *floorRun, i int) error {
 	default:
 		return err
 	}
-	if res.Duplicate {
-		return nil
+	if !r.counted[i].CompareAndSwap(false, true) {
+		return nil // counted by an earlier delivery
 	}
 	if fl.f.PendingCount {
 		// Commit order and the order in which completers count differ, so
