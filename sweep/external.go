@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/durabench/durabench/cluster"
@@ -133,8 +134,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	mc := metrics.Config{Stall: metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout}}
-	rc := res.Cell(c.identity(), mc, pacer.Open())
+	rc := c.declared(res.Cell(c.identity(), p.metricsConfig(c), pacer.Open()))
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())
 	for _, wr := range rep.Workers {
@@ -169,4 +169,23 @@ func natsPrefix(w world.World) (string, bool) {
 		}
 		w = u.Unwrap()
 	}
+}
+
+// externalSummary is the progress line's note on a cell run by external
+// workers: who took part, and the redeliveries a lost worker caused.
+func externalSummary(rc *results.Cell) string {
+	s := fmt.Sprintf(", workers %s", strings.Join(rc.Workers, ","))
+	var lost []string
+	for _, w := range rc.WorkerStats {
+		if w.Lost {
+			lost = append(lost, w.Worker)
+		}
+	}
+	if len(lost) > 0 {
+		s += fmt.Sprintf(" (lost %s)", strings.Join(lost, ","))
+	}
+	if rc.Redeliveries > 0 {
+		s += fmt.Sprintf(", %d redeliveries", rc.Redeliveries)
+	}
+	return s
 }

@@ -52,6 +52,9 @@ func Summary(rc *results.Cell) string {
 	if rc.DriverLag != nil {
 		s += ", driver lag p99 " + results.FormatMicros(float64(rc.DriverLag.P99))
 	}
+	if len(rc.Workers) > 0 {
+		s += externalSummary(rc)
+	}
 	return s
 }
 
