@@ -93,6 +93,8 @@ func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
 	}
 	defer sub.Unsubscribe()
 	seen := map[string]Hello{}
+	warned := map[string]bool{}
+	var mismatched []string
 	deadline := time.NewTimer(d.cfg.Wait)
 	defer deadline.Stop()
 	ask := time.NewTicker(250 * time.Millisecond)
@@ -110,9 +112,17 @@ func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
 		select {
 		case m := <-ch:
 			var h Hello
-			if json.Unmarshal(m.Data, &h) == nil && h.ID != "" {
-				seen[h.ID] = h
+			if json.Unmarshal(m.Data, &h) != nil || h.ID == "" {
+				continue
 			}
+			if h.Protocol != Protocol {
+				if !warned[h.ID] {
+					warned[h.ID] = true
+					mismatched = append(mismatched, fmt.Sprintf("%s speaks protocol %d, not %d", h.ID, h.Protocol, Protocol))
+				}
+				continue
+			}
+			seen[h.ID] = h
 			if len(seen) >= d.cfg.Expect && settle == nil {
 				settle = time.After(100 * time.Millisecond)
 			}
@@ -128,6 +138,9 @@ func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
 				ids = append(ids, id)
 			}
 			sort.Strings(ids)
+			if len(mismatched) > 0 {
+				ids = append(ids, "ignored: "+strings.Join(mismatched, ", ")+" (another durabench build)")
+			}
 			return nil, fmt.Errorf("%w: %d of %d answered on %s within %v (%s); start them with: durabench worker --nats-url URL",
 				ErrNoWorkers, len(seen), d.cfg.Expect, d.nc.ConnectedUrlRedacted(), d.cfg.Wait, strings.Join(ids, ", "))
 		case <-ctx.Done():
@@ -446,8 +459,11 @@ type Report struct {
 
 // WorkerReport is one worker's part in a cell.
 type WorkerReport struct {
-	ID    string
-	Clock Clock
+	ID string
+	// Host and Concurrency are what the worker said in its hello.
+	Host        string
+	Concurrency int
+	Clock       Clock
 	// Stats are the worker's counts; Lost is set when it did not answer at
 	// the end of the cell (it died or was cut off): its counts are missing.
 	Stats WorkerStats
@@ -510,7 +526,7 @@ func (c *Cell) end(ctx context.Context, timeout time.Duration, reprobe bool) Rep
 	rep := Report{BadBatches: c.bad}
 	for _, id := range c.order {
 		ws := c.workers[id]
-		wr := WorkerReport{ID: id, Clock: ws.clock}
+		wr := WorkerReport{ID: id, Host: ws.hello.Host, Concurrency: ws.hello.Concurrency, Clock: ws.clock}
 		if k := clocks[id]; k != nil {
 			wr.Drift, wr.HasDrift = k.Offset-ws.clock.Offset, true
 		}

@@ -41,14 +41,17 @@ var ErrNoWorkers = errors.New("not enough durabench workers")
 // ErrWorker is returned when a worker refused or failed a cell.
 var ErrWorker = errors.New("durabench worker failed")
 
+// Protocol versions the messages below and the record batches; a driver
+// uses only workers that speak its version.
+const Protocol = 1
+
 // Hello is what a worker says about itself.
 type Hello struct {
 	ID          string `json:"id"`
+	Protocol    int    `json:"protocol"`
 	Host        string `json:"host,omitempty"`
 	PID         int    `json:"pid,omitempty"`
 	Concurrency int    `json:"concurrency"`
-	// Version is the durabench version of the worker binary.
-	Version string `json:"version,omitempty"`
 }
 
 // Bye is what a worker says when it stops (on a signal): its counts in

@@ -106,7 +106,7 @@ func Connect(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	}
 	host, _ := os.Hostname()
 	return &Worker{cfg: cfg, nc: nc, cells: map[string]*workerCell{},
-		hello: Hello{ID: cfg.ID, Host: host, PID: os.Getpid(), Concurrency: cfg.Concurrency}}, nil
+		hello: Hello{ID: cfg.ID, Protocol: Protocol, Host: host, PID: os.Getpid(), Concurrency: cfg.Concurrency}}, nil
 }
 
 // dial connects to url within natsworld.DefaultConnectTimeout.

@@ -140,6 +140,10 @@ type Cell struct {
 // WorkerStat is one external worker's part in a cell.
 type WorkerStat struct {
 	Worker string `json:"worker"`
+	// Host is the worker's host name; Concurrency its engine's delivery
+	// concurrency (durabench worker --concurrency).
+	Host        string `json:"host,omitempty"`
+	Concurrency int    `json:"concurrency,omitempty"`
 	// OffsetUS is the worker's clock minus the driver's, estimated at cell
 	// start from the round trip with the smallest RTTUS; the worker's
 	// timestamps were converted with it (error at most RTTUS/2).

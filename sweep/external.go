@@ -8,7 +8,6 @@ import (
 
 	"github.com/durabench/durabench/cluster"
 	"github.com/durabench/durabench/driver"
-	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/world"
 )
@@ -138,7 +137,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())
 	for _, wr := range rep.Workers {
-		st := results.WorkerStat{Worker: wr.ID, OffsetUS: us(wr.Clock.Offset), RTTUS: us(wr.Clock.RTT),
+		st := results.WorkerStat{Worker: wr.ID, Host: wr.Host, Concurrency: wr.Concurrency, OffsetUS: us(wr.Clock.Offset), RTTUS: us(wr.Clock.RTT),
 			Deliveries: wr.Stats.Deliveries, Redeliveries: wr.Stats.Redeliveries, Steps: wr.Stats.Steps,
 			Lost: wr.Lost, Left: wr.Left}
 		if wr.HasDrift {
