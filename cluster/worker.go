@@ -329,7 +329,7 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 	if spec.Driver != "" {
 		go c.watchDriver()
 	}
-	w.logf("cell %s started (%s %s)", spec.Prefix, spec.Version, spec.Label)
+	w.logf("cell %s started (%s)", spec.Prefix, spec.Label)
 	return nil
 }
 
