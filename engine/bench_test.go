@@ -37,7 +37,13 @@ func BenchmarkFanOutMem(b *testing.B) {
 // Its allocations include the mem world's, which do not change as long as
 // the engine issues the same world operations; cpu-us/op is the process's
 // CPU time per run, steadier than wall time on a shared machine.
-func BenchmarkEngineMem256(b *testing.B) {
+func BenchmarkEngineMem256(b *testing.B) { benchEngineMem(b, 256) }
+
+// BenchmarkEngineMem1 is BenchmarkEngineMem256 for a one-branch run: the
+// engine's fixed cost per run.
+func BenchmarkEngineMem1(b *testing.B) { benchEngineMem(b, 1) }
+
+func benchEngineMem(b *testing.B, branches int) {
 	for _, v := range engine.Versions() {
 		b.Run(v.Name, func(b *testing.B) {
 			ctx := context.Background()
@@ -48,7 +54,7 @@ func BenchmarkEngineMem256(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer eng.Stop(ctx)
-			p := engine.FanOut(256)
+			p := engine.FanOut(branches)
 			for i := range fanout.WarmupRuns {
 				if _, err := eng.Run(ctx, "w"+strconv.Itoa(i), p); err != nil {
 					b.Fatal(err)
