@@ -479,12 +479,57 @@ func testStopWorker(t *testing.T, url string, replicas int) {
 	t.Logf("ttls p50 %d µs, max %d µs; %d redeliveries", c.Metrics["ttls"].P50, c.Metrics["ttls"].Max, c.Redeliveries)
 }
 
+// testHooksAndStreams: hooks created on a worker are resumed by the driver,
+// and a stream's writer and reader steps (on either worker) measure chunk
+// latency on one clock: no negative samples.
+func testHooksAndStreams(t *testing.T, url string, replicas int) {
+	startWorker(t, url, "w1", "--concurrency", "4")
+	startWorker(t, url, "w2", "--concurrency", "4")
+	const reps = 4
+	s := startSweep(t, url, "--expect-workers", "2", "--scenario", "hook-step,stream-latency", "--versions", "pending-count",
+		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "0", "--nats-replicas", fmt.Sprint(replicas))
+	s.wait(t, 120*time.Second)
+	if s.code != 0 {
+		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)
+	}
+	f := s.results(t)
+	if len(f.Cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(f.Cells))
+	}
+	for _, c := range f.Cells {
+		if c.Runs != reps || c.Errors != 0 || c.Stalls != 0 || c.Metrics["ttc"].Count != reps {
+			t.Errorf("%s: runs %d errors %d stalls %d ttc %d", c.Scenario, c.Runs, c.Errors, c.Stalls, c.Metrics["ttc"].Count)
+		}
+		if !slices.Equal(c.Workers, []string{"w1", "w2"}) {
+			t.Errorf("%s: workers %v", c.Scenario, c.Workers)
+		}
+		for name, m := range c.Metrics {
+			if m.Negative > 0 {
+				t.Errorf("%s: %s has %d negative samples", c.Scenario, name, m.Negative)
+			}
+		}
+		switch c.Scenario {
+		case "hook-step":
+			if m := c.Metrics["resume_to_step"]; m.Count != reps {
+				t.Errorf("hook-step: resume_to_step has %d samples, want %d", m.Count, reps)
+			}
+		case "stream-latency":
+			m := c.Metrics["sl"]
+			if m.Count != reps*20 {
+				t.Errorf("stream-latency: sl has %d samples, want %d", m.Count, reps*20)
+			}
+			t.Logf("stream-latency: sl p50 %d µs p99 %d µs", m.P50, m.P99)
+		}
+	}
+}
+
 // TestExternalWorkers runs the distributed sweep on one nats-server process.
 func TestExternalWorkers(t *testing.T) {
 	url := startServer(t, childSpec{Name: "single"})
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 1) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 1) })
 	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 1) })
+	t.Run("HooksAndStreams", func(t *testing.T) { testHooksAndStreams(t, url, 1) })
 }
 
 // TestExternalWorkersCluster runs it on a three-node cluster with R3
@@ -497,6 +542,7 @@ func TestExternalWorkersCluster(t *testing.T) {
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 3) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 3) })
 	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 3) })
+	t.Run("HooksAndStreams", func(t *testing.T) { testHooksAndStreams(t, url, 3) })
 }
 
 // TestDriverDies: a worker whose driver was killed mid-cell stops the cell

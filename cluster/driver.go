@@ -179,7 +179,9 @@ type Cell struct {
 
 type workerState struct {
 	hello Hello
-	clock Clock
+	// clock is the offset estimated at cell start; conv converts the
+	// worker's records (zero offset once the worker shifted its clock).
+	clock, conv Clock
 	// wm is the worker's latest watermark on the driver's clock; seen the
 	// driver's clock when its latest batch arrived.
 	wm, seen time.Duration
@@ -258,7 +260,20 @@ func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Ce
 			c.end(ctx, time.Second, false)
 			return nil, fmt.Errorf("%w: worker %s: clock: %w", ErrWorker, id, err)
 		}
-		c.workers[id].clock = clk
+		ws := c.workers[id]
+		ws.clock, ws.conv = clk, clk
+		// The worker shifts its clock onto the driver's: then even the
+		// timestamps that travel between workers (a chunk's write time,
+		// read back by another worker) are on one clock. Its records need
+		// no conversion once it did.
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := d.nc.RequestWithContext(sctx, subjWorker(d.cfg.Subject, id)+".shift", encodeShift(spec.Prefix, clk.Offset))
+		cancel()
+		if err != nil || string(m.Data) != "ok" {
+			c.end(ctx, time.Second, false)
+			return nil, fmt.Errorf("%w: worker %s: clock shift: %v", ErrWorker, id, err)
+		}
+		ws.conv = Clock{RTT: clk.RTT, Samples: clk.Samples}
 	}
 	return c, nil
 }
@@ -372,7 +387,7 @@ func (c *Cell) onBatch(m *nats.Msg) {
 		c.mu.Unlock()
 		return
 	}
-	obs, clk := c.obs, ws.clock
+	obs, clk := c.obs, ws.conv
 	c.mu.Unlock()
 	ends := 0
 	for _, r := range recs {

@@ -11,6 +11,8 @@
 //	<S>.discover            driver request; every worker replies with its Hello
 //	<S>.w.<id>.cell         driver request: open a cell (CellSpec) -> Reply
 //	<S>.w.<id>.clock        driver request (prefix) -> the worker's cell clock, 8 bytes
+//	<S>.w.<id>.shift        driver request (offset, prefix): the worker's cell clock
+//	                        is shifted onto the driver's from now on -> "ok"
 //	<S>.w.<id>.end          driver request (prefix) -> WorkerStats (JSON)
 //	<S>.rec.<prefix>        worker -> driver: record batches (binary, see appendBatchHeader)
 //	<S>.d.<prefix>          worker request, the driver answers while the cell lasts
@@ -299,4 +301,16 @@ func decodeBatch(b []byte) (id string, watermark time.Duration, recs []record, e
 		}
 	}
 	return id, watermark, recs, r.err
+}
+
+// encodeShift is a shift request: the offset (8 bytes) and the prefix.
+func encodeShift(prefix string, offset time.Duration) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(offset)), prefix...)
+}
+
+func decodeShift(b []byte) (prefix string, offset time.Duration, ok bool) {
+	if len(b) < 8 {
+		return "", 0, false
+	}
+	return string(b[8:]), time.Duration(binary.BigEndian.Uint64(b)), true
 }

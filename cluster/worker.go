@@ -242,7 +242,17 @@ func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
 			_ = m.Respond(nil)
 			return
 		}
-		_ = m.Respond(binary.BigEndian.AppendUint64(nil, uint64(c.rt.Now())))
+		// The unshifted clock: the driver's estimate is of this clock.
+		_ = m.Respond(binary.BigEndian.AppendUint64(nil, uint64(c.rt.Runtime.Now())))
+	case "shift":
+		prefix, off, ok := decodeShift(m.Data)
+		c := w.cell(prefix)
+		if !ok || c == nil {
+			_ = m.Respond(nil)
+			return
+		}
+		c.rt.shift.Store(int64(off))
+		_ = m.Respond([]byte("ok"))
 	case "end":
 		c := w.cell(string(m.Data))
 		if c == nil {
@@ -303,7 +313,7 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 		}
 		base = profile.Wrap(nw, prof, spec.Seed)
 	}
-	c := &workerCell{spec: spec, w: w, inner: nw, rt: base.Runtime(), stopped: make(chan struct{})}
+	c := &workerCell{spec: spec, w: w, inner: nw, rt: &shiftedRuntime{Runtime: base.Runtime()}, stopped: make(chan struct{})}
 	c.world = &countingWorld{World: base, c: c}
 	c.batch = newBatcher(w.nc, subjRecords(w.cfg.Subject, spec.Prefix), w.cfg.ID, c.rt, w.cfg.FlushInterval, &c.records)
 	c.obs = &recordingObserver{b: c.batch, steps: &c.steps}
@@ -366,7 +376,7 @@ type workerCell struct {
 	w      *Worker
 	inner  *natsworld.World
 	world  world.World
-	rt     world.Runtime
+	rt     *shiftedRuntime
 	eng    *engine.Engine
 	obs    *recordingObserver
 	batch  *batcher
@@ -404,12 +414,29 @@ func (c *workerCell) stop(timeout time.Duration) WorkerStats {
 	return c.final
 }
 
+// shiftedRuntime is a worker cell's runtime: the world's real clock minus
+// the offset the driver estimated, so every timestamp the engine takes —
+// the records, and the chunk write times other workers read back from the
+// streams — is on the driver's clock.
+type shiftedRuntime struct {
+	world.Runtime
+	shift atomic.Int64 // ns
+}
+
+// Now is the driver's clock as this worker estimates it.
+func (r *shiftedRuntime) Now() time.Duration {
+	return r.Runtime.Now() - time.Duration(r.shift.Load())
+}
+
 // countingWorld counts the deliveries its consumer handles, and those with
 // attempt > 1.
 type countingWorld struct {
 	world.World
 	c *workerCell
 }
+
+// Runtime is the shifted runtime: the engine takes its timestamps here.
+func (cw *countingWorld) Runtime() world.Runtime { return cw.c.rt }
 
 func (cw *countingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
 	return cw.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
