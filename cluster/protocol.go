@@ -17,9 +17,13 @@
 //	<S>.rec.<prefix>        worker -> driver: record batches (binary, see appendBatchHeader)
 //	<S>.d.<prefix>          worker request, the driver answers while the cell lasts
 //
-// Every record carries the worker's id (in its batch header) and the
-// worker's own clock; the driver converts it to its clock with the offset it
-// estimated at cell start (EstimateOffset).
+// Clocks: at cell start the driver estimates each worker's clock offset
+// from round trips (EstimateOffset, the min-RTT sample) and sends it back;
+// the worker's engine then takes every timestamp on the driver's clock
+// (its cell runtime is shifted by the offset), so records — each batch
+// names its worker — and the chunk write times workers read back from one
+// another's streams share one clock, good to RTT/2. A second estimate at
+// cell end reports the drift.
 package cluster
 
 import (
