@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/durabench/durabench/driver"
@@ -210,8 +211,31 @@ func (p *Plan) runCell(ctx context.Context, c Cell, prog Progress) (results.Cell
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	mc := metrics.Config{Stall: metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout}}
-	return res.Cell(c.identity(), mc, pacer.Open()), res, nil
+	return c.declared(res.Cell(c.identity(), p.metricsConfig(c), pacer.Open())), res, nil
+}
+
+// metricsConfig is how the cell's timelines become metrics: the plan's stall
+// rule and the stream pacing SO is measured against.
+func (p *Plan) metricsConfig(c Cell) metrics.Config {
+	return metrics.Config{
+		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
+		ChunkInterval: scenarios.ChunkInterval(c.Program),
+	}
+}
+
+// declared keeps only the metrics the cell's scenario declares, so a report
+// never shows a figure the scenario does not measure (a stream's TTLS).
+func (c Cell) declared(rc results.Cell) results.Cell {
+	s, err := scenarios.Get(c.Scenario)
+	if err != nil || len(s.Metrics) == 0 {
+		return rc
+	}
+	for name := range rc.Metrics {
+		if !slices.Contains(s.Metrics, name) {
+			delete(rc.Metrics, name)
+		}
+	}
+	return rc
 }
 
 // identity is the results.Cell key fields of c.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"time"
 
 	"github.com/durabench/durabench/world"
@@ -68,7 +69,16 @@ func (p *Plan) newWorld(ctx context.Context, c Cell) (*cellWorld, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim-log: %w: %w", err, ErrInvalid)
 		}
-		sw := sim.New(sim.Config{Options: opts, Log: model, Seed: c.Seed})
+		sc := sim.Config{Options: opts, Log: model, Seed: c.Seed,
+			// A pending count is an atomic counter in a real backend: count it
+			// over everything committed, on either log model.
+			PendingAtCommit: true}
+		if c.Profile != "none" {
+			// The profile supplies every latency; the sim's own default
+			// (1 ms a call) would count twice.
+			sc.Latency = func(world.Op, *rand.Rand) time.Duration { return 0 }
+		}
+		sw := sim.New(sc)
 		base = sw
 		cw.run = sw.Run
 	case "nats":

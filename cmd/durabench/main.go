@@ -37,6 +37,8 @@ usage:
   durabench compare BASE HEAD [--format text|md]
   durabench gate    HEAD --baseline BASE [--rules FILE | --rule R ...]
   durabench history add RESULTS --dir DIR
+  durabench sim     [--seeds N] [--log mint-ordered,append-only] [--scenario ...] [--versions ...] [--guard] [--replay SEED]
+                                            explore seeds on the sim world and check the engine's invariants
   durabench worker  --nats-url URL [--concurrency N] [--id NAME]   engine worker for sweep --workers external
 
 exit codes: 0 ok, 1 gate regression, 2 usage or input error, 3 the sweep failed, 130 interrupted
@@ -68,11 +70,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdHistory(args[1:], stdout, stderr)
 	case "worker":
 		code, err = cmdWorker(ctx, args[1:], stdout, stderr)
+	case "sim":
+		code, err = cmdSim(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history, worker)", args[0])
+		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history, sim, worker)", args[0])
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
