@@ -570,6 +570,7 @@ func TestNoWorkers(t *testing.T) {
 	if s.code != 3 || !strings.Contains(s.stderr.String(), "0 of 2 answered") {
 		t.Fatalf("exit %d, stderr %q: want exit 3 naming the missing workers", s.code, s.stderr)
 	}
+	t.Logf("stderr:\n%s", s.stderr)
 }
 
 // TestBadWorkersFlags: --workers external without --nats-url, or on

@@ -141,8 +141,12 @@ func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
 			if len(mismatched) > 0 {
 				ids = append(ids, "ignored: "+strings.Join(mismatched, ", ")+" (another durabench build)")
 			}
-			return nil, fmt.Errorf("%w: %d of %d answered on %s within %v (%s); start them with: durabench worker --nats-url URL",
-				ErrNoWorkers, len(seen), d.cfg.Expect, d.nc.ConnectedUrlRedacted(), d.cfg.Wait, strings.Join(ids, ", "))
+			who := ""
+			if len(ids) > 0 {
+				who = " (" + strings.Join(ids, ", ") + ")"
+			}
+			return nil, fmt.Errorf("%w: %d of %d answered on %s within %v%s; start them with: durabench worker --nats-url URL",
+				ErrNoWorkers, len(seen), d.cfg.Expect, d.nc.ConnectedUrlRedacted(), d.cfg.Wait, who)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
