@@ -334,6 +334,11 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 		return err
 	}
 	w.mu.Lock()
+	if w.closed { // a signal came while the cell was opening
+		w.mu.Unlock()
+		c.stop(w.cfg.StopTimeout)
+		return fmt.Errorf("worker is stopping")
+	}
 	w.cells[spec.Prefix] = c
 	w.mu.Unlock()
 	if spec.Driver != "" {
