@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
-	"strings"
 )
 
 // msgKind is what a queue message asks the engine to do.
@@ -124,14 +123,28 @@ func stepID(stage, index int) string {
 }
 
 // parseStepID splits a correlation id without allocating.
+// It runs for every step event of every replay, so it is one pass over the
+// bytes.
 func parseStepID(id string) (stage, index int, ok bool) {
-	dot := strings.IndexByte(id, '.')
-	if dot <= 0 {
+	i, n := 0, len(id)
+	for ; i < n && id[i] != '.'; i++ {
+		c := id[i]
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		stage = stage*10 + int(c-'0')
+	}
+	if i == 0 || i >= n-1 {
 		return 0, 0, false
 	}
-	stage, ok1 := atoi(id[:dot])
-	index, ok2 := atoi(id[dot+1:])
-	return stage, index, ok1 && ok2
+	for i++; i < n; i++ {
+		c := id[i]
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		index = index*10 + int(c-'0')
+	}
+	return stage, index, true
 }
 
 func atoi(s string) (int, bool) {

@@ -236,6 +236,8 @@ type Log interface {
 	Append(ctx context.Context, run string, ev Event, pre Precondition) (AppendResult, error)
 	// Load returns the run's whole log in position order (ErrNotFound for an
 	// unknown run). Its cost grows with the log's length, as in real engines.
+	// The result is a read-only snapshot: callers must not modify it, and
+	// later appends never change it (a world may share it between callers).
 	Load(ctx context.Context, run string) ([]Event, error)
 }
 
