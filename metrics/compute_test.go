@@ -264,7 +264,7 @@ func TestCollectStalls(t *testing.T) {
 	tls = append(tls, run("slow", 306*time.Second))
 	tls = append(tls, RunTimeline{ID: "cut", Cut: 400 * time.Second})
 	c := Collect(tls, Config{Stall: StallRule{VisibilityTimeout: 300 * time.Second}})
-	// median (nearest rank, 10 finished runs) 1.004 s → min(10.04 s, 301.004 s)
+	// median (nearest rank, 10 finished runs) 1.004 s → min(10.04 s, 1 s + 270 s)
 	if c.Threshold != 10*(time.Second+4*ms) {
 		t.Errorf("Threshold = %v", c.Threshold)
 	}
@@ -280,23 +280,23 @@ func TestCollectStalls(t *testing.T) {
 
 func TestStallRuleFor(t *testing.T) {
 	tests := []struct {
-		name   string
-		rule   StallRule
-		median time.Duration
-		want   time.Duration
+		name            string
+		rule            StallRule
+		fastest, median time.Duration
+		want            time.Duration
 	}{
-		{"explicit wins", StallRule{Threshold: 5 * time.Second, VisibilityTimeout: time.Second}, time.Second, 5 * time.Second},
-		{"10x median", StallRule{}, time.Second, 10 * time.Second},
-		{"10x median below median+VT", StallRule{VisibilityTimeout: 300 * time.Second}, time.Second, 10 * time.Second},
-		{"median+VT below 10x median", StallRule{VisibilityTimeout: 2 * time.Second}, time.Second, 3 * time.Second},
-		{"VT shorter than median never cuts below it", StallRule{VisibilityTimeout: time.Second}, 2 * time.Second, 3 * time.Second},
-		{"default floor", StallRule{}, time.Millisecond, DefaultStallFloor},
-		{"custom floor", StallRule{Floor: time.Millisecond}, 200 * time.Microsecond, 2 * time.Millisecond},
-		{"no finished runs", StallRule{}, 0, DefaultStallFloor},
+		{"explicit wins", StallRule{Threshold: 5 * time.Second, VisibilityTimeout: time.Second}, time.Second, time.Second, 5 * time.Second},
+		{"10x median", StallRule{}, time.Second, time.Second, 10 * time.Second},
+		{"10x median below fastest+VT", StallRule{VisibilityTimeout: 300 * time.Second}, time.Second, time.Second, 10 * time.Second},
+		{"fastest+0.9VT below 10x median", StallRule{VisibilityTimeout: 2 * time.Second}, time.Second, time.Second, 2800 * time.Millisecond},
+		{"most runs stalled: anchored on the fastest", StallRule{VisibilityTimeout: 3 * time.Second}, 20 * time.Millisecond, 3 * time.Second, 2720 * time.Millisecond},
+		{"default floor", StallRule{}, time.Millisecond, time.Millisecond, DefaultStallFloor},
+		{"custom floor", StallRule{Floor: time.Millisecond}, 100 * time.Microsecond, 200 * time.Microsecond, 2 * time.Millisecond},
+		{"no finished runs", StallRule{}, 0, 0, DefaultStallFloor},
 	}
 	for _, tc := range tests {
-		if got := tc.rule.For(tc.median); got != tc.want {
-			t.Errorf("%s: For(%v) = %v; want %v", tc.name, tc.median, got, tc.want)
+		if got := tc.rule.For(tc.fastest, tc.median); got != tc.want {
+			t.Errorf("%s: For(%v, %v) = %v; want %v", tc.name, tc.fastest, tc.median, got, tc.want)
 		}
 	}
 }

@@ -91,7 +91,7 @@ var Conventions = []string{
 	"Percentiles are nearest-rank over the per-sample values: sorted[min(n−1, ⌈q/100·n⌉−1)].",
 	"Failed runs are counted as errors and listed; they contribute no latency samples.",
 	"A stall is a run unfinished at the cell timeout, or one whose TTLS exceeds the stall threshold: " +
-		"the explicit threshold when set, else min(10 × median TTLS, median TTLS + visibility timeout), never below " +
+		"the explicit threshold when set, else min(10 × median TTLS, fastest TTLS + 0.9 × visibility timeout), never below " +
 		DefaultStallFloor.String() + ".",
 }
 

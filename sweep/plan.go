@@ -202,7 +202,7 @@ var fields = []field{
 		p.CellTimeout, err = duration(v[0], true)
 		return err
 	}},
-	{"stall-threshold", false, "TTLS above which a run is a stall (default: 10× the cell median, or the visibility timeout)", func(p *Plan, v []string) (err error) {
+	{"stall-threshold", false, "TTLS above which a run is a stall (default: the smaller of 10× the cell median and the fastest run + 0.9× the visibility timeout, at least 100ms)", func(p *Plan, v []string) (err error) {
 		p.StallThreshold, err = duration(v[0], false)
 		return err
 	}},
