@@ -226,7 +226,7 @@ type workerProc struct {
 // cleanup stops it with SIGTERM.
 func startWorker(t *testing.T, url, id string, extra ...string) *workerProc {
 	t.Helper()
-	args := append([]string{"worker", "--nats-url", url, "--id", id}, extra...)
+	args := append([]string{"worker", "--nats-url", url, "--id", id, "--status-every", "2s"}, extra...)
 	w := &workerProc{id: id, cmd: exec.Command(bin, args...), log: &syncBuffer{}, done: make(chan struct{})}
 	w.cmd.Stderr = w.log
 	w.cmd.Stdout = w.log

@@ -54,6 +54,9 @@ type WorkerConfig struct {
 	StopTimeout time.Duration
 	// Log receives one line per event (nil: none).
 	Log io.Writer
+	// StatusEvery, when > 0, logs each open cell's counts that often, so a
+	// stuck worker shows where it is stuck.
+	StatusEvery time.Duration
 }
 
 func (c *WorkerConfig) defaults() error {
@@ -344,8 +347,26 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 	if spec.Driver != "" {
 		go c.watchDriver()
 	}
+	if w.cfg.StatusEvery > 0 {
+		go c.status(w.cfg.StatusEvery)
+	}
 	w.logf("cell %s started (%s)", spec.Prefix, spec.Label)
 	return nil
+}
+
+// status logs the cell's counts every interval until it stops.
+func (c *workerCell) status(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopped:
+			return
+		case <-t.C:
+		}
+		c.w.logf("cell %s: %d deliveries (%d in flight), %d redeliveries, %d step bodies, %d records sent",
+			c.spec.Prefix, c.deliveries.Load(), c.inflight.Load(), c.redeliveries.Load(), c.steps.Load(), c.records.Load())
+	}
 }
 
 // watchDriver stops the cell when its driver stops answering for
@@ -388,7 +409,7 @@ type workerCell struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	deliveries, redeliveries, steps, records atomic.Int64
+	deliveries, redeliveries, steps, records, inflight atomic.Int64
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -449,6 +470,8 @@ func (cw *countingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, 
 		if d.Attempt > 1 {
 			cw.c.redeliveries.Add(1)
 		}
+		cw.c.inflight.Add(1)
+		defer cw.c.inflight.Add(-1)
 		return h(ctx, d)
 	})
 }

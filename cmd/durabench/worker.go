@@ -24,6 +24,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	id := fs.String("id", "", "worker name in records and results (default host-pid)")
 	flush := fs.Duration("flush-interval", cluster.DefaultFlushInterval, "how often buffered timeline records are sent to the driver")
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "on a signal, how long running handlers may finish")
+	status := fs.Duration("status-every", 30*time.Second, "log each open cell's counts this often (0: never)")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return -1, err
@@ -49,7 +50,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		stop()
 	}()
 	w, err := cluster.Connect(sctx, cluster.WorkerConfig{URL: *url, Creds: *creds, ID: *id,
-		Concurrency: *concurrency, FlushInterval: *flush, StopTimeout: *stopTimeout, Log: stderr})
+		Concurrency: *concurrency, FlushInterval: *flush, StopTimeout: *stopTimeout, StatusEvery: *status, Log: stderr})
 	if err != nil {
 		if errors.Is(err, natsworld.ErrUnreachable) {
 			return -1, usageErr("--nats-url: %v", err)
