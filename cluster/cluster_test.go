@@ -397,7 +397,17 @@ func testKillWorker(t *testing.T, url string, replicas int) {
 	startWorker(t, url, "w1", "--concurrency", "4")
 	victim := startWorker(t, url, "w2", "--concurrency", "4")
 	const reps = 8
-	s := startSweep(t, url, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "pending-count",
+	// No inline steps: the engine does not recover a run whose
+	// orchestrator dies while it runs an inline step (the step exists, has
+	// no queue message, and a replay of the redelivered workflow message
+	// takes it for dispatched), so a kill that lands there stalls the run
+	// whatever the workers do. Queued steps and their redeliveries are what
+	// this test is about.
+	file := filepath.Join(t.TempDir(), "no-inline.yaml")
+	if err := os.WriteFile(file, []byte("custom_versions:\n  - name: no-inline\n    base: pending-count\n    features:\n      inline_steps: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startSweep(t, url, "-f", file, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "no-inline",
 		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "0", "--option", "body=50ms",
 		"--visibility-timeout", "2s", "--nats-replicas", fmt.Sprint(replicas), "--cell-timeout", "90s")
 	// Mid-cell: a run takes about 64 × 50 ms / 8 slots = 400 ms on two
@@ -558,6 +568,46 @@ func TestDriverDies(t *testing.T) {
 	}
 	w.waitLog(t, "no answer from its driver", 20*time.Second)
 	w.waitLog(t, "stopped:", 20*time.Second)
+}
+
+// TestOrchestratorDiesInInlineStep reproduces an engine recovery hole the
+// kill test found: a worker killed while its orchestrator runs the stage's
+// inline step leaves a step that exists (step_created) but has no queue
+// message; the redelivered workflow message replays, takes the created
+// step for dispatched, and the run never completes. It fails until the
+// engine re-queues created, unstarted steps on a redelivered replay, so it
+// runs only with DURABENCH_ENGINE_CRASH=1.
+func TestOrchestratorDiesInInlineStep(t *testing.T) {
+	if os.Getenv("DURABENCH_ENGINE_CRASH") != "1" {
+		t.Skip("engine recovery hole (see the doc comment); set DURABENCH_ENGINE_CRASH=1 to reproduce")
+	}
+	url := startServer(t, childSpec{Name: "crash"})
+	a := startWorker(t, url, "a", "--concurrency", "1", "--status-every", "100ms")
+	b := startWorker(t, url, "b", "--concurrency", "1", "--status-every", "100ms")
+	// One branch: the orchestrator runs the only step inline, for 4 s.
+	s := startSweep(t, url, "--expect-workers", "2", "--branches", "1", "--versions", "pending-count",
+		"--switches", "none", "--reps", "1", "--warmup", "0", "--option", "body=4s",
+		"--visibility-timeout", "2s", "--cell-timeout", "20s")
+	end := time.Now().Add(30 * time.Second)
+	for {
+		if strings.Contains(a.log.String(), "(1 in flight)") {
+			_ = a.cmd.Process.Kill()
+			break
+		}
+		if strings.Contains(b.log.String(), "(1 in flight)") {
+			_ = b.cmd.Process.Kill()
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("no worker took the run")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.wait(t, 60*time.Second)
+	c := s.results(t).Cells[0]
+	if c.Stalls != 0 || c.Metrics["ttc"].Count != 1 {
+		t.Fatalf("the run did not complete after its orchestrator died: stalls %d %v", c.Stalls, c.StalledRuns)
+	}
 }
 
 // TestNoWorkers: a driver that waits for workers that never come exits 3
