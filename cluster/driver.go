@@ -273,9 +273,12 @@ func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Ce
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		m, err := d.nc.RequestWithContext(sctx, subjWorker(d.cfg.Subject, id)+".shift", encodeShift(spec.Prefix, clk.Offset))
 		cancel()
-		if err != nil || string(m.Data) != "ok" {
+		if err == nil && string(m.Data) != "ok" {
+			err = fmt.Errorf("the worker has no cell %s", spec.Prefix)
+		}
+		if err != nil {
 			c.end(ctx, time.Second, false)
-			return nil, fmt.Errorf("%w: worker %s: clock shift: %v", ErrWorker, id, err)
+			return nil, fmt.Errorf("%w: worker %s: clock shift: %w", ErrWorker, id, err)
 		}
 		ws.conv = Clock{RTT: clk.RTT, Samples: clk.Samples}
 	}
