@@ -610,6 +610,20 @@ func TestOrchestratorDiesInInlineStep(t *testing.T) {
 	}
 }
 
+// TestDuplicateWorkerIDs: two workers with one id are refused (exit 3),
+// since both would answer the cell's requests.
+func TestDuplicateWorkerIDs(t *testing.T) {
+	url := startServer(t, childSpec{Name: "twins"})
+	startWorker(t, url, "twin")
+	startWorker(t, url, "twin")
+	s := startSweep(t, url, "--expect-workers", "2", "--branches", "4", "--versions", "baseline",
+		"--switches", "none", "--reps", "1", "--warmup", "0", "--worker-wait", "5s")
+	s.wait(t, 60*time.Second)
+	if s.code != 3 || !strings.Contains(s.stderr.String(), "two workers answer as twin") {
+		t.Fatalf("exit %d, stderr %q: want exit 3 naming the duplicate id", s.code, s.stderr)
+	}
+}
+
 // TestNoWorkers: a driver that waits for workers that never come exits 3
 // with an error that says so.
 func TestNoWorkers(t *testing.T) {

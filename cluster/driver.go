@@ -122,6 +122,11 @@ func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
 				}
 				continue
 			}
+			if prev, ok := seen[h.ID]; ok && (prev.Host != h.Host || prev.PID != h.PID) {
+				// Both would take the cell's requests and tag records alike.
+				return nil, fmt.Errorf("%w: two workers answer as %s (%s pid %d and %s pid %d): give them distinct --id",
+					ErrWorker, h.ID, prev.Host, prev.PID, h.Host, h.PID)
+			}
 			seen[h.ID] = h
 			if len(seen) >= d.cfg.Expect && settle == nil {
 				settle = time.After(100 * time.Millisecond)
