@@ -27,8 +27,12 @@ const (
 	// clock offset estimate.
 	DefaultClockProbes = 16
 	// DefaultSilence is how long a worker may publish nothing (not even a
-	// heartbeat) before the driver stops waiting for its records.
-	DefaultSilence = time.Second
+	// heartbeat, due every 25 ms) before the driver stops waiting for its
+	// records: long enough that a loaded machine's late heartbeat is not
+	// taken for a death (that would release run ends before the slow
+	// worker's step records), short next to a visibility timeout. Waiting
+	// longer delays when the driver sees runs end, never their timestamps.
+	DefaultSilence = 3 * time.Second
 )
 
 // DriverConfig configures the driver side.
