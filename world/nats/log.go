@@ -91,6 +91,18 @@ func (rs *runState) apply(ev world.Event, seq uint64) {
 	rs.knownSeq.Store(seq)
 }
 
+// appendMsg is the publish that appends ev to the run's subject: a
+// compare-and-swap on the run's last sequence, deduplicated by the event ID.
+func (rs *runState) appendMsg(run string, ev world.Event) *nats.Msg {
+	msg := nats.NewMsg(rs.subj)
+	msg.Data = encodeEvent(ev, rs.statusAfter(ev.Kind), runMeta{})
+	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rs.lastSeq, 10))
+	if ev.ID != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, token(run)+"/"+ev.ID)
+	}
+	return msg
+}
+
 // statusAfter is the run status once ev is appended.
 func (rs *runState) statusAfter(k world.EventKind) world.RunStatus {
 	switch k {
@@ -417,12 +429,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 			claimed = true
 		}
 
-		msg := nats.NewMsg(rs.subj)
-		msg.Data = encodeEvent(ev, rs.statusAfter(ev.Kind), runMeta{})
-		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rs.lastSeq, 10))
-		if ev.ID != "" {
-			msg.Header.Set(jetstream.MsgIDHeader, token(run)+"/"+ev.ID)
-		}
+		msg := rs.appendMsg(run, ev)
 		ack, err := w.js.PublishMsg(ctx, msg)
 		switch {
 		case err == nil && !ack.Duplicate:

@@ -3,7 +3,6 @@ package natsworld
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -191,12 +190,7 @@ func (w *World) appendPipelined(ctx context.Context, rs *runState, run string, e
 			}
 			claimed = true
 		}
-		msg := nats.NewMsg(rs.subj)
-		msg.Data = encodeEvent(ev, rs.statusAfter(ev.Kind), runMeta{})
-		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rs.lastSeq, 10))
-		if ev.ID != "" {
-			msg.Header.Set(jetstream.MsgIDHeader, token(run)+"/"+ev.ID)
-		}
+		msg := rs.appendMsg(run, ev)
 		fut, pred, err := w.seq.send(ctx, msg)
 		if err != nil {
 			rs.dirty = true
