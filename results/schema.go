@@ -130,7 +130,9 @@ type Cell struct {
 	// the cell's engine; empty when the driver's own engine ran it.
 	Workers []string `json:"workers,omitempty"`
 	// Redeliveries counts queue deliveries with attempt > 1 on the
-	// external workers (a worker that died held them).
+	// external workers: engine retries (a nak'ed delivery, e.g. a step
+	// message that arrived before its step_created) and messages a worker
+	// that died held (redelivered after the visibility timeout).
 	Redeliveries int `json:"redeliveries,omitempty"`
 	// WorkerStats are each external worker's clock offset against the
 	// driver and its counts.

@@ -171,7 +171,8 @@ func natsPrefix(w world.World) (string, bool) {
 }
 
 // externalSummary is the progress line's note on a cell run by external
-// workers: who took part, and the redeliveries a lost worker caused.
+// workers: who took part, lost ones, and the redeliveries (engine retries
+// and messages a lost worker held).
 func externalSummary(rc *results.Cell) string {
 	s := fmt.Sprintf(", workers %s", strings.Join(rc.Workers, ","))
 	var lost []string
