@@ -12,6 +12,7 @@ build:
 
 run: build
 	./bin/durabench sweep --out $(OUT)
+	./bin/durabench report $(OUT)/results.json --png $(OUT)/charts > /dev/null
 
 test:
 	$(GO) vet ./...
