@@ -268,6 +268,10 @@ func TestInterruptAndResume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.md")); err == nil {
 		t.Error("an interrupted sweep wrote report.md, which looks complete")
 	}
+	// A partial sweep is nothing to gate: exit 3, not a pass.
+	if g := durabench(t, dir, "gate", resPath, "--rule", "errors == 0"); g.code != 3 {
+		t.Errorf("gate on partial results: exit %d, want 3\n%s%s", g.code, g.stdout, g.stderr)
+	}
 
 	r := durabench(t, dir, append(args, "--resume", out)...)
 	if r.code != 0 {
