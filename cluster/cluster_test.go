@@ -570,17 +570,12 @@ func TestDriverDies(t *testing.T) {
 	w.waitLog(t, "stopped:", 20*time.Second)
 }
 
-// TestOrchestratorDiesInInlineStep reproduces an engine recovery hole the
-// kill test found: a worker killed while its orchestrator runs the stage's
-// inline step leaves a step that exists (step_created) but has no queue
-// message; the redelivered workflow message replays, takes the created
-// step for dispatched, and the run never completes. It fails until the
-// engine re-queues created, unstarted steps on a redelivered replay, so it
-// runs only with DURABENCH_ENGINE_CRASH=1.
+// TestOrchestratorDiesInInlineStep: the worker whose orchestrator is running
+// the stage's inline step (created, claimed, no queue message) is killed.
+// The redelivered workflow message replays, finds the step created but
+// unfinished, and hands it to the queue again, so the run completes on the
+// other worker.
 func TestOrchestratorDiesInInlineStep(t *testing.T) {
-	if os.Getenv("DURABENCH_ENGINE_CRASH") != "1" {
-		t.Skip("engine recovery hole (see the doc comment); set DURABENCH_ENGINE_CRASH=1 to reproduce")
-	}
 	url := startServer(t, childSpec{Name: "crash"})
 	a := startWorker(t, url, "a", "--concurrency", "1", "--status-every", "100ms")
 	b := startWorker(t, url, "b", "--concurrency", "1", "--status-every", "100ms")

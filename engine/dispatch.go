@@ -11,10 +11,13 @@ import (
 // dispatchStage is the suspension handler: it creates the current stage's
 // missing steps, hands the queued ones to the queue according to the
 // dispatch feature, and runs the inline ones in this task.
-func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runState, guard world.Precondition) error {
+func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runState, guard world.Precondition, events []world.Event) error {
 	stage := inv.prog.Stages[st.current]
 	n := stageSteps(stage)
 	if st.created >= n {
+		if inv.redelivered {
+			return e.republish(ctx, inv, st.current, n, events)
+		}
 		return nil // every step exists: the run waits for them
 	}
 	missing := make([]int, 0, n-st.created)
@@ -162,4 +165,31 @@ func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, w
 		return fmt.Errorf("publish step %s/%s: %w", inv.run, id, err)
 	}
 	return nil
+}
+
+// republish hands every unfinished step of stage s to the queue again. A
+// redelivered activation runs it: the one before it died, maybe in an inline
+// step (which has no message) or between a step_created and its publish.
+// Steps whose messages exist are deduplicated by their message IDs; a step
+// still running elsewhere may run twice (at least once, as every redelivery).
+func (e *Engine) republish(ctx context.Context, inv *invocation, s, n int, events []world.Event) error {
+	done := make([]bool, n)
+	for i := range events {
+		ev := &events[i]
+		if !ev.Kind.StepTerminal() {
+			continue
+		}
+		if stage, idx, ok := parseStepID(ev.Entity); ok && stage == s && idx < n {
+			done[idx] = true
+		}
+	}
+	g := e.rt.NewGroup()
+	for idx := range n {
+		if done[idx] {
+			continue
+		}
+		e.stats.republished.Add(1)
+		g.Go(func() error { return e.publishStep(ctx, inv, s, idx, e.f.Dispatch == Parallel) })
+	}
+	return g.Wait()
 }

@@ -66,16 +66,19 @@ type Stats struct {
 	InbandRecoveries int64
 	// Handoffs: continuations handed to the queue after an inline replay failed.
 	Handoffs int64
+	// Republished: step messages a redelivered activation published again
+	// for steps an earlier activation created but never finished.
+	Republished int64
 }
 
 type counters struct {
-	createsSwallowed, reensures, inbandRecoveries, handoffs atomic.Int64
+	createsSwallowed, reensures, inbandRecoveries, handoffs, republished atomic.Int64
 }
 
 // Stats returns the engine's recovery counters.
 func (e *Engine) Stats() Stats {
 	return Stats{e.stats.createsSwallowed.Load(), e.stats.reensures.Load(),
-		e.stats.inbandRecoveries.Load(), e.stats.handoffs.Load()}
+		e.stats.inbandRecoveries.Load(), e.stats.handoffs.Load(), e.stats.republished.Load()}
 }
 
 // programInfo is a decoded program with each stage's first step ordinal
@@ -274,11 +277,11 @@ func (e *Engine) handle(ctx context.Context, d world.Delivery) error {
 	if m.kind == kindStep {
 		return e.onStep(ctx, &m, d)
 	}
-	return e.onWorkflow(ctx, &m)
+	return e.onWorkflow(ctx, &m, d.Attempt > 1)
 }
 
 // onWorkflow is an orchestrator invocation from the queue.
-func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
+func (e *Engine) onWorkflow(ctx context.Context, m *message, redelivered bool) error {
 	run, err := e.w.GetRun(ctx, m.run)
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
@@ -294,7 +297,7 @@ func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
 		e.failRun(ctx, m.run, err)
 		return nil
 	}
-	inv := &invocation{run: m.run, prog: prog}
+	inv := &invocation{run: m.run, prog: prog, redelivered: redelivered}
 	if m.hookToken != "" {
 		// A lazily resumed hook: replay re-ensures hook_received (deduplicated
 		// by the resume id) unless the log it loads already has it.

@@ -143,6 +143,10 @@ type invocation struct {
 	// ensure is an event the replay must find in the log, or write before it
 	// derives anything (a lazily resumed hook's hook_received).
 	ensure *world.Event
+	// redelivered: an earlier activation for this work died or failed, so
+	// steps it created may have no message (an inline step it was running,
+	// or a crash between step_created and the publish).
+	redelivered bool
 }
 
 // maxPreconditionRetries bounds the reloads after a guarded write was rejected.
@@ -174,7 +178,7 @@ func (e *Engine) replay(ctx context.Context, inv *invocation) error {
 		if st.terminal {
 			return nil
 		}
-		err = e.advance(ctx, inv, &st)
+		err = e.advance(ctx, inv, &st, events)
 		switch {
 		case err == nil:
 			return nil
@@ -207,7 +211,7 @@ func hasEvent(events []world.Event, id string) bool {
 var errContinue = errors.New("continue replay")
 
 // advance does one replay step from state st.
-func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState) error {
+func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState, events []world.Event) error {
 	guard := world.Precondition{Guarded: true, LastPos: st.lastPos}
 	if !st.started {
 		res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.RunStarted, ID: idRunStarted}, guard)
@@ -242,7 +246,7 @@ func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState) err
 		}
 		return nil
 	}
-	return e.dispatchStage(ctx, inv, st, guard)
+	return e.dispatchStage(ctx, inv, st, guard, events)
 }
 
 // finish reports a run's end and forgets its cached program.

@@ -103,7 +103,7 @@ func (e *Engine) recheck(ctx context.Context, m *message) error {
 		}
 		return err
 	}
-	return e.replay(ctx, &invocation{run: m.run, prog: prog})
+	return e.replay(ctx, &invocation{run: m.run, prog: prog, redelivered: true})
 }
 
 // claim appends step_started.
