@@ -391,9 +391,45 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 		}
 		lines = append(lines, s)
 	}
+	lines = append(lines, workerLines(g, m.lab)...)
 	if len(lines) > 0 {
 		sb.WriteString("\n" + strings.Join(lines, "  \n") + "\n")
 	}
+}
+
+// workerLines names the workers of distributed cells (sweep --workers
+// external), with each one's clock offset and what it ran, and the cell's
+// redeliveries (a lost worker's messages among them).
+func workerLines(g scenarioGroup, lab labeler) []string {
+	var lines []string
+	for _, c := range g.Cells {
+		if len(c.WorkerStats) == 0 {
+			continue
+		}
+		var ws []string
+		for _, w := range c.WorkerStats {
+			s := fmt.Sprintf("`%s` (offset %s ± %s, %d steps", w.Worker, signedMicros(w.OffsetUS),
+				results.FormatMicros(w.RTTUS/2), w.Steps)
+			switch {
+			case w.Lost:
+				s += ", lost"
+			case w.Left:
+				s += ", left"
+			}
+			ws = append(ws, s+")")
+		}
+		lines = append(lines, fmt.Sprintf("👷 **Workers** in `%s`: %s; %d redeliveries", lab.label(c),
+			strings.Join(ws, ", "), c.Redeliveries))
+	}
+	return lines
+}
+
+// signedMicros formats a possibly negative duration in microseconds.
+func signedMicros(us float64) string {
+	if us < 0 {
+		return "−" + results.FormatMicros(-us)
+	}
+	return "+" + results.FormatMicros(us)
 }
 
 // slopes lists the STSO slope over the step index of sequential cells: the
