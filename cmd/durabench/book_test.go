@@ -1,0 +1,53 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/scenarios"
+)
+
+// TestEveryScenarioOnEveryWorld runs the whole scenario book through the
+// real binary on each world, every version: every cell completes without
+// errors or stalls and carries exactly the metrics its scenario declares.
+func TestEveryScenarioOnEveryWorld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole book on three worlds: not in -short")
+	}
+	dir := t.TempDir()
+	r := durabench(t, dir, "sweep", "--scenario", "step,hook-step,sequential,stream-latency,stream-overhead",
+		"--world", "mem,nats,sim", "--versions", "all", "--switches", "none", "--reps", "2", "--warmup", "0",
+		"--option", "steps=12", "--option", "chunks=15", "--quiet", "--out", "book")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	f, err := results.Read(filepath.Join(dir, "book", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 5 * 3 * 5; len(f.Cells) != want {
+		t.Fatalf("%d cells, want %d", len(f.Cells), want)
+	}
+	for _, c := range f.Cells {
+		id := c.Scenario + "/" + c.World + "/" + c.Version
+		if c.Errors != 0 || c.Stalls != 0 || c.Runs != 2 {
+			t.Errorf("%s: runs %d, errors %d, stalls %d", id, c.Runs, c.Errors, c.Stalls)
+		}
+		s, err := scenarios.Get(c.Scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name := range c.Metrics {
+			if !slices.Contains(s.Metrics, name) {
+				t.Errorf("%s: metric %s is not one the scenario declares", id, name)
+			}
+		}
+		for _, name := range s.Metrics {
+			if _, ok := c.Metrics[name]; !ok && name != "stso_queue" { // 12 steps stay inside the inline budget
+				t.Errorf("%s: declared metric %s missing", id, name)
+			}
+		}
+	}
+}
