@@ -1,13 +1,8 @@
 package cluster_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,35 +13,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/world/nats/natstest"
 )
 
 // The tests run the real durabench binary (driver and workers, each its
 // own process) against nats-server processes on loopback: what is under
 // test is processes that share nothing but the NATS cluster.
 
-// childEnv holds a JSON childSpec when this test binary runs as a
-// stand-alone nats-server (re-executed by startServer).
-const childEnv = "DURABENCH_CLUSTER_NATS_CHILD"
-
-type childSpec struct {
-	Name        string `json:"name"`
-	StoreDir    string `json:"store_dir"`
-	ClusterPort int    `json:"cluster_port,omitempty"`
-	Routes      string `json:"routes,omitempty"`
-}
-
 // bin is the durabench binary, built once.
 var bin string
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(runChild(spec))
-	}
+	natstest.Main()
 	dir, err := os.MkdirTemp("", "durabench-cluster-")
 	if err != nil {
 		panic(err)
@@ -61,138 +40,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runChild runs a nats-server until stdin closes, after printing its client
-// URL on stdout.
-func runChild(specJSON string) int {
-	var spec childSpec
-	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "child spec:", err)
-		return 2
-	}
-	opts := &server.Options{ServerName: spec.Name, Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: spec.StoreDir, NoSigs: true, NoLog: true}
-	if spec.ClusterPort > 0 {
-		opts.Cluster = server.ClusterOpts{Name: "durabench", Host: "127.0.0.1", Port: spec.ClusterPort}
-		opts.Routes = server.RoutesFromStr(spec.Routes)
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "server:", err)
-		return 2
-	}
-	go s.Start()
-	if !s.ReadyForConnections(20 * time.Second) {
-		fmt.Fprintln(os.Stderr, "server not ready")
-		return 2
-	}
-	fmt.Println(s.ClientURL())
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	s.Shutdown()
-	s.WaitForShutdown()
-	return 0
-}
-
-// startServer starts one nats-server process; the test's cleanup stops it.
-func startServer(t *testing.T, spec childSpec) string {
+// startServer starts one nats-server process and returns its URL.
+func startServer(t *testing.T, spec natstest.Spec) string {
 	t.Helper()
-	if spec.StoreDir == "" {
-		spec.StoreDir = t.TempDir()
-	}
-	b, _ := json.Marshal(spec)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nats-server process: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			line <- strings.TrimSpace(sc.Text())
-		}
-		close(line)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case u, ok := <-line:
-		if !ok || u == "" {
-			t.Fatalf("nats-server process %s exited before it was ready", spec.Name)
-		}
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatalf("nats-server process %s not ready within 30s", spec.Name)
-	}
-	return ""
-}
-
-// startCluster starts a three-node JetStream cluster, one process per node,
-// and returns the comma-separated client URLs once its meta leader answers.
-func startCluster(t *testing.T) string {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
-	urls := make([]string, 3)
-	for i := range 3 {
-		urls[i] = startServer(t, childSpec{Name: fmt.Sprintf("n%d", i+1), ClusterPort: ports[i], Routes: strings.Join(routes, ",")})
-	}
-	joined := strings.Join(urls, ",")
-	nc, err := nats.Connect(joined)
-	if err != nil {
-		t.Fatalf("connect %s: %v", joined, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return joined
-		}
-		if time.Now().After(end) {
-			t.Fatalf("JetStream cluster not ready: %v", err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return natstest.Start(t, spec).URL
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writer and a test reader.
@@ -535,7 +386,7 @@ func testHooksAndStreams(t *testing.T, url string, replicas int) {
 
 // TestExternalWorkers runs the distributed sweep on one nats-server process.
 func TestExternalWorkers(t *testing.T) {
-	url := startServer(t, childSpec{Name: "single"})
+	url := startServer(t, natstest.Spec{Name: "single"})
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 1) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 1) })
 	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 1) })
@@ -548,7 +399,7 @@ func TestExternalWorkersCluster(t *testing.T) {
 	if os.Getenv("DURABENCH_NATS_CLUSTER") != "1" {
 		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster test")
 	}
-	url := startCluster(t)
+	url := natstest.StartCluster(t)
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 3) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 3) })
 	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 3) })
@@ -558,7 +409,7 @@ func TestExternalWorkersCluster(t *testing.T) {
 // TestDriverDies: a worker whose driver was killed mid-cell stops the cell
 // by itself (its messages go back to the queue) and keeps serving.
 func TestDriverDies(t *testing.T) {
-	url := startServer(t, childSpec{Name: "orphan"})
+	url := startServer(t, natstest.Spec{Name: "orphan"})
 	w := startWorker(t, url, "w1", "--concurrency", "2")
 	s := startSweep(t, url, "--branches", "16", "--versions", "pending-count", "--switches", "none",
 		"--reps", "20", "--warmup", "0", "--option", "body=100ms")
@@ -576,7 +427,7 @@ func TestDriverDies(t *testing.T) {
 // unfinished, and hands it to the queue again, so the run completes on the
 // other worker.
 func TestOrchestratorDiesInInlineStep(t *testing.T) {
-	url := startServer(t, childSpec{Name: "crash"})
+	url := startServer(t, natstest.Spec{Name: "crash"})
 	a := startWorker(t, url, "a", "--concurrency", "1", "--status-every", "100ms")
 	b := startWorker(t, url, "b", "--concurrency", "1", "--status-every", "100ms")
 	// One branch: the orchestrator runs the only step inline, for 4 s.
@@ -608,7 +459,7 @@ func TestOrchestratorDiesInInlineStep(t *testing.T) {
 // TestDuplicateWorkerIDs: two workers with one id are refused (exit 3),
 // since both would answer the cell's requests.
 func TestDuplicateWorkerIDs(t *testing.T) {
-	url := startServer(t, childSpec{Name: "twins"})
+	url := startServer(t, natstest.Spec{Name: "twins"})
 	startWorker(t, url, "twin")
 	startWorker(t, url, "twin")
 	s := startSweep(t, url, "--expect-workers", "2", "--branches", "4", "--versions", "baseline",
@@ -622,7 +473,7 @@ func TestDuplicateWorkerIDs(t *testing.T) {
 // TestNoWorkers: a driver that waits for workers that never come exits 3
 // with an error that says so.
 func TestNoWorkers(t *testing.T) {
-	url := startServer(t, childSpec{Name: "lonely"})
+	url := startServer(t, natstest.Spec{Name: "lonely"})
 	s := startSweep(t, url, "--expect-workers", "2", "--branches", "4", "--versions", "baseline",
 		"--switches", "none", "--reps", "1", "--warmup", "0", "--worker-wait", "1s")
 	s.wait(t, 60*time.Second)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/durabench/durabench/world"
 	natsworld "github.com/durabench/durabench/world/nats"
+	"github.com/durabench/durabench/world/nats/natstest"
 	"github.com/durabench/durabench/world/worldtest"
 )
 
@@ -41,7 +42,7 @@ func externalFactory(url string, replicas int) worldtest.Factory {
 // TestConformanceExternal runs the suite against a nats-server in a separate
 // process, over TCP loopback.
 func TestConformanceExternal(t *testing.T) {
-	srv := startServer(t, childSpec{Name: "external"})
+	srv := natstest.Start(t, natstest.Spec{Name: "external"})
 	worldtest.Run(t, externalFactory(srv.URL, 1))
 }
 
@@ -52,7 +53,7 @@ func TestConformanceCluster(t *testing.T) {
 	if os.Getenv("DURABENCH_NATS_CLUSTER") != "1" {
 		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster suite")
 	}
-	urls := startCluster(t)
+	urls := natstest.StartCluster(t)
 	worldtest.Run(t, externalFactory(urls, 3))
 	t.Run("TwoWriters", func(t *testing.T) { testTwoWriters(t, urls, 3) })
 }
@@ -100,7 +101,7 @@ func TestConfigErrors(t *testing.T) {
 // TestServerKilled: once the server dies, world calls fail promptly with a
 // typed, retryable error instead of hanging.
 func TestServerKilled(t *testing.T) {
-	srv := startServer(t, childSpec{Name: "doomed"})
+	srv := natstest.Start(t, natstest.Spec{Name: "doomed"})
 	ctx := context.Background()
 	w, err := natsworld.New(ctx, natsworld.Config{URL: srv.URL, ConnectTimeout: 2 * time.Second})
 	if err != nil {
@@ -170,7 +171,7 @@ func TestServerKilled(t *testing.T) {
 // every append lands exactly once, positions are dense, and the pending
 // count stays exact.
 func TestTwoWritersExternal(t *testing.T) {
-	srv := startServer(t, childSpec{Name: "shared"})
+	srv := natstest.Start(t, natstest.Spec{Name: "shared"})
 	testTwoWriters(t, srv.URL, 1)
 }
 
@@ -254,7 +255,7 @@ func (g *errgroup) Wait() error { g.wg.Wait(); return g.err }
 // an external server, unless Keep; a world on the same prefix finds what a
 // kept world left (idempotent setup).
 func TestCloseDeletesStreams(t *testing.T) {
-	srv := startServer(t, childSpec{Name: "cleanup"})
+	srv := natstest.Start(t, natstest.Spec{Name: "cleanup"})
 	ctx := context.Background()
 	nc, err := nats.Connect(srv.URL)
 	if err != nil {
