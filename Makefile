@@ -3,9 +3,8 @@
 #   make test   the tests, race detector on
 GO ?= go
 OUT ?= out/default
-BENCHTIME ?= 1x
 
-.PHONY: run test test-cluster bench build vet
+.PHONY: run test test-cluster bench build
 
 build:
 	$(GO) build -o bin/durabench ./cmd/durabench
