@@ -14,10 +14,13 @@ import (
 func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runState, guard world.Precondition, events []world.Event) error {
 	stage := inv.prog.Stages[st.current]
 	n := stageSteps(stage)
-	if st.created >= n {
-		if inv.redelivered {
-			return e.republish(ctx, inv, st.current, n, events)
+	if inv.redelivered && st.created > 0 {
+		// Steps the failed activation created may have no message.
+		if err := e.republish(ctx, inv, st.current, n, events); err != nil {
+			return err
 		}
+	}
+	if st.created >= n {
 		return nil // every step exists: the run waits for them
 	}
 	missing := make([]int, 0, n-st.created)
@@ -167,25 +170,33 @@ func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, w
 	return nil
 }
 
-// republish hands every unfinished step of stage s to the queue again. A
-// redelivered activation runs it: the one before it died, maybe in an inline
-// step (which has no message) or between a step_created and its publish.
-// Steps whose messages exist are deduplicated by their message IDs; a step
-// still running elsewhere may run twice (at least once, as every redelivery).
+// republish hands every created, unfinished step of stage s to the queue
+// again. A redelivered activation runs it: the one before it failed or died,
+// maybe in an inline step (which has no message) or between a step_created
+// and its publish. Steps whose messages exist are deduplicated by their
+// message IDs; a step still running elsewhere may run twice (at least once,
+// as every redelivery).
 func (e *Engine) republish(ctx context.Context, inv *invocation, s, n int, events []world.Event) error {
-	done := make([]bool, n)
+	const created, done = 1, 2
+	state := make([]uint8, n)
 	for i := range events {
 		ev := &events[i]
-		if !ev.Kind.StepTerminal() {
+		var bit uint8
+		switch {
+		case ev.Kind == world.StepCreated:
+			bit = created
+		case ev.Kind.StepTerminal():
+			bit = done
+		default:
 			continue
 		}
 		if stage, idx, ok := parseStepID(ev.Entity); ok && stage == s && idx < n {
-			done[idx] = true
+			state[idx] |= bit
 		}
 	}
 	g := e.rt.NewGroup()
 	for idx := range n {
-		if done[idx] {
+		if state[idx] != created {
 			continue
 		}
 		e.stats.republished.Add(1)

@@ -277,7 +277,7 @@ func (e *Engine) handle(ctx context.Context, d world.Delivery) error {
 	if m.kind == kindStep {
 		return e.onStep(ctx, &m, d)
 	}
-	return e.onWorkflow(ctx, &m, d.Attempt > 1)
+	return e.onWorkflow(ctx, &m, d.Attempt > 1 || m.recover)
 }
 
 // onWorkflow is an orchestrator invocation from the queue.

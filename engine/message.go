@@ -27,6 +27,9 @@ type message struct {
 	// runContext: the message carries the run identity, so the consumer
 	// skips the runs.get before its claim.
 	runContext bool
+	// recover: a workflow message handed on by an activation that failed
+	// part-way (a continuation hand-off): replay it as a redelivery.
+	recover bool
 	// hookToken, resumeID, payload: a lazy hook resume carried on the
 	// orchestrator message, re-ensured by the consumer before replay.
 	hookToken, resumeID string
@@ -53,6 +56,9 @@ func (m *message) encode() []byte {
 	}
 	if m.runContext {
 		flags |= 2
+	}
+	if m.recover {
+		flags |= 4
 	}
 	b = append(b, flags, sep)
 	b = append(b, m.hookToken...)
@@ -97,6 +103,7 @@ func decodeMessage(b []byte) (message, error) {
 	flags := fields[5][0] - '0'
 	m.stepInput = flags&1 != 0
 	m.runContext = flags&2 != 0
+	m.recover = flags&4 != 0
 	if len(fields[6]) > 0 {
 		m.hookToken = string(fields[6])
 	}

@@ -58,3 +58,40 @@ func TestRedeliveredActivationRepublishesUnfinishedSteps(t *testing.T) {
 		})
 	}
 }
+
+// failPublishOnce fails the first publish of one message, after which the
+// activation that dispatched it has created steps it never published.
+type failPublishOnce struct {
+	world.World
+	id    string
+	fired atomic.Bool
+}
+
+func (f *failPublishOnce) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
+	if m.ID == f.id && f.fired.CompareAndSwap(false, true) {
+		return false, errCrash
+	}
+	return f.World.Publish(ctx, m, opt)
+}
+
+// TestFailedDispatchIsRepublished: a step publish fails in the first stage
+// (the orchestrator's delivery is retried) and in the second (the last
+// completer's inline continuation fails and hands the run to the queue).
+// Either way the retried activation publishes the steps the failed one
+// created, and the run completes with every step once.
+func TestFailedDispatchIsRepublished(t *testing.T) {
+	p := engine.Program{Stages: []engine.Stage{{Kind: engine.StageSteps, Steps: 4}, {Kind: engine.StageSteps, Steps: 4}}}
+	for _, v := range engine.Versions() {
+		for _, step := range []string{"0.2", "1.2"} {
+			t.Run(v.Name+"/"+step, func(t *testing.T) {
+				w := &failPublishOnce{World: mem.New(world.Options{}), id: "step/r/" + step}
+				h := start(t, w, v.Features)
+				h.run(t, "r", p)
+				if !w.fired.Load() {
+					t.Fatal("the publish failure was never injected")
+				}
+				h.checkExactlyOnce(t, "r", p)
+			})
+		}
+	}
+}

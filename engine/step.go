@@ -85,7 +85,9 @@ func (e *Engine) continueRun(ctx context.Context, inv *invocation) error {
 		return nil
 	}
 	e.stats.handoffs.Add(1)
-	m := message{kind: kindWorkflow, run: inv.run}
+	// The failed replay may have created steps it never published: the
+	// hand-off is replayed as a redelivery, which republishes them.
+	m := message{kind: kindWorkflow, run: inv.run, recover: true}
 	key := "wf/" + inv.run + "/cont/" + strconv.FormatInt(int64(e.rt.Now()), 10)
 	if _, perr := e.w.Publish(ctx, world.Message{ID: key, Run: inv.run, Body: m.encode()}, world.PublishOptions{}); perr != nil {
 		return fmt.Errorf("continue %s: %w (hand-off failed: %v)", inv.run, err, perr)
