@@ -32,6 +32,8 @@ bench:
 	-$(GO) test -run '^$$' -bench 'Perf|RecorderStepBody$$' -benchmem -benchtime=100ms -count=3 -timeout 2m ./metrics/ >> out/bench.txt
 	@echo "bench: engine vs floor on mem, 1/20/256 branches, every version"
 	-$(GO) test -run '^$$' -bench 'FanOutMem' -benchmem -benchtime=20x -count=2 -timeout 4m ./engine/ >> out/bench.txt
+	@echo "bench: each NATS world operation vs the raw JetStream call it wraps"
+	-$(GO) test -run '^$$' -bench . -benchmem -benchtime=1000x -count=3 -timeout 3m ./world/nats/ >> out/bench.txt
 	@echo "bench: engine vs raw JetStream on embedded NATS"
 	-$(GO) test -run '^$$' -bench 'FanOutNATS' -benchmem -benchtime=5x -timeout 4m ./bench/rawjs/ >> out/bench.txt
 	@echo "bench: sim world throughput, 256 branches"

@@ -86,6 +86,9 @@ var rules = []rule{
 	{regexp.MustCompile(`^FanOutNATS/.*/branches=256$`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "ratio ≤ 2",
 		[]check{{"ratio", "<=", 2}}, natsParts},
 	{regexp.MustCompile(`^FanOutNATS/`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "", nil, natsParts},
+	// world/nats: each world operation next to the raw JetStream call it
+	// wraps (issue 3), no target.
+	{regexp.MustCompile(`^(Publish|GuardedAppend|PublishConsume|Load|FanOutAppends)$`), "world-ns/op", "raw-ns/op", "world/raw", "", nil, nil},
 	{regexp.MustCompile(`^FanOut256/`), "runs/s", "", "", "≥ 100 runs/s",
 		[]check{{"runs/s", ">=", 100}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
@@ -297,7 +300,7 @@ func spread(vs []float64) (lo, hi float64) {
 // numbers with the unit otherwise.
 func format(unit string, v float64) string {
 	switch {
-	case strings.HasPrefix(unit, "ns/") || strings.HasSuffix(unit, "-ns/record"):
+	case strings.HasPrefix(unit, "ns/") || strings.HasSuffix(unit, "-ns/record") || strings.HasSuffix(unit, "-ns/op"):
 		if v < 1000 {
 			return fmt.Sprintf("%.3g ns", v)
 		}
