@@ -128,10 +128,18 @@ type sweepProc struct {
 
 func startSweep(t *testing.T, url string, args ...string) *sweepProc {
 	t.Helper()
+	return startSweepIn(t, "", url, args...)
+}
+
+// startSweepIn starts the driver in working directory dir ("" for the
+// test's).
+func startSweepIn(t *testing.T, dir, url string, args ...string) *sweepProc {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
 	all := append([]string{"sweep", "--world", "nats", "--nats-url", url, "--workers", "external",
 		"--scenario", "fanout", "--progress", "lines", "--out", out}, args...)
 	s := &sweepProc{cmd: exec.Command(bin, all...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{}), out: out}
+	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -501,5 +509,30 @@ func TestBadWorkersFlags(t *testing.T) {
 		if !ok || ee.ExitCode() != 2 {
 			t.Errorf("%v: %v, want exit 2; stderr %q", args, err, stderr.String())
 		}
+	}
+}
+
+// TestExternalWorkersProfileFile: a profile file on the driver reaches the
+// workers, so the latency it injects on the worker side (delivery, the
+// orchestrator's reads and writes, the claim) shows in the measured TTFS.
+func TestExternalWorkersProfileFile(t *testing.T) {
+	url := startServer(t, natstest.Spec{Name: "profiled"})
+	startWorker(t, url, "w1")
+	// The file exists only in the driver's working directory: the worker
+	// (another directory, as on another machine) can only get its text.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fixed5.yaml"), []byte("name: fixed5\nops:\n  default: {latency: {dist: fixed, value: 5ms}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startSweepIn(t, dir, url, "--expect-workers", "1", "--branches", "1", "--versions", "resilient-inband",
+		"--switches", "none", "--reps", "3", "--warmup", "0", "--profile", "fixed5.yaml", "--cell-timeout", "30s")
+	s.wait(t, 60*time.Second)
+	if s.code != 0 {
+		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)
+	}
+	c := s.results(t).Cells[0]
+	// 8 calls of 5 ms lie before the first step body, 6 of them on the worker.
+	if ttfs := time.Duration(c.Metrics["ttfs"].P50) * time.Microsecond; ttfs < 38*time.Millisecond {
+		t.Errorf("TTFS p50 %v: the workers did not apply the driver's profile file (want ≥ 38ms)", ttfs)
 	}
 }

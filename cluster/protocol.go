@@ -79,11 +79,13 @@ type CellSpec struct {
 	Options  world.Options   `json:"options"`
 	Storage  string          `json:"storage,omitempty"`
 	Replicas int             `json:"replicas,omitempty"`
-	// Profile is a built-in latency/fault profile name ("none", "lan",
-	// "cloud"); Faults are the plan's overrides.
-	Profile string `json:"profile,omitempty"`
-	Faults  string `json:"faults,omitempty"`
-	Seed    int64  `json:"seed"`
+	// Profile is a latency/fault profile: a built-in name ("none", "lan",
+	// "cloud"), or a file on the driver whose text ProfileYAML carries to
+	// the workers; Faults are the plan's overrides.
+	Profile     string `json:"profile,omitempty"`
+	ProfileYAML string `json:"profile_yaml,omitempty"`
+	Faults      string `json:"faults,omitempty"`
+	Seed        int64  `json:"seed"`
 	// Driver is a subject the driver answers while the cell lasts: a
 	// worker that gets no answer for DriverTimeout stops the cell by itself
 	// (the driver died).

@@ -306,7 +306,13 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 		if name == "" {
 			name = "none"
 		}
-		prof, err := profile.Load(name)
+		var prof *profile.Profile
+		var err error
+		if spec.ProfileYAML != "" {
+			prof, err = profile.Parse(name, []byte(spec.ProfileYAML)) // a file on the driver
+		} else {
+			prof, err = profile.Load(name)
+		}
 		if err == nil && spec.Faults != "" {
 			prof, err = profile.ApplyOverrides(prof, spec.Faults)
 		}

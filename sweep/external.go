@@ -3,6 +3,8 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/profile"
 )
 
 // Where the engine runs (the workers setting).
@@ -112,6 +115,14 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: features,
 		Options: p.worldOptions(guard, c.Seed), Storage: p.NATS.Storage, Replicas: p.NATS.Replicas,
 		Profile: c.Profile, Faults: p.Faults, Seed: c.Seed}
+	if !slices.Contains(profile.Names(), c.Profile) {
+		// A profile file lives on the driver: ship its text to the workers.
+		data, err := os.ReadFile(c.Profile)
+		if err != nil {
+			return results.Cell{}, nil, fmt.Errorf("profile %s: %w: %w", c.Profile, err, ErrInvalid)
+		}
+		spec.ProfileYAML = string(data)
+	}
 	cell, err := d.Open(ctx, spec, w.Runtime())
 	if err != nil {
 		if ctx.Err() != nil {
