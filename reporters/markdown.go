@@ -158,6 +158,14 @@ func (m *markdown) header(sb *strings.Builder) {
 		if f.Error != "" {
 			fmt.Fprintf(sb, " Error: `%s`.", oneLine(f.Error, 200))
 		}
+		if n := len(f.Missing); n > 0 {
+			shown := f.Missing[:min(n, 10)]
+			fmt.Fprintf(sb, "\n> Missing (%d): `%s`", n, strings.Join(shown, "`, `"))
+			if n > len(shown) {
+				fmt.Fprintf(sb, ", … %d more", n-len(shown))
+			}
+			sb.WriteString(".")
+		}
 		sb.WriteString("\n\n")
 	}
 	if f.VirtualTime {

@@ -24,6 +24,9 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 			fmt.Fprintf(ew, " (%s)", f.Error)
 		}
 		fmt.Fprintln(ew)
+		for _, label := range f.Missing {
+			fmt.Fprintln(ew, "  missing: "+label)
+		}
 	}
 	if f.VirtualTime {
 		fmt.Fprintln(ew, "virtual time: every figure is simulated time (sim world), not wall-clock")

@@ -26,6 +26,9 @@ type File struct {
 	// planned cell is present.
 	Partial bool   `json:"partial,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Missing lists the planned cells a partial sweep did not finish, by
+	// label, in plan order.
+	Missing []string `json:"missing,omitempty"`
 	// VirtualTime is set when every figure is simulated time (sim world).
 	VirtualTime bool   `json:"virtual_time,omitempty"`
 	Plan        Plan   `json:"plan"`

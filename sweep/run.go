@@ -142,6 +142,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	case interrupted:
 		f.Partial, f.Error = true, "interrupted"
 	}
+	if f.Partial {
+		for _, c := range cells[len(f.Cells):] {
+			f.Missing = append(f.Missing, c.Label())
+		}
+	}
 	if err := results.Write(out.ResultsPath, f); err != nil {
 		return out, fmt.Errorf("%w: %w", err, ErrFailed)
 	}

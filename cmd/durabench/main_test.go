@@ -265,6 +265,12 @@ func TestInterruptAndResume(t *testing.T) {
 	if !partial.Partial || len(partial.Cells) < 1 || len(partial.Cells) >= 5 {
 		t.Fatalf("partial %v with %d cells", partial.Partial, len(partial.Cells))
 	}
+	if len(partial.Missing) != 5-len(partial.Cells) {
+		t.Errorf("partial results list %d missing cells, want %d: %q", len(partial.Missing), 5-len(partial.Cells), partial.Missing)
+	}
+	if r := durabench(t, dir, "report", resPath); !strings.Contains(r.stdout, "PARTIAL RESULTS") || !strings.Contains(r.stdout, "missing: "+partial.Missing[0]) {
+		t.Errorf("report of partial results does not name the missing cells:\n%s", r.stdout)
+	}
 	if _, err := os.Stat(filepath.Join(out, "report.md")); err == nil {
 		t.Error("an interrupted sweep wrote report.md, which looks complete")
 	}
