@@ -422,11 +422,8 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		if done {
 			return res, nil
 		}
-		if ev.Kind == world.HookCreated && !claimed {
-			if err := w.claimHook(ctx, ev.Entity, run); err != nil {
-				return world.AppendResult{}, w.err(ctx, op, err)
-			}
-			claimed = true
+		if err := w.claimNewHook(ctx, run, ev, &claimed); err != nil {
+			return world.AppendResult{}, w.err(ctx, op, err)
 		}
 
 		msg := rs.appendMsg(run, ev)
@@ -457,6 +454,19 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	}
 	return world.AppendResult{}, fmt.Errorf("natsworld: %s to run %q: lost %d compare-and-swap rounds: %w",
 		op, run, maxCASRounds, world.ErrTransient)
+}
+
+// claimNewHook claims a hook_created's token for run before the append is
+// published, once per append (claimed records it across retries).
+func (w *World) claimNewHook(ctx context.Context, run string, ev world.Event, claimed *bool) error {
+	if ev.Kind != world.HookCreated || *claimed {
+		return nil
+	}
+	if err := w.claimHook(ctx, ev.Entity, run); err != nil {
+		return err
+	}
+	*claimed = true
+	return nil
 }
 
 // claimHook records token -> run, create-only: the hook subject must have no

@@ -184,11 +184,8 @@ func (w *World) appendPipelined(ctx context.Context, rs *runState, run string, e
 		if done {
 			return res, nil
 		}
-		if ev.Kind == world.HookCreated && !claimed {
-			if err := w.claimHook(ctx, ev.Entity, run); err != nil {
-				return world.AppendResult{}, w.err(ctx, op, err)
-			}
-			claimed = true
+		if err := w.claimNewHook(ctx, run, ev, &claimed); err != nil {
+			return world.AppendResult{}, w.err(ctx, op, err)
 		}
 		msg := rs.appendMsg(run, ev)
 		fut, pred, err := w.seq.send(ctx, msg)
