@@ -271,18 +271,23 @@ func TestGitHubBudgetTrimsHistoryFirst(t *testing.T) {
 	}
 }
 
-func TestGitHubBudgetTrimsHistogramsThenRunDetail(t *testing.T) {
-	// A sweep so wide that even without history the histograms must go,
-	// but its tables still fit.
-	f := fixtureHead()
+// widen repeats every cell of f under n version names, for wide sweeps.
+func widen(f *results.File, n int) *results.File {
 	var cells []results.Cell
-	for i := range 6 {
+	for i := range n {
 		for _, c := range f.Cells {
 			c.Version = fmt.Sprintf("%s-v%02d", c.Version, i)
 			cells = append(cells, c)
 		}
 	}
 	f.Cells = cells
+	return f
+}
+
+func TestGitHubBudgetTrimsHistogramsThenRunDetail(t *testing.T) {
+	// A sweep so wide that even without history the histograms must go,
+	// but its tables still fit.
+	f := widen(fixtureHead(), 6)
 	body := render(t, f, Options{GitHub: true})
 	if len(body) >= CommentLimit {
 		t.Fatalf("comment is %d bytes, limit %d", len(body), CommentLimit)
@@ -301,15 +306,8 @@ func TestGitHubBudgetTrimsHistogramsThenRunDetail(t *testing.T) {
 
 func TestGitHubBudgetTrimsRowsLast(t *testing.T) {
 	// 440 cells: the tables alone are over the limit.
-	f := fixtureHead()
-	var cells []results.Cell
-	for i := range 40 {
-		for _, c := range f.Cells {
-			c.Version = fmt.Sprintf("%s-v%02d", c.Version, i)
-			cells = append(cells, c)
-		}
-	}
-	f.Cells = cells
+	f := widen(fixtureHead(), 40)
+	cells := f.Cells
 	body := render(t, f, Options{GitHub: true})
 	if len(body) >= CommentLimit {
 		t.Fatalf("comment is %d bytes, limit %d", len(body), CommentLimit)
