@@ -97,19 +97,27 @@ func (o *opLog) Append(ctx context.Context, run string, ev world.Event, pre worl
 }
 
 func (o *opLog) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
-	n := o.publishing.Add(1)
-	for {
-		mx := o.maxPublishing.Load()
-		if n <= mx || o.maxPublishing.CompareAndSwap(mx, n) {
-			break
+	// Only step messages count towards the publish overlap: a finished
+	// step's wake-up of the orchestrator may legitimately overlap the
+	// dispatch loop's step publishes.
+	step := len(m.Body) > 0 && m.Body[0] == 's'
+	if step {
+		n := o.publishing.Add(1)
+		for {
+			mx := o.maxPublishing.Load()
+			if n <= mx || o.maxPublishing.CompareAndSwap(mx, n) {
+				break
+			}
 		}
 	}
 	o.add("publish " + m.ID)
 	// Hold the publish briefly so that overlapping publishes are observable.
 	time.Sleep(200 * time.Microsecond)
 	dup, err := o.World.Publish(ctx, m, opt)
-	o.publishing.Add(-1)
-	if len(m.Body) > 0 && m.Body[0] == 's' {
+	if step {
+		o.publishing.Add(-1)
+	}
+	if step {
 		o.stepMessages.Add(1)
 		if engine.MessageCarriesStepInput(m.Body) {
 			o.stepInputFlagOn.Add(1)
