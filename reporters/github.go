@@ -192,3 +192,51 @@ func ExtractEmbedded(body string) (*results.File, error) {
 	}
 	return &f, nil
 }
+
+// Status is what a sticky comment says of its benchmark run.
+type Status string
+
+// The three states of the sticky comment. A completed comment is rendered
+// from a results file (Markdown with Options.GitHub); the other two need
+// none.
+const (
+	StatusRunning   Status = "running"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+)
+
+// StatusComment describes a benchmark run that has no results to show yet
+// (running) or none at all (failed), as the body of the sticky comment:
+// posted when the job starts, it replaces the previous run's numbers so
+// that nobody reads them as this commit's; on failure it points at the
+// run's logs. commit and runURL may be empty.
+func StatusComment(w io.Writer, s Status, commit, runURL string) error {
+	var sb strings.Builder
+	sb.WriteString(Marker + "\n")
+	what := "this commit"
+	if commit != "" {
+		what = "commit `" + shortCommit(commit) + "`"
+	}
+	switch s {
+	case StatusRunning:
+		sb.WriteString("## 📊 " + Title + " — ⏳ running\n\n")
+		sb.WriteString("Benchmarking " + what)
+		if runURL != "" {
+			fmt.Fprintf(&sb, " ([run](%s))", runURL)
+		}
+		sb.WriteString(". The results replace this comment when the sweep finishes; " +
+			"earlier numbers were for an earlier commit.\n")
+	case StatusFailed:
+		sb.WriteString("## 📊 " + Title + " — ❌ failed\n\n")
+		sb.WriteString("The benchmark of " + what + " did not complete")
+		if runURL != "" {
+			fmt.Fprintf(&sb, "; see the [run logs](%s)", runURL)
+		}
+		sb.WriteString(". No figures are shown: a sweep that did not finish has none to trust.\n")
+	default:
+		return fmt.Errorf("status %q: not %s or %s (a completed comment is rendered from a results file)",
+			s, StatusRunning, StatusFailed)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}

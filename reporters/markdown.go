@@ -150,6 +150,8 @@ func (m *markdown) header(sb *strings.Builder) {
 	title := "## 📊 " + Title
 	if f.Partial {
 		title += " — " + markPartial + " PARTIAL RESULTS"
+	} else if m.opt.GitHub {
+		title += " — ✅ " + string(StatusCompleted)
 	}
 	sb.WriteString(title + "\n\n")
 	if f.Partial {

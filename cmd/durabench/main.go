@@ -33,6 +33,7 @@ const usage = `durabench — load and benchmark generator for durable-workflow e
 usage:
   durabench sweep   [flags]                 run a sweep (durabench sweep -h for the flags)
   durabench report  FILE [--format text|md|github|json|benchfmt] [--baseline F] [--history DIR] [--png DIR]
+  durabench report  --status running|failed [--commit SHA] [--run-url URL]   (sticky comment without results)
   durabench list                            scenarios, versions, kill switches, worlds, profiles
   durabench compare BASE HEAD [--format text|md]
   durabench gate    HEAD --baseline BASE [--rules FILE | --rule R ...]

@@ -115,6 +115,9 @@ func TestBadInput(t *testing.T) {
 		{"bad format", []string{"report", corrupt, "--format", "pdf"}, []string{"--format pdf"}},
 		{"bad rule", []string{"gate", corrupt, "--rule", "ttls.p90 <<< 3"}, []string{"--rule"}},
 		{"unknown command", []string{"swep"}, []string{`unknown command "swep"`}},
+		{"bad status", []string{"report", "--status", "done"}, []string{"--status done"}},
+		{"status with results", []string{"report", "--status", "running", corrupt}, []string{"no results file"}},
+		{"commit without status", []string{"report", corrupt, "--commit", "abc"}, []string{"--commit"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,6 +210,10 @@ func TestSweepAndTools(t *testing.T) {
 	}
 	if r := durabench(t, dir, "history", "add", resPath, "--dir", filepath.Join(dir, "hist")); r.code != 0 {
 		t.Errorf("history add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := durabench(t, dir, "report", "--status", "running", "--commit", "0123456789", "--run-url", "https://ci/1"); r.code != 0 ||
+		!strings.HasPrefix(r.stdout, "<!-- durabench-benchmark -->\n## 📊 Durable Workflow Benchmarks — ⏳ running") {
+		t.Errorf("report --status running: exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
 	if r := durabench(t, dir, "list"); r.code != 0 || !strings.Contains(r.stdout, "branches  int") {
 		t.Errorf("list: exit %d\n%s", r.code, r.stdout)

@@ -25,9 +25,18 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	baseline := fs.String("baseline", "", "results file to compare with")
 	history := fs.String("history", "", "history directory (durabench history add) for previous results")
 	png := fs.String("png", "", "also write PNG charts into DIR")
+	status := fs.String("status", "", "running or failed: write the GitHub sticky comment for a run without results (no results file)")
+	commit := fs.String("commit", "", "with --status: the commit being benchmarked")
+	runURL := fs.String("run-url", "", "with --status: the CI run's address, linked from the comment")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
+	}
+	if *status != "" {
+		return statusComment(*status, *format, *commit, *runURL, pos, stdout)
+	}
+	if *commit != "" || *runURL != "" {
+		return usageErr("--commit and --run-url go with --status")
 	}
 	if len(pos) != 1 {
 		return usageErr("report needs exactly one results file, got %d", len(pos))
@@ -82,6 +91,27 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}()
 	}
 	_, err = io.WriteString(stdout, buf.String())
+	return err
+}
+
+// statusComment writes the sticky comment of a run that has no results:
+// --status running when the job starts, --status failed when it broke.
+func statusComment(status, format, commit, runURL string, pos []string, stdout io.Writer) error {
+	st := reporters.Status(status)
+	if st != reporters.StatusRunning && st != reporters.StatusFailed {
+		return usageErr("--status %s: not running or failed (a completed comment is rendered from a results file)", status)
+	}
+	if len(pos) != 0 {
+		return usageErr("report --status takes no results file, got %q", pos[0])
+	}
+	if format != "github" && format != "text" {
+		return usageErr("--status writes a GitHub comment: --format %s is not github", format)
+	}
+	var buf strings.Builder
+	if err := reporters.StatusComment(&buf, st, commit, runURL); err != nil {
+		return err
+	}
+	_, err := io.WriteString(stdout, buf.String())
 	return err
 }
 
