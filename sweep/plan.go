@@ -36,6 +36,17 @@ type NATSSettings struct {
 	URL, Creds, Storage string
 	Replicas            int
 	Keep                bool
+	// sweepID is drawn afresh by every Run (a resumed one included): each
+	// cell's streams are named "durabench_<sweepID>_<cell hash>", so two
+	// sweeps of the same plan on one server, or a crashed sweep's leftovers,
+	// never share a stream.
+	sweepID string
+}
+
+// StreamPrefix is the prefix of the cell's NATS streams in the running
+// sweep ("<prefix>_log", "_queue", "_chunks").
+func (n *NATSSettings) StreamPrefix(c Cell) string {
+	return "durabench_" + n.sweepID + "_" + c.Hash
 }
 
 // Plan is a validated sweep plan.

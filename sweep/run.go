@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,6 +52,10 @@ type Outcome struct {
 	ReportPath string
 	// Reused counts cells taken from an earlier, interrupted run.
 	Reused int
+	// StreamPrefix begins the names of every NATS stream this sweep created
+	// (empty without the nats world): with --keep, what to inspect or
+	// remove afterwards.
+	StreamPrefix string
 }
 
 // Run runs the plan's cells one by one, each on a fresh world, appending
@@ -93,9 +99,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	defer journal.Close()
 
+	var id [4]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("sweep id: %w: %w", err, ErrFailed)
+	}
+	p.NATS.sweepID = hex.EncodeToString(id[:])
+
 	f := results.NewFile(ctx, p.resultsPlan(), time.Now())
 	f.VirtualTime = len(p.Worlds) == 1 && p.Worlds[0] == "sim"
 	out := &Outcome{File: f, ResultsPath: filepath.Join(cfg.Out, ResultsName)}
+	if slices.Contains(p.Worlds, "nats") {
+		out.StreamPrefix = "durabench_" + p.NATS.sweepID + "_"
+	}
 	for _, c := range cells {
 		if _, ok := done[c.Key]; ok {
 			out.Reused++

@@ -82,7 +82,7 @@ func (p *Plan) newWorld(ctx context.Context, c Cell) (*cellWorld, error) {
 		base = sw
 		cw.run = sw.Run
 	case "nats":
-		nw, err := p.newNATS(ctx, opts, "durabench_"+c.Hash)
+		nw, err := p.newNATS(ctx, opts, p.NATS.StreamPrefix(c))
 		if err != nil {
 			return nil, err
 		}

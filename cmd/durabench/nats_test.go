@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"regexp"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/durabench/durabench/results"
 )
@@ -75,5 +80,87 @@ func TestNATSDiesMidSweep(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "kept in") {
 		t.Errorf("stderr does not say where the finished cells are: %q", stderr.String())
+	}
+}
+
+// TestTwoSweepsShareAServer: two sweeps of the same plan against one NATS
+// server at once both finish cleanly on their own streams; with --keep each
+// names the prefix of the streams it left, and the two sets are disjoint.
+func TestTwoSweepsShareAServer(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	defer srv.Shutdown()
+
+	dir := t.TempDir()
+	type outcome struct {
+		r   result
+		out string
+	}
+	outs := make(chan outcome, 2)
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", i))
+		go func() {
+			outs <- outcome{durabench(t, dir, "sweep", "--world", "nats", "--nats-url", srv.ClientURL(), "--keep",
+				"--branches", "8", "--versions", "resilient", "--switches", "none", "--reps", "5", "--warmup", "1",
+				"--quiet", "--out", out), out}
+		}()
+	}
+	prefixRE := regexp.MustCompile(`streams kept \(--keep\): (durabench_[0-9a-f]{8}_)<cell>`)
+	var prefixes []string
+	for range 2 {
+		o := <-outs
+		if o.r.code != 0 {
+			t.Fatalf("sweep exit %d: %s", o.r.code, o.r.stderr)
+		}
+		m := prefixRE.FindStringSubmatch(o.r.stderr)
+		if m == nil {
+			t.Fatalf("stderr does not name the kept streams: %q", o.r.stderr)
+		}
+		prefixes = append(prefixes, m[1])
+		f, err := results.Read(filepath.Join(o.out, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range f.Cells {
+			if c.Runs != 5 || c.Errors != 0 || c.Stalls != 0 {
+				t.Errorf("%v: runs %d errors %d stalls %d, want 5 clean runs", c.Version, c.Runs, c.Errors, c.Stalls)
+			}
+		}
+	}
+	if prefixes[0] == prefixes[1] {
+		t.Fatalf("both sweeps used the streams %s*", prefixes[0])
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	names := js.StreamNames(context.Background())
+	for n := range names.Name() {
+		for _, p := range prefixes {
+			if strings.HasPrefix(n, p) {
+				count[p]++
+			}
+		}
+	}
+	if names.Err() != nil {
+		t.Fatal(names.Err())
+	}
+	for _, p := range prefixes {
+		if count[p] != 3 {
+			t.Errorf("%s*: %d streams kept, want 3 (log, queue, chunks)", p, count[p])
+		}
 	}
 }

@@ -99,6 +99,10 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return -1, err
 	}
 	resultsPath := res.ResultsPath
+	if plan.NATS.Keep && plan.NATS.URL != "" && res.StreamPrefix != "" {
+		fmt.Fprintf(stderr, "durabench: NATS streams kept (--keep): %s<cell>_log, _queue and _chunks, one set per cell\n",
+			res.StreamPrefix)
+	}
 	switch {
 	case errors.Is(err, sweep.ErrInterrupted):
 		fmt.Fprintf(stderr, "durabench: interrupted: %d of %d cells finished; partial results in %s\n",
