@@ -512,20 +512,35 @@ func TestBadWorkersFlags(t *testing.T) {
 	}
 }
 
-// TestExternalWorkersProfileFile: a profile file on the driver reaches the
-// workers, so the latency it injects on the worker side (delivery, the
+// TestExternalWorkersProfileFile: a profile file on the driver, and the
+// recorded-distribution files it and the fault overrides name, reach the
+// workers, so the latency they inject on the worker side (delivery, the
 // orchestrator's reads and writes, the claim) shows in the measured TTFS.
 func TestExternalWorkersProfileFile(t *testing.T) {
 	url := startServer(t, natstest.Spec{Name: "profiled"})
 	startWorker(t, url, "w1")
-	// The file exists only in the driver's working directory: the worker
-	// (another directory, as on another machine) can only get its text.
+	// The files exist only in the driver's working directory: the worker
+	// (another directory, as on another machine) can only get their text.
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "fixed5.yaml"), []byte("name: fixed5\nops:\n  default: {latency: {dist: fixed, value: 5ms}}\n"), 0o644); err != nil {
-		t.Fatal(err)
+	files := map[string]string{
+		// Every call 5 ms, from a recorded distribution beside the profile.
+		"profiles/fixed5.yaml": "name: fixed5\nops:\n  default: {latency: {dist: hdr, file: rec/five.txt, unit: us}}\n",
+		"profiles/rec/five.txt": "# value(us) count\n5000 100\n",
+		// Deliveries 6 ms, from a file named by a fault override.
+		"six.txt": "6000 100\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := startSweepIn(t, dir, url, "--expect-workers", "1", "--branches", "1", "--versions", "resilient-inband",
-		"--switches", "none", "--reps", "3", "--warmup", "0", "--profile", "fixed5.yaml", "--cell-timeout", "30s")
+		"--switches", "none", "--reps", "3", "--warmup", "0", "--profile", "profiles/fixed5.yaml",
+		"--faults", "deliver.latency=hdr:six.txt", "--cell-timeout", "30s")
 	s.wait(t, 60*time.Second)
 	if s.code != 0 {
 		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)

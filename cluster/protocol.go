@@ -81,11 +81,15 @@ type CellSpec struct {
 	Replicas int             `json:"replicas,omitempty"`
 	// Profile is a latency/fault profile: a built-in name ("none", "lan",
 	// "cloud"), or a file on the driver whose text ProfileYAML carries to
-	// the workers; Faults are the plan's overrides.
-	Profile     string `json:"profile,omitempty"`
-	ProfileYAML string `json:"profile_yaml,omitempty"`
-	Faults      string `json:"faults,omitempty"`
-	Seed        int64  `json:"seed"`
+	// the workers; Faults are the plan's overrides. ProfileFiles carries
+	// the recorded-distribution (hdr) files the profile or the overrides
+	// name, by the path the driver resolved: a worker reads no file of its
+	// own for the driver's profile.
+	Profile      string            `json:"profile,omitempty"`
+	ProfileYAML  string            `json:"profile_yaml,omitempty"`
+	ProfileFiles map[string][]byte `json:"profile_files,omitempty"`
+	Faults       string            `json:"faults,omitempty"`
+	Seed         int64             `json:"seed"`
 	// Driver is a subject the driver answers while the cell lasts: a
 	// worker that gets no answer for DriverTimeout stops the cell by itself
 	// (the driver died).

@@ -308,13 +308,14 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 		}
 		var prof *profile.Profile
 		var err error
+		read := profile.ShippedFiles(spec.ProfileFiles)
 		if spec.ProfileYAML != "" {
-			prof, err = profile.Parse(name, []byte(spec.ProfileYAML)) // a file on the driver
+			prof, err = profile.ParseWith(name, []byte(spec.ProfileYAML), read) // a file on the driver
 		} else {
 			prof, err = profile.Load(name)
 		}
 		if err == nil && spec.Faults != "" {
-			prof, err = profile.ApplyOverrides(prof, spec.Faults)
+			prof, err = profile.ApplyOverridesWith(prof, spec.Faults, read)
 		}
 		if err != nil {
 			nw.Close()

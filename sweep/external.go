@@ -115,14 +115,25 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: features,
 		Options: p.worldOptions(guard, c.Seed), Storage: p.NATS.Storage, Replicas: p.NATS.Replicas,
 		Profile: c.Profile, Faults: p.Faults, Seed: c.Seed}
+	// A profile file, and the hdr files it or the fault overrides name,
+	// live on the driver: ship their contents to the workers.
+	files := &profile.Recorder{}
+	prof, err := profile.Load(c.Profile)
 	if !slices.Contains(profile.Names(), c.Profile) {
-		// A profile file lives on the driver: ship its text to the workers.
-		data, err := os.ReadFile(c.Profile)
-		if err != nil {
-			return results.Cell{}, nil, fmt.Errorf("profile %s: %w: %w", c.Profile, err, ErrInvalid)
+		data, rerr := os.ReadFile(c.Profile)
+		if rerr != nil {
+			return results.Cell{}, nil, fmt.Errorf("profile %s: %w: %w", c.Profile, rerr, ErrInvalid)
 		}
 		spec.ProfileYAML = string(data)
+		prof, err = profile.ParseWith(c.Profile, data, files.Read)
 	}
+	if err == nil && p.Faults != "" {
+		_, err = profile.ApplyOverridesWith(prof, p.Faults, files.Read)
+	}
+	if err != nil {
+		return results.Cell{}, nil, fmt.Errorf("profile %s: %w: %w", c.Profile, err, ErrInvalid)
+	}
+	spec.ProfileFiles = files.Files
 	cell, err := d.Open(ctx, spec, w.Runtime())
 	if err != nil {
 		if ctx.Err() != nil {

@@ -146,6 +146,10 @@ func fmtDur(d time.Duration) string {
 // Durations use Go syntax (500us, 1.5ms, 2s). Errors name the part that is
 // wrong but not where it came from; callers add that.
 func ParseDist(s, dir string) (Dist, error) {
+	return parseDist(s, dir, nil)
+}
+
+func parseDist(s, dir string, read ReadFile) (Dist, error) {
 	s = strings.TrimSpace(s)
 	kind, rest, found := strings.Cut(s, ":")
 	if !found {
@@ -178,7 +182,7 @@ func ParseDist(s, dir string) (Dist, error) {
 		}
 		return newLogNormal(a, b)
 	case "hdr":
-		return LoadHDR(resolve(dir, rest), UnitMicrosecond)
+		return loadHDR(read, resolve(dir, rest), UnitMicrosecond)
 	default:
 		return nil, fmt.Errorf("unknown dist %q (known: %s)", kind, strings.Join(distNames, ", "))
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -50,7 +51,21 @@ type Empirical struct {
 //
 // Blank lines and lines starting with '#' are skipped.
 func LoadHDR(path string, unit Unit) (*Empirical, error) {
-	data, err := os.ReadFile(path)
+	return loadHDR(nil, path, unit)
+}
+
+// ReadFile reads the recorded-distribution files (hdr) a profile or a fault
+// override names, by their resolved path. nil reads the file system.
+// ParseWith and ApplyOverridesWith take one so that a profile can be
+// parsed where its files are not: a distributed sweep's worker parses the
+// driver's profile with the files the driver shipped (see Recorder).
+type ReadFile func(path string) ([]byte, error)
+
+func loadHDR(read ReadFile, path string, unit Unit) (*Empirical, error) {
+	if read == nil {
+		read = os.ReadFile
+	}
+	data, err := read(path)
 	if err != nil {
 		return nil, fmt.Errorf("hdr: %w", err)
 	}
@@ -177,3 +192,37 @@ func (e *Empirical) Mean() time.Duration {
 }
 
 func (e *Empirical) String() string { return "hdr:" + e.source }
+
+// Recorder reads files from the file system and keeps what it read, by
+// path: parse a profile with Read, then ship Files to where the profile is
+// parsed again (ShippedFiles there).
+type Recorder struct {
+	mu    sync.Mutex
+	Files map[string][]byte
+}
+
+// Read is a ReadFile that records each file it read.
+func (r *Recorder) Read(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Files == nil {
+		r.Files = map[string][]byte{}
+	}
+	r.Files[path] = data
+	return data, nil
+}
+
+// ShippedFiles is a ReadFile over files recorded elsewhere (Recorder.Files):
+// a path it does not hold is an error saying so.
+func ShippedFiles(files map[string][]byte) ReadFile {
+	return func(path string) ([]byte, error) {
+		if data, ok := files[path]; ok {
+			return data, nil
+		}
+		return nil, fmt.Errorf("open %s: not among the files shipped with the profile", path)
+	}
+}

@@ -20,13 +20,19 @@ import (
 // apply left to right; p is not modified. Errors name the override and wrap
 // ErrInvalid.
 func ApplyOverrides(p *Profile, overrides string) (*Profile, error) {
+	return ApplyOverridesWith(p, overrides, nil)
+}
+
+// ApplyOverridesWith is ApplyOverrides reading hdr files with read (nil:
+// the file system).
+func ApplyOverridesWith(p *Profile, overrides string, read ReadFile) (*Profile, error) {
 	out := p.Clone()
 	for item := range strings.SplitSeq(overrides, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		if err := out.override(item); err != nil {
+		if err := out.override(item, read); err != nil {
 			return nil, err
 		}
 		out.Overrides = append(out.Overrides, item)
@@ -34,7 +40,7 @@ func ApplyOverrides(p *Profile, overrides string) (*Profile, error) {
 	return out, nil
 }
 
-func (p *Profile) override(item string) error {
+func (p *Profile) override(item string, read ReadFile) error {
 	fail := func(format string, args ...any) error {
 		return &Error{Override: item, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -76,7 +82,7 @@ func (p *Profile) override(item string) error {
 	}
 	switch field {
 	case "latency":
-		d, err := ParseDist(value, "")
+		d, err := parseDist(value, "", read)
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -328,3 +328,52 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedFiles: a profile parsed where its hdr files are not (a
+// distributed sweep's worker) gets the same distributions from the files a
+// Recorder kept when it was parsed where they are; a file that was not
+// shipped is an error naming it, never a read of the local disk.
+func TestShippedFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "rec"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rec", "five.txt"), []byte("5000 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "seven.txt"), []byte("7000 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "p.yaml")
+	yaml := []byte("ops:\n  default: {latency: {dist: hdr, file: rec/five.txt, unit: us}}\n")
+	overrides := "deliver.latency=hdr:" + filepath.Join(dir, "seven.txt")
+
+	rec := &profile.Recorder{}
+	p, err := profile.ParseWith(path, yaml, rec.Read)
+	if err == nil {
+		p, err = profile.ApplyOverridesWith(p, overrides, rec.Read)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Files) != 2 {
+		t.Fatalf("recorded %d files, want 2: %v", len(rec.Files), rec.Files)
+	}
+	shipped := profile.ShippedFiles(rec.Files)
+	q, err := profile.ParseWith(path, yaml, shipped)
+	if err == nil {
+		q, err = profile.ApplyOverridesWith(q, overrides, shipped)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, want := range map[world.Op]time.Duration{world.OpLoad: 5 * time.Millisecond, world.OpDeliver: 7 * time.Millisecond} {
+		if a, b := p.Expected(op), q.Expected(op); a != b || a < want*99/100 || a > want*101/100 {
+			t.Errorf("%s: mean %v where the files are, %v from the shipped files, want %v", op, a, b, want)
+		}
+	}
+	if _, err := profile.ParseWith(path, yaml, profile.ShippedFiles(nil)); err == nil ||
+		!strings.Contains(err.Error(), "rec/five.txt") || !strings.Contains(err.Error(), "not among the files shipped") {
+		t.Errorf("unshipped file: %v", err)
+	}
+}

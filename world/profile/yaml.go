@@ -54,7 +54,13 @@ func ParseFile(path string) (*Profile, error) {
 // "p.yaml:7: ops.step_created.transient: 120% is not in 0–100%". Every
 // mistake found is reported (joined); each wraps ErrInvalid.
 func Parse(file string, data []byte) (*Profile, error) {
-	ps := &parser{file: file, dir: filepath.Dir(file)}
+	return ParseWith(file, data, nil)
+}
+
+// ParseWith is Parse reading the profile's hdr files with read (nil: the
+// file system).
+func ParseWith(file string, data []byte, read ReadFile) (*Profile, error) {
+	ps := &parser{file: file, dir: filepath.Dir(file), read: read}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -98,6 +104,7 @@ func (ps *parser) syntaxError(err error) error {
 
 type parser struct {
 	file, dir string
+	read      ReadFile
 	errs      []*Error
 }
 
@@ -307,7 +314,7 @@ var distParams = map[string][]string{
 
 func (ps *parser) latency(n *yaml.Node, field string) (Dist, bool) {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
-		d, err := ParseDist(n.Value, ps.dir)
+		d, err := parseDist(n.Value, ps.dir, ps.read)
 		if err != nil {
 			ps.fail(n, field, "%v", err)
 			return nil, false
@@ -400,7 +407,7 @@ func (ps *parser) latency(n *yaml.Node, field string) (Dist, bool) {
 			ps.fail(n, field, "hdr takes exactly one of file and encoded")
 			return nil, false
 		case hasFile:
-			d, err = LoadHDR(resolve(ps.dir, file.Value), unit)
+			d, err = loadHDR(ps.read, resolve(ps.dir, file.Value), unit)
 		default:
 			data := strings.Join(strings.Fields(enc.Value), "")
 			if _, berr := base64.StdEncoding.DecodeString(data); berr != nil {
