@@ -524,7 +524,7 @@ func TestExternalWorkersProfileFile(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		// Every call 5 ms, from a recorded distribution beside the profile.
-		"profiles/fixed5.yaml": "name: fixed5\nops:\n  default: {latency: {dist: hdr, file: rec/five.txt, unit: us}}\n",
+		"profiles/fixed5.yaml":  "name: fixed5\nops:\n  default: {latency: {dist: hdr, file: rec/five.txt, unit: us}}\n",
 		"profiles/rec/five.txt": "# value(us) count\n5000 100\n",
 		// Deliveries 6 ms, from a file named by a fault override.
 		"six.txt": "6000 100\n",
