@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os/exec"
@@ -14,25 +13,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/world/nats/natstest"
 )
 
 // TestNATSDiesMidSweep: a NATS server that dies mid-sweep stops the sweep
 // with exit 3, and every finished cell is kept in a partial results file.
 func TestNATSDiesMidSweep(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(5 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t)
 
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
@@ -87,16 +76,7 @@ func TestNATSDiesMidSweep(t *testing.T) {
 // server at once both finish cleanly on their own streams; with --keep each
 // names the prefix of the streams it left, and the two sets are disjoint.
 func TestTwoSweepsShareAServer(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(5 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t)
 
 	dir := t.TempDir()
 	type outcome struct {
@@ -137,30 +117,30 @@ func TestTwoSweepsShareAServer(t *testing.T) {
 	if prefixes[0] == prefixes[1] {
 		t.Fatalf("both sweeps used the streams %s*", prefixes[0])
 	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	count := map[string]int{}
-	names := js.StreamNames(context.Background())
-	for n := range names.Name() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(n, p) {
-				count[p]++
-			}
-		}
-	}
-	if names.Err() != nil {
-		t.Fatal(names.Err())
+	for _, p := range prefixes {
+		count[p] = len(natstest.Streams(t, srv.ClientURL(), p))
 	}
 	for _, p := range prefixes {
 		if count[p] != 3 {
 			t.Errorf("%s*: %d streams kept, want 3 (log, queue, chunks)", p, count[p])
 		}
 	}
+}
+
+// startNATS starts a JetStream server in the test process on a loopback
+// port; the sweeps under test reach it over TCP.
+func startNATS(t *testing.T) *server.Server {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/durabench/durabench/world"
 	natsworld "github.com/durabench/durabench/world/nats"
@@ -257,25 +255,7 @@ func (g *errgroup) Wait() error { g.wg.Wait(); return g.err }
 func TestCloseDeletesStreams(t *testing.T) {
 	srv := natstest.Start(t, natstest.Spec{Name: "cleanup"})
 	ctx := context.Background()
-	nc, err := nats.Connect(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	streams := func(prefix string) []string {
-		var names []string
-		l := js.StreamNames(ctx)
-		for n := range l.Name() {
-			if strings.HasPrefix(n, prefix+"_") {
-				names = append(names, n)
-			}
-		}
-		return names
-	}
+	streams := func(prefix string) []string { return natstest.Streams(t, srv.URL, prefix+"_") }
 
 	kept, err := natsworld.New(ctx, natsworld.Config{URL: srv.URL, Prefix: "keepme", Keep: true})
 	if err != nil {

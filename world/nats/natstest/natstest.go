@@ -187,15 +187,8 @@ func StartCluster(t testing.TB) string {
 // API calls (a cluster's meta leader is elected).
 func WaitJetStream(t testing.TB, url string, limit time.Duration) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
+	nc, js := connect(t, url)
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	end := time.Now().Add(limit)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -209,4 +202,38 @@ func WaitJetStream(t testing.TB, url string, limit time.Duration) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// Streams lists the streams on the server at url whose names start with
+// prefix.
+func Streams(t testing.TB, url, prefix string) []string {
+	t.Helper()
+	nc, js := connect(t, url)
+	defer nc.Close()
+	var names []string
+	l := js.StreamNames(context.Background())
+	for n := range l.Name() {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("stream names: %v", err)
+	}
+	return names
+}
+
+// connect opens a connection and a JetStream context on it.
+func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	return nc, js
 }
