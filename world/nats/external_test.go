@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/durabench/durabench/world"
 	natsworld "github.com/durabench/durabench/world/nats"
 	"github.com/durabench/durabench/world/nats/natstest"
