@@ -3,7 +3,9 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -88,6 +90,18 @@ func (j *Journal) Close() error {
 	err := j.f.Close()
 	j.f = nil
 	return err
+}
+
+// Discard closes and deletes the journal: the sweep it protected wrote its
+// complete results, which hold every cell it had.
+func (j *Journal) Discard() error {
+	if err := j.Close(); err != nil {
+		return err
+	}
+	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("results: journal %s: %w", j.path, err)
+	}
+	return nil
 }
 
 // ReadJournal returns the cells in the journal at path, in the order they

@@ -176,6 +176,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return out, fmt.Errorf("report: %w: %w", err, ErrFailed)
 	}
 	out.ReportPath = rp
+	// The results are complete: the journal has nothing they lack.
+	if err := journal.Discard(); err != nil {
+		return out, fmt.Errorf("%w: %w", err, ErrFailed)
+	}
 	return out, nil
 }
 

@@ -281,6 +281,9 @@ func TestInterruptAndResume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.md")); err == nil {
 		t.Error("an interrupted sweep wrote report.md, which looks complete")
 	}
+	if _, err := os.Stat(filepath.Join(out, results.JournalName)); err != nil {
+		t.Errorf("an interrupted sweep left no journal: %v", err)
+	}
 	// A partial sweep is nothing to gate: exit 3, not a pass.
 	if g := durabench(t, dir, "gate", resPath, "--rule", "errors == 0"); g.code != 3 {
 		t.Errorf("gate on partial results: exit %d, want 3\n%s%s", g.code, g.stdout, g.stderr)
@@ -299,6 +302,10 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 	if full.Partial || len(full.Cells) != 5 {
 		t.Fatalf("resumed results: partial %v, %d cells", full.Partial, len(full.Cells))
+	}
+	// Complete results hold every cell: no journal is left beside them.
+	if _, err := os.Stat(filepath.Join(out, results.JournalName)); err == nil {
+		t.Error("a complete sweep left its journal beside results.json")
 	}
 	for i, c := range partial.Cells {
 		a, _ := json.Marshal(c)
