@@ -119,7 +119,10 @@ func defaultWorld() string { return DefaultWorld }
 
 func (p *Plan) newNATS(ctx context.Context, opts world.Options, prefix string) (world.World, error) {
 	return natsworld.New(ctx, natsworld.Config{Options: opts, URL: p.NATS.URL, Creds: p.NATS.Creds,
-		Storage: p.NATS.Storage, Replicas: p.NATS.Replicas, Keep: p.NATS.Keep, Prefix: prefix})
+		Storage: p.NATS.Storage, Replicas: p.NATS.Replicas, Keep: p.NATS.Keep, Prefix: prefix,
+		// The prefix is this sweep's own: only external workers write
+		// there besides this process.
+		SoleWriter: !p.External.Enabled()})
 }
 
 // Probe checks, before anything runs, that the plan's external services

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/nats/natstest"
 )
 
 // The benchmarks below put each world operation on the embedded server next
@@ -258,9 +259,38 @@ func BenchmarkLoad(b *testing.B) {
 // awaited together (what JetStream can do without per-run rules). ns/op is
 // per append.
 func BenchmarkFanOutAppends(b *testing.B) {
+	fanOutAppends(b, benchWorld(b, world.Options{}))
+}
+
+// BenchmarkFanOutAppendsExternal: the same against a nats-server in another
+// process over TCP loopback, as a world that may share its prefix with
+// other writers (each append waits for the one before it on the run) and
+// as the prefix's sole writer (appends pipelined, as embedded): what
+// Config.SoleWriter, which a sweep without external workers sets, saves.
+func BenchmarkFanOutAppendsExternal(b *testing.B) {
+	srv := natstest.Start(b, natstest.Spec{Name: "bench"})
+	for _, sole := range []bool{false, true} {
+		name := "shared"
+		if sole {
+			name = "sole-writer"
+		}
+		b.Run(name, func(b *testing.B) {
+			w, err := New(context.Background(), Config{URL: srv.URL, SoleWriter: sole})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = w.Close() })
+			if w.pipelined() != sole {
+				b.Fatalf("pipelined %v, want %v", w.pipelined(), sole)
+			}
+			fanOutAppends(b, w)
+		})
+	}
+}
+
+func fanOutAppends(b *testing.B, w *World) {
 	const branches = 256
 	ctx := context.Background()
-	w := benchWorld(b, world.Options{})
 	rawStream(b, w, "raw_fan", jetstream.LimitsPolicy)
 	var p pair
 	b.ResetTimer()

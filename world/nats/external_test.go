@@ -17,13 +17,14 @@ import (
 )
 
 // externalFactory runs each subtest on a fresh world (its own random
-// prefix) on the server or cluster at url; Close deletes its streams.
-func externalFactory(url string, replicas int) worldtest.Factory {
+// prefix) on the server or cluster at url; Close deletes its streams. sole
+// declares the world the only writer of its prefix (pipelined appends).
+func externalFactory(url string, replicas int, sole bool) worldtest.Factory {
 	return func(t *testing.T, opts world.Options) worldtest.Harness {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		w, err := natsworld.New(ctx, natsworld.Config{Options: opts, URL: url, Replicas: replicas})
+		w, err := natsworld.New(ctx, natsworld.Config{Options: opts, URL: url, Replicas: replicas, SoleWriter: sole})
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
@@ -40,7 +41,8 @@ func externalFactory(url string, replicas int) worldtest.Factory {
 // process, over TCP loopback.
 func TestConformanceExternal(t *testing.T) {
 	srv := natstest.Start(t, natstest.Spec{Name: "external"})
-	worldtest.Run(t, externalFactory(srv.URL, 1))
+	worldtest.Run(t, externalFactory(srv.URL, 1, false))
+	t.Run("SoleWriter", func(t *testing.T) { worldtest.Run(t, externalFactory(srv.URL, 1, true)) })
 }
 
 // TestConformanceCluster runs the suite against a three-node cluster with
@@ -51,7 +53,8 @@ func TestConformanceCluster(t *testing.T) {
 		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster suite")
 	}
 	urls := natstest.StartCluster(t)
-	worldtest.Run(t, externalFactory(urls, 3))
+	worldtest.Run(t, externalFactory(urls, 3, false))
+	t.Run("SoleWriter", func(t *testing.T) { worldtest.Run(t, externalFactory(urls, 3, true)) })
 	t.Run("TwoWriters", func(t *testing.T) { testTwoWriters(t, urls, 3) })
 }
 

@@ -95,6 +95,14 @@ type Config struct {
 	// Keep leaves the streams in place on Close (external servers only; an
 	// embedded server's store is always removed).
 	Keep bool
+	// SoleWriter declares, for an external server, that this process is
+	// the only writer under Prefix (no durabench workers elsewhere): log
+	// appends are pipelined and the run caches trusted, as on the embedded
+	// server. A sweep sets it unless its engine runs in external workers.
+	// Should another writer show up after all, the pipeline notices the
+	// sequence it did not predict and falls back to one round trip per
+	// append; the server still checks every expected sequence.
+	SoleWriter bool
 	// ConnectTimeout bounds connecting to an external server (default 5 s).
 	ConnectTimeout time.Duration
 }
@@ -160,11 +168,11 @@ type World struct {
 	ready, delayed jetstream.Consumer
 
 	// seq pipelines log appends when this process is the log's only
-	// writer (embedded); nil otherwise.
+	// writer (embedded, or Config.SoleWriter); nil otherwise.
 	seq *logSequencer
 
 	// shared is set when other processes may write under the same prefix
-	// (external servers). Then a rule violation found in a cache is
+	// (external servers, unless Config.SoleWriter). Then a rule violation found in a cache is
 	// confirmed by a read before it is reported; embedded, this process is
 	// the only writer and its caches are authoritative.
 	shared bool
@@ -206,7 +214,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		readers: make(map[string]*chunkReader),
 		subs:    make(map[*subscription]struct{}),
 	}
-	w.shared = cfg.URL != ""
+	w.shared = cfg.URL != "" && !cfg.SoleWriter
 	if !w.shared {
 		w.seq = newLogSequencer(w)
 	}
