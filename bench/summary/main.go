@@ -88,7 +88,7 @@ var rules = []rule{
 	{regexp.MustCompile(`^FanOutNATS/`), "ttls-p50-us", "floor-ttls-p50-us", "ratio", "", nil, natsParts},
 	// world/nats: each world operation next to the raw JetStream call it
 	// wraps (issue 3), no target.
-	{regexp.MustCompile(`^(Publish|GuardedAppend|PublishConsume|Load|FanOutAppends)$`), "world-ns/op", "raw-ns/op", "world/raw", "", nil, nil},
+	{regexp.MustCompile(`^(Publish|GuardedAppend|PublishConsume|Load|FanOutAppends|FanOutAppendsExternal/.*)$`), "world-ns/op", "raw-ns/op", "world/raw", "", nil, nil},
 	{regexp.MustCompile(`^FanOut256/`), "runs/s", "", "", "≥ 100 runs/s",
 		[]check{{"runs/s", ">=", 100}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
