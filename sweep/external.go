@@ -118,14 +118,15 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	// A profile file, and the hdr files it or the fault overrides name,
 	// live on the driver: ship their contents to the workers.
 	files := &profile.Recorder{}
-	prof, err := profile.Load(c.Profile)
-	if !slices.Contains(profile.Names(), c.Profile) {
-		data, rerr := os.ReadFile(c.Profile)
-		if rerr != nil {
-			return results.Cell{}, nil, fmt.Errorf("profile %s: %w: %w", c.Profile, rerr, ErrInvalid)
+	var prof *profile.Profile
+	if slices.Contains(profile.Names(), c.Profile) {
+		prof, err = profile.Load(c.Profile)
+	} else {
+		var data []byte
+		if data, err = os.ReadFile(c.Profile); err == nil {
+			spec.ProfileYAML = string(data)
+			prof, err = profile.ParseWith(c.Profile, data, files.Read)
 		}
-		spec.ProfileYAML = string(data)
-		prof, err = profile.ParseWith(c.Profile, data, files.Read)
 	}
 	if err == nil && p.Faults != "" {
 		_, err = profile.ApplyOverridesWith(prof, p.Faults, files.Read)

@@ -46,8 +46,11 @@ type NATSSettings struct {
 // StreamPrefix is the prefix of the cell's NATS streams in the running
 // sweep ("<prefix>_log", "_queue", "_chunks").
 func (n *NATSSettings) StreamPrefix(c Cell) string {
-	return "durabench_" + n.sweepID + "_" + c.Hash
+	return n.sweepPrefix() + c.Hash
 }
+
+// sweepPrefix begins the names of every stream of the running sweep.
+func (n *NATSSettings) sweepPrefix() string { return "durabench_" + n.sweepID + "_" }
 
 // Plan is a validated sweep plan.
 type Plan struct {

@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	f.VirtualTime = len(p.Worlds) == 1 && p.Worlds[0] == "sim"
 	out := &Outcome{File: f, ResultsPath: filepath.Join(cfg.Out, ResultsName)}
 	if slices.Contains(p.Worlds, "nats") {
-		out.StreamPrefix = "durabench_" + p.NATS.sweepID + "_"
+		out.StreamPrefix = p.NATS.sweepPrefix()
 	}
 	for _, c := range cells {
 		if _, ok := done[c.Key]; ok {
