@@ -44,6 +44,9 @@ const (
 	subjAnchor  = "raw.q.anchor"
 )
 
+// nextWait bounds one Next, as in the NATS world's pull loop.
+const nextWait = 10 * time.Millisecond
+
 // maxPull is the pull batch of the NATS world's consumer.
 const maxPull = 16
 
@@ -314,14 +317,19 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 		defer close(s.done)
 		for {
 			s.slots <- struct{}{}
-			msg, err := it.Next()
+			// The NATS world's wait (world/nats nextWait): a Next that
+			// began while the iterator's previous pull request was still
+			// being sent would otherwise wait, with messages pending, until
+			// something else arrived — and the floor would be slower than
+			// what it bounds.
+			msg, err := it.Next(jetstream.NextMaxWait(nextWait))
 			if err != nil {
 				<-s.slots
 				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 					return // stopped
 				}
-				// A missed heartbeat on a loaded machine: the iterator
-				// goes on pulling, and so does the floor.
+				// A timeout, or a missed heartbeat on a loaded machine:
+				// the iterator goes on pulling, and so does the floor.
 				continue
 			}
 			s.handlers.Add(1)
