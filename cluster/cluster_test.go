@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -104,8 +105,15 @@ func startWorker(t *testing.T, url, id string, extra ...string) *workerProc {
 // waitLog waits until the worker's log contains s.
 func (w *workerProc) waitLog(t *testing.T, s string, limit time.Duration) {
 	t.Helper()
+	w.waitLogMatch(t, regexp.MustCompile(regexp.QuoteMeta(s)), limit)
+}
+
+// waitLogMatch waits until the worker's log matches re.
+func (w *workerProc) waitLogMatch(t *testing.T, re *regexp.Regexp, limit time.Duration) {
+	t.Helper()
+	s := re.String()
 	end := time.Now().Add(limit)
-	for !strings.Contains(w.log.String(), s) {
+	for !re.MatchString(w.log.String()) {
 		select {
 		case <-w.done:
 			t.Fatalf("worker %s exited (%v) before %q; log:\n%s", w.id, w.err, s, w.log.String())
@@ -254,7 +262,7 @@ func testTwoWorkers(t *testing.T, url string, replicas int) {
 // completes and counts the redeliveries.
 func testKillWorker(t *testing.T, url string, replicas int) {
 	startWorker(t, url, "w1", "--concurrency", "4")
-	victim := startWorker(t, url, "w2", "--concurrency", "4")
+	victim := startWorker(t, url, "w2", "--concurrency", "4", "--status-every", "100ms")
 	const reps = 8
 	// No inline steps: the engine does not recover a run whose
 	// orchestrator dies while it runs an inline step (the step exists, has
@@ -269,11 +277,12 @@ func testKillWorker(t *testing.T, url string, replicas int) {
 	s := startSweep(t, url, "-f", file, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "no-inline",
 		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "0", "--option", "body=50ms",
 		"--visibility-timeout", "2s", "--nats-replicas", fmt.Sprint(replicas), "--cell-timeout", "90s")
-	// Mid-cell: a run takes about 64 × 50 ms / 8 slots = 400 ms on two
-	// workers, so a second after the cell started runs are in flight and
-	// the victim holds messages (running and prefetched).
-	victim.waitLog(t, "started", 60*time.Second)
-	time.Sleep(time.Second)
+	// Mid-cell: killed once its status shows deliveries in flight, the
+	// victim holds messages (running and prefetched) that only a
+	// redelivery brings back. (A fixed delay after the cell started was not
+	// enough on a loaded machine: the other worker had taken every message
+	// so far.)
+	victim.waitLogMatch(t, regexp.MustCompile(`\([1-9][0-9]* in flight\)`), 60*time.Second)
 	if err := victim.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,10 +47,21 @@ func TestFloorIssuesTheEnginesOperations(t *testing.T) {
 			}
 			ec, fc := eng.W.Snapshot(), fcw.Snapshot()
 			if v.Features.Dispatch == engine.Sequential {
-				// The operations are deterministic; how many events each
-				// load returns depends on how far the concurrent branches
-				// got, in the engine and in the floor alike.
-				if !maps.Equal(ec.Ops, fc.Ops) || math.Abs(float64(ec.Loaded-fc.Loaded)) > 0.1*float64(ec.Loaded) {
+				// The operations are deterministic but for the log loads:
+				// their number depends, by one, on which branch completes
+				// last (the inline one or a queued one), a race the engine
+				// and the floor each run on their own (seen in about 1 of
+				// 100 runs on a loaded machine, both ways). How many events
+				// each load returns depends on how far the concurrent
+				// branches got, in both alike: one run on a loaded machine
+				// spread 863–1079 events against the floor's 923, so allow
+				// 30%.
+				loads := ec.Ops[world.OpLoad] - fc.Ops[world.OpLoad]
+				eo, fo := maps.Clone(ec.Ops), maps.Clone(fc.Ops)
+				delete(eo, world.OpLoad)
+				delete(fo, world.OpLoad)
+				if !maps.Equal(eo, fo) || loads < -1 || loads > 1 ||
+					math.Abs(float64(ec.Loaded-fc.Loaded)) > 0.3*float64(fc.Loaded) {
 					t.Fatalf("engine %v\nfloor  %v", ec, fc)
 				}
 				return
