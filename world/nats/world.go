@@ -431,7 +431,41 @@ func (w *World) setup(ctx context.Context) error {
 	if err != nil {
 		return w.setupErr("consumer delayed", err)
 	}
+	for _, c := range []struct {
+		name string
+		c    jetstream.Consumer
+	}{{"ready", w.ready}, {"delayed", w.delayed}} {
+		if err := w.awaitLeader(ctx, c.c); err != nil {
+			return w.setupErr("consumer "+c.name, err)
+		}
+	}
 	return nil
+}
+
+// awaitLeader waits until a replicated consumer has elected its leader. A
+// pull request sent before that has no one to answer it: the jetstream
+// iterator counts its messages as requested all the same and asks for no
+// more, so the consumer would deliver nothing until the request's
+// heartbeat is missed (seen on an R3 cluster: a fresh-retried message
+// undelivered for seconds).
+func (w *World) awaitLeader(ctx context.Context, c jetstream.Consumer) error {
+	if w.cfg.Replicas <= 1 {
+		return nil
+	}
+	for {
+		info, err := c.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("no leader elected: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (w *World) setupErr(what string, err error) error {
