@@ -182,7 +182,7 @@ func testRetryFresh(c *env) {
 	if gap := fresh.At - first.At; gap >= VisibilityTimeout*2/3 {
 		c.Fatalf("fresh copy came %v after the failure, want soon (VT %v)", gap, VisibilityTimeout)
 	}
-	if gap := orig.At - first.At; gap < VisibilityTimeout*9/10 {
+	if gap := orig.At - first.At; gap < vtEarliest {
 		c.Fatalf("original redelivered %v after the failure, want only after the visibility timeout %v", gap, VisibilityTimeout)
 	}
 	c.Settle(settleWait)
@@ -207,7 +207,7 @@ func testAbandon(c *env) {
 	if got[0].Attempt != 1 || got[1].Attempt != 2 || got[1].ID != "m" {
 		c.Fatalf("deliveries %+v, want m attempt 1 then m attempt 2", got)
 	}
-	if gap := got[1].At - got[0].At; gap < VisibilityTimeout*9/10 {
+	if gap := got[1].At - got[0].At; gap < vtEarliest {
 		c.Fatalf("abandoned delivery came back after %v, before the visibility timeout %v", gap, VisibilityTimeout)
 	}
 	c.Settle(settleWait)
@@ -235,7 +235,7 @@ func testSlowHandler(c *env) {
 	if got[1].Attempt != 2 || got[1].ID != "m" {
 		c.Fatalf("second delivery %+v, want m attempt 2", got[1].Delivery)
 	}
-	if gap := got[1].At - got[0].At; gap < VisibilityTimeout*9/10 || gap >= VisibilityTimeout*2 {
+	if gap := got[1].At - got[0].At; gap < vtEarliest || gap >= VisibilityTimeout*2 {
 		c.Fatalf("redelivered %v after the first delivery, want after the visibility timeout %v, before the slow handler returned", gap, VisibilityTimeout)
 	}
 	if !c.WaitFor(deadline, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.live == 0 }) {
@@ -425,7 +425,7 @@ func testBackoffFresh(c *env) {
 	}
 	c.wantBackoff(firsts)
 	for _, d := range seconds {
-		if gap := d.At - firsts[0].At; gap < VisibilityTimeout*9/10 {
+		if gap := d.At - firsts[0].At; gap < vtEarliest {
 			c.Fatalf("a failed delivery came back with attempt 2 after %v, before the visibility timeout %v", gap, VisibilityTimeout)
 		}
 	}
