@@ -32,6 +32,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/durabench/durabench/world"
+	natsworld "github.com/durabench/durabench/world/nats"
 )
 
 // Stream and subject names on the floor's own server.
@@ -43,9 +44,6 @@ const (
 	subjReady   = "raw.q.ready"
 	subjAnchor  = "raw.q.anchor"
 )
-
-// nextWait bounds one Next, as in the NATS world's pull loop.
-const nextWait = 10 * time.Millisecond
 
 // maxPull is the pull batch of the NATS world's consumer.
 const maxPull = 16
@@ -317,12 +315,12 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 		defer close(s.done)
 		for {
 			s.slots <- struct{}{}
-			// The NATS world's wait (world/nats nextWait): a Next that
+			// The NATS world's wait (natsworld.NextWait): a Next that
 			// began while the iterator's previous pull request was still
 			// being sent would otherwise wait, with messages pending, until
 			// something else arrived — and the floor would be slower than
 			// what it bounds.
-			msg, err := it.Next(jetstream.NextMaxWait(nextWait))
+			msg, err := it.Next(jetstream.NextMaxWait(natsworld.NextWait))
 			if err != nil {
 				<-s.slots
 				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {

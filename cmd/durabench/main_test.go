@@ -230,40 +230,17 @@ func TestInterruptAndResume(t *testing.T) {
 	// Five cells of about half a second each (11 runs of a 40 ms body).
 	args := []string{"sweep", "--world", "mem", "--branches", "4", "--versions", "all", "--switches", "none",
 		"--reps", "10", "--warmup", "1", "--option", "body=40ms", "--progress", "lines", "--grace", "2s"}
-	cmd := exec.Command(bin, append(args, "--out", out)...)
-	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	sweep := startUntil(t, dir, "[1/5]", append(args, "--out", out)...)
+	if err := sweep.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if strings.HasPrefix(sc.Text(), "[1/5]") {
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	io.Copy(io.Discard, stdout)
-	err = cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
+	code, stderr, seen := sweep.finish(t, 60*time.Second, "the sweep did not stop on SIGINT")
 	if code != 130 {
-		t.Fatalf("exit %d, want 130; stdout %q stderr %q", code, seen, stderr.String())
+		t.Fatalf("exit %d, want 130; stdout %q stderr %q", code, seen, stderr)
 	}
 	resPath := filepath.Join(out, "results.json")
-	if !strings.Contains(stderr.String(), "partial results in "+resPath) || !strings.Contains(stderr.String(), "--resume "+out) {
-		t.Errorf("stderr does not say where the results are and how to resume: %q", stderr.String())
+	if !strings.Contains(stderr, "partial results in "+resPath) || !strings.Contains(stderr, "--resume "+out) {
+		t.Errorf("stderr does not say where the results are and how to resume: %q", stderr)
 	}
 	partial, err := results.Read(resPath)
 	if err != nil {
@@ -351,4 +328,64 @@ func TestProgressInTerminal(t *testing.T) {
 	if !strings.Contains(quiet, "results: ") {
 		t.Errorf("--quiet output lacks the results path:\n%q", quiet)
 	}
+}
+
+// running is a durabench process whose stdout a test reads line by line.
+type running struct {
+	cmd    *exec.Cmd
+	stdout io.Reader
+	stderr *bytes.Buffer
+	seen   []string
+}
+
+// startUntil starts durabench in dir and reads its stdout until a line
+// starts with prefix; the test then acts (a signal, a dead server) and calls
+// finish.
+func startUntil(t *testing.T, dir, prefix string, args ...string) *running {
+	t.Helper()
+	r := &running{cmd: exec.Command(bin, args...), stderr: &bytes.Buffer{}}
+	r.cmd.Dir = dir
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.stdout = stdout
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		r.seen = append(r.seen, sc.Text())
+		if strings.HasPrefix(sc.Text(), prefix) {
+			return r
+		}
+	}
+	t.Fatalf("no stdout line starting with %q; stdout %q stderr %q", prefix, r.seen, r.stderr.String())
+	return nil
+}
+
+// finish reads the rest of stdout and waits for the exit, killing the
+// process (and failing with what) after limit; it returns the exit code,
+// stderr and the stdout lines read before the prefix.
+func (r *running) finish(t *testing.T, limit time.Duration, what string) (int, string, []string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		io.Copy(io.Discard, r.stdout)
+		done <- r.cmd.Wait()
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(limit):
+		r.cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s within %v; stderr %q", what, limit, r.stderr.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, r.stderr.String(), r.seen
 }

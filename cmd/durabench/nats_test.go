@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,40 +21,13 @@ func TestNATSDiesMidSweep(t *testing.T) {
 
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(bin, "sweep", "--world", "nats", "--nats-url", srv.ClientURL(), "--branches", "4",
+	r := startUntil(t, dir, "[1/5]", "sweep", "--world", "nats", "--nats-url", srv.ClientURL(), "--branches", "4",
 		"--versions", "all", "--switches", "none", "--reps", "5", "--warmup", "0", "--option", "body=30ms",
 		"--cell-timeout", "5s", "--progress", "lines", "--out", out)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "[1/5]") {
-			srv.Shutdown()
-			break
-		}
-	}
-	go io.Copy(io.Discard, stdout)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the sweep did not stop after the server died; stderr %q", stderr.String())
-	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
+	srv.Shutdown()
+	code, stderr, _ := r.finish(t, 60*time.Second, "the sweep did not stop after the server died")
 	if code != 3 {
-		t.Fatalf("exit %d, want 3; stderr %q", code, stderr.String())
+		t.Fatalf("exit %d, want 3; stderr %q", code, stderr)
 	}
 	f, err := results.Read(filepath.Join(out, "results.json"))
 	if err != nil {
@@ -67,8 +36,8 @@ func TestNATSDiesMidSweep(t *testing.T) {
 	if !f.Partial || f.Error == "" || len(f.Cells) < 1 || len(f.Cells) >= 5 {
 		t.Errorf("results: partial %v error %q with %d cells", f.Partial, f.Error, len(f.Cells))
 	}
-	if !strings.Contains(stderr.String(), "kept in") {
-		t.Errorf("stderr does not say where the finished cells are: %q", stderr.String())
+	if !strings.Contains(stderr, "kept in") {
+		t.Errorf("stderr does not say where the finished cells are: %q", stderr)
 	}
 }
 

@@ -27,7 +27,7 @@ const (
 // small: it only holds messages while every handler slot is busy.
 const maxPull = 16
 
-// nextWait bounds one wait for a message, so a pull loop notices Stop even
+// NextWait bounds one wait for a message, so a pull loop notices Stop even
 // when the server is gone and a drain cannot complete — and, above all, so
 // that it asks for more messages in time: the jetstream iterator decides
 // whether to send a new pull request only when Next starts or a message
@@ -38,7 +38,7 @@ const maxPull = 16
 // exactly the 1 s this used to be, in ~1 run in 20). At 10 ms the gap is
 // bounded by 10 ms; an idle loop wakes 100 times a second, which costs
 // nothing measurable.
-const nextWait = 10 * time.Millisecond
+const NextWait = 10 * time.Millisecond
 
 // moverConcurrency bounds concurrent moves of due delayed messages.
 const moverConcurrency = 32
@@ -210,7 +210,7 @@ func (s *subscription) pull() {
 			s.drain(s.ready)
 			return
 		}
-		msg, err := s.ready.Next(jetstream.NextMaxWait(nextWait))
+		msg, err := s.ready.Next(jetstream.NextMaxWait(NextWait))
 		if err != nil {
 			<-s.slots
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || s.isStopping() {
@@ -319,7 +319,7 @@ func (s *subscription) move() {
 	var moving sync.WaitGroup
 	defer moving.Wait()
 	for {
-		msg, err := s.delayed.Next(jetstream.NextMaxWait(nextWait))
+		msg, err := s.delayed.Next(jetstream.NextMaxWait(NextWait))
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || s.isStopping() {
 				return
