@@ -11,7 +11,6 @@ import (
 	"github.com/durabench/durabench/cluster"
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/profile"
 )
 
@@ -97,10 +96,10 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
-	prefix, ok := natsPrefix(w.World)
-	if !ok {
-		return results.Cell{}, nil, fmt.Errorf("workers external: the cell's world is not nats")
+	if c.World != "nats" {
+		return results.Cell{}, nil, fmt.Errorf("workers external: the cell's world is %s, not nats", c.World)
 	}
+	prefix := p.NATS.StreamPrefix(c) // the streams newWorld created, which the workers open
 	d, err := cluster.Dial(ctx, cluster.DriverConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
 		Expect: p.External.Expect, Wait: p.External.Wait})
 	if err != nil {
@@ -177,21 +176,6 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 const endTimeout = 30 * time.Second
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// natsPrefix finds the nats world under w's decorators and returns its
-// prefix: the streams the workers open.
-func natsPrefix(w world.World) (string, bool) {
-	for {
-		if pw, ok := w.(interface{ Prefix() string }); ok {
-			return pw.Prefix(), true
-		}
-		u, ok := w.(interface{ Unwrap() world.World })
-		if !ok {
-			return "", false
-		}
-		w = u.Unwrap()
-	}
-}
 
 // externalSummary is the progress line's note on a cell run by external
 // workers: who took part, lost ones, and the redeliveries (engine retries

@@ -488,9 +488,6 @@ func (w *World) Capabilities() world.Capabilities { return w.caps }
 // Runtime is the real clock and goroutines.
 func (w *World) Runtime() world.Runtime { return w.rt }
 
-// Prefix returns the prefix of the world's subjects and streams.
-func (w *World) Prefix() string { return w.cfg.Prefix }
-
 // Streams returns the names of the JetStream streams the world uses.
 func (w *World) Streams() []string { return []string{w.logStream, w.queueStream, w.chunkStream} }
 
