@@ -1,10 +1,11 @@
 # durabench — two commands do all the set-up on a fresh machine:
 #   make run    the default sweep on the embedded NATS world
-#   make test   the tests, race detector on
+#   make test   the tests, race detector on (after checking that go.mod is
+#               tidy and linting the CI workflows)
 GO ?= go
 OUT ?= out/default
 
-.PHONY: run test test-cluster bench build
+.PHONY: run test tidy-check lint-workflows test-cluster bench build
 
 build:
 	$(GO) build -o bin/durabench ./cmd/durabench
@@ -13,9 +14,22 @@ run: build
 	./bin/durabench sweep --out $(OUT)
 	./bin/durabench report $(OUT)/results.json --png $(OUT)/charts > /dev/null
 
-test:
+test: tidy-check lint-workflows
 	$(GO) vet ./...
 	$(GO) test -race -timeout 15m ./...
+
+# go.mod and go.sum must be what `go mod tidy` makes of them (the tools
+# module's too): a stale or missing requirement fails make test before
+# anything else runs.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "make test: go.mod/go.sum are not tidy (diff above): run 'go mod tidy' and commit the result" >&2; exit 1; }
+	@cd tools && $(GO) mod tidy -diff || { echo "make test: tools/go.mod/go.sum are not tidy (diff above): run 'cd tools && go mod tidy' and commit the result" >&2; exit 1; }
+
+# actionlint over the CI workflows (shellcheck on their scripts when it is
+# installed). It is a tool of the separate tools module (tools/go.mod), so it
+# stays out of durabench's own module graph.
+lint-workflows:
+	cd tools && $(GO) tool actionlint ../.github/workflows/*.yml
 
 # The three-node NATS cluster runs (slower; CI runs them): the world's
 # conformance suite, and a distributed sweep (driver + two durabench workers).
