@@ -18,7 +18,7 @@ import (
 	"github.com/durabench/durabench/world"
 )
 
-// Defaults of DriverConfig.
+// Defaults of CoordinatorConfig.
 const (
 	// DefaultWait is how long a driver waits for the expected workers
 	// before a cell.
@@ -35,8 +35,8 @@ const (
 	DefaultSilence = 3 * time.Second
 )
 
-// DriverConfig configures the driver side.
-type DriverConfig struct {
+// CoordinatorConfig configures the driver side.
+type CoordinatorConfig struct {
 	URL, Creds string
 	// Expect is the number of workers a cell needs (>= 1).
 	Expect int
@@ -51,15 +51,16 @@ type DriverConfig struct {
 	Silence time.Duration
 }
 
-// Driver is the driver's side of the cluster: it finds workers, announces
-// cells to them and collects their records.
-type Driver struct {
-	cfg DriverConfig
+// Coordinator is the driver process's side of the cluster: it finds workers,
+// announces cells to them and collects their records (package driver runs
+// the cell itself).
+type Coordinator struct {
+	cfg CoordinatorConfig
 	nc  *nats.Conn
 }
 
 // Dial connects the driver to NATS.
-func Dial(ctx context.Context, cfg DriverConfig) (*Driver, error) {
+func Dial(ctx context.Context, cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Expect < 1 {
 		return nil, fmt.Errorf("cluster: expect %d workers: need at least 1", cfg.Expect)
 	}
@@ -79,16 +80,16 @@ func Dial(ctx context.Context, cfg DriverConfig) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, nc: nc}, nil
+	return &Coordinator{cfg: cfg, nc: nc}, nil
 }
 
 // Close closes the connection.
-func (d *Driver) Close() { d.nc.Close() }
+func (d *Coordinator) Close() { d.nc.Close() }
 
 // Workers asks every worker to say hello, repeatedly, until at least
 // cfg.Expect distinct workers answered or cfg.Wait passed. It returns the
 // workers sorted by id; the error wraps ErrNoWorkers on timeout.
-func (d *Driver) Workers(ctx context.Context) ([]Hello, error) {
+func (d *Coordinator) Workers(ctx context.Context) ([]Hello, error) {
 	inbox := d.nc.NewRespInbox()
 	ch := make(chan *nats.Msg, 256)
 	sub, err := d.nc.ChanSubscribe(inbox, ch)
@@ -171,9 +172,10 @@ func sortedHellos(m map[string]Hello) []Hello {
 	return out
 }
 
-// Cell is one cell running on workers. It implements driver.External.
-type Cell struct {
-	d    *Driver
+// Session is one cell running on workers, from Open to End, seen from the
+// driver process. It implements driver.External.
+type Session struct {
+	d    *Coordinator
 	spec CellSpec
 	rt   world.Runtime
 
@@ -220,12 +222,12 @@ type finished struct {
 // Open waits for the expected workers, announces spec to each, and
 // estimates each one's clock offset against rt (the driver's runtime clock,
 // on which the cell's anchors are taken). Every worker must accept the cell.
-func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Cell, error) {
+func (d *Coordinator) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Session, error) {
 	hellos, err := d.Workers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cell{d: d, spec: spec, rt: rt, workers: map[string]*workerState{}, stopCh: make(chan struct{})}
+	c := &Session{d: d, spec: spec, rt: rt, workers: map[string]*workerState{}, stopCh: make(chan struct{})}
 	// Workers ask this subject whether the driver is still there.
 	c.spec.Driver = subjDriver(d.cfg.Subject, spec.Prefix)
 	c.alive, err = d.nc.Subscribe(c.spec.Driver, func(m *nats.Msg) { _ = m.Respond(nil) })
@@ -295,7 +297,7 @@ func (d *Driver) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Ce
 }
 
 // probe estimates worker id's clock offset for the cell.
-func (d *Driver) probe(ctx context.Context, id, prefix string, rt world.Runtime) (Clock, error) {
+func (d *Coordinator) probe(ctx context.Context, id, prefix string, rt world.Runtime) (Clock, error) {
 	subj := subjWorker(d.cfg.Subject, id) + ".clock"
 	var samples []ClockSample
 	for range d.cfg.ClockProbes {
@@ -324,7 +326,7 @@ func (d *Driver) probe(ctx context.Context, id, prefix string, rt world.Runtime)
 // live worker's watermark shows that its records up to that instant
 // arrived, so a run is never seen finished while another worker's step
 // records of it are still in flight. detach stops feeding.
-func (c *Cell) Attach(ctx context.Context, obs engine.Observer) (detach func(), err error) {
+func (c *Session) Attach(ctx context.Context, obs engine.Observer) (detach func(), err error) {
 	c.mu.Lock()
 	c.obs = obs
 	now := c.rt.Now()
@@ -374,7 +376,7 @@ func (c *Cell) Attach(ctx context.Context, obs engine.Observer) (detach func(), 
 	}, nil
 }
 
-func (c *Cell) onBye(m *nats.Msg) {
+func (c *Session) onBye(m *nats.Msg) {
 	var b Bye
 	if json.Unmarshal(m.Data, &b) != nil {
 		return
@@ -394,7 +396,7 @@ func (c *Cell) onBye(m *nats.Msg) {
 // subscription, in arrival order). The batch's records reach obs before its
 // watermark and its run ends are recorded, so a run end released on the
 // strength of this watermark never overtakes the records before it.
-func (c *Cell) onBatch(m *nats.Msg) {
+func (c *Session) onBatch(m *nats.Msg) {
 	id, wm, recs, err := decodeBatch(m.Data)
 	c.mu.Lock()
 	ws := c.workers[id]
@@ -441,7 +443,7 @@ func (c *Cell) onBatch(m *nats.Msg) {
 
 // release passes on the held RunFinished records that no live worker can
 // still have records before.
-func (c *Cell) release() {
+func (c *Session) release() {
 	now := c.rt.Now()
 	c.mu.Lock()
 	obs := c.obs
@@ -468,7 +470,7 @@ func (c *Cell) release() {
 
 // covered reports whether every live worker other than f's has sent its
 // records up to f (watermark past f.at, allowing for both clocks' error).
-func (c *Cell) covered(f finished) bool {
+func (c *Session) covered(f finished) bool {
 	fromErr := c.workers[f.from].clock.RTT / 2
 	for id, ws := range c.workers {
 		if id == f.from || ws.gone() {
@@ -511,11 +513,11 @@ type WorkerReport struct {
 // End tells every worker the cell is over (each stops its engine and
 // publishes its last records) and returns the report. A worker that does
 // not answer within timeout is reported Lost.
-func (c *Cell) End(ctx context.Context, timeout time.Duration) Report {
+func (c *Session) End(ctx context.Context, timeout time.Duration) Report {
 	return c.end(ctx, timeout, true)
 }
 
-func (c *Cell) end(ctx context.Context, timeout time.Duration, reprobe bool) Report {
+func (c *Session) end(ctx context.Context, timeout time.Duration, reprobe bool) Report {
 	type answer struct {
 		id    string
 		st    *WorkerStats

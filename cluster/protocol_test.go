@@ -72,7 +72,7 @@ func TestEstimateOffset(t *testing.T) {
 // watermark is past it (allowing for the clocks' error), or that worker is
 // gone.
 func TestRelease(t *testing.T) {
-	c := &Cell{workers: map[string]*workerState{
+	c := &Session{workers: map[string]*workerState{
 		"a": {clock: Clock{RTT: 200 * time.Microsecond}, hasWM: true, wm: 10 * time.Millisecond},
 		"b": {clock: Clock{RTT: 200 * time.Microsecond}, hasWM: true, wm: 10 * time.Millisecond},
 	}}

@@ -28,7 +28,7 @@ const (
 	DefaultFlushInterval = 5 * time.Millisecond
 	// heartbeatEvery is how often a worker with nothing to send still
 	// publishes an empty batch, so the driver's watermark of it advances
-	// (see Cell.release).
+	// (see Session.release).
 	heartbeatEvery = 25 * time.Millisecond
 	// maxBatch is the size at which a batch is published at once.
 	maxBatch = 256 << 10

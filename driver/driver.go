@@ -56,11 +56,12 @@ type Config struct {
 	External External
 	// OnRun, when set, is called after every run finished (warm-ups too),
 	// from the engine's task: it must not block.
-	OnRun func(p Progress)
+	OnRun func(p CellProgress)
 }
 
-// Progress reports how far a cell is.
-type Progress struct {
+// CellProgress reports how far a cell is; Config.OnRun receives one after
+// every finished run.
+type CellProgress struct {
 	Warmup      bool
 	Done, Total int
 }
@@ -230,7 +231,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 				return
 			}
 			doneCount++
-			p := Progress{Warmup: warmup, Done: doneCount, Total: n}
+			p := CellProgress{Warmup: warmup, Done: doneCount, Total: n}
 			doneMu.Unlock()
 			d.cfg.OnRun(p)
 		}

@@ -47,7 +47,7 @@ func TestCellTimeout(t *testing.T) {
 	if len(res.Timelines) != 2 || res.Timelines[1].Finished || len(res.Unstarted) != 2 {
 		t.Fatalf("timelines %d (second finished %v), unstarted %v", len(res.Timelines), res.Timelines[1].Finished, res.Unstarted)
 	}
-	cell := res.Cell(results.Cell{Scenario: "fanout", Version: "resilient-inband"}, metrics.Config{}, false)
+	cell := res.Summarize(results.Cell{Scenario: "fanout", Version: "resilient-inband"}, metrics.Config{}, false)
 	if cell.Runs != 4 || cell.Stalls != 3 {
 		t.Fatalf("cell runs %d stalls %d: %+v", cell.Runs, cell.Stalls, cell.StalledRuns)
 	}

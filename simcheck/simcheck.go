@@ -91,8 +91,9 @@ type Config struct {
 	// with TraceAll).
 	TraceDir string
 	TraceAll bool
-	// Workers runs cases in parallel (each on its own world; default 1).
-	Workers int
+	// Parallel is how many cases run at once (each on its own world;
+	// default 1).
+	Parallel int
 }
 
 func (c Config) withDefaults() Config {
@@ -118,8 +119,8 @@ func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * c.Options.VisibilityTimeout
 	}
-	if c.Workers <= 0 {
-		c.Workers = 1
+	if c.Parallel <= 0 {
+		c.Parallel = 1
 	}
 	return c
 }
@@ -209,7 +210,7 @@ func Explore(ctx context.Context, cfg Config) (Report, error) {
 	errs := make([]error, len(cases))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range cfg.Workers {
+	for range cfg.Parallel {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -141,16 +141,16 @@ func TestReplayExact(t *testing.T) {
 	}
 }
 
-// TestParallelWorkersSameReport: running cases on several workers changes
-// nothing in the report.
-func TestParallelWorkersSameReport(t *testing.T) {
+// TestParallelSameReport: running cases in parallel changes nothing in the
+// report.
+func TestParallelSameReport(t *testing.T) {
 	cfg := raceConfig(t)
 	cfg.TraceDir = ""
 	one, err := Explore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Workers = 3
+	cfg.Parallel = 3
 	three, err := Explore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,9 @@ import (
 	"github.com/durabench/durabench/scenarios"
 )
 
-// Cell is one point of the matrix, ready to run.
-type Cell struct {
+// CellPlan is one cell of the plan: a point of the matrix, ready to run
+// (results.Cell is what running it measured).
+type CellPlan struct {
 	Scenario string
 	// Options are the scenario's complete option values (defaults filled
 	// in, canonical spelling).
@@ -35,7 +36,7 @@ type Cell struct {
 }
 
 // Label is the cell's short description for progress lines.
-func (c Cell) Label() string {
+func (c CellPlan) Label() string {
 	var b strings.Builder
 	b.WriteString(c.Scenario)
 	for _, k := range sortedKeys(c.Options) {
@@ -55,8 +56,8 @@ func (c Cell) Label() string {
 // Cells expands the plan's matrix, in the order the sweep runs it:
 // scenario, world, profile, options (branch counts ascending as given),
 // version, switch set.
-func (p *Plan) Cells() ([]Cell, error) {
-	var out []Cell
+func (p *Plan) Cells() ([]CellPlan, error) {
+	var out []CellPlan
 	for _, sp := range p.Scenarios {
 		s, err := scenarios.Get(sp.Name)
 		if err != nil {
@@ -90,7 +91,7 @@ func (p *Plan) Cells() ([]Cell, error) {
 					}
 					for _, v := range p.Versions {
 						for _, sw := range p.Switches {
-							c := Cell{Scenario: s.Name, Options: full, Program: prog, Version: v,
+							c := CellPlan{Scenario: s.Name, Options: full, Program: prog, Version: v,
 								Switches: sw, World: wname, Profile: prof}
 							c.Key = cellKey(s.Name, full, v.Name, sw.String(), wname, prof)
 							sum := sha256.Sum256([]byte(c.Key))

@@ -86,7 +86,7 @@ func (p *Plan) validateExternal() error {
 // driver creates the cell's streams, waits for the workers, announces the
 // cell to them and estimates their clocks, starts runs without consuming,
 // and builds the cell from the records the workers publish back.
-func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (results.Cell, *driver.Result, error) {
+func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
 	w, err := p.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
@@ -100,7 +100,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 		return results.Cell{}, nil, fmt.Errorf("workers external: the cell's world is %s, not nats", c.World)
 	}
 	prefix := p.NATS.StreamPrefix(c) // the streams newWorld created, which the workers open
-	d, err := cluster.Dial(ctx, cluster.DriverConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
+	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
 		Expect: p.External.Expect, Wait: p.External.Wait})
 	if err != nil {
 		return results.Cell{}, nil, err
@@ -155,7 +155,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c Cell, prog Progress) (resu
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	rc := c.declared(res.Cell(c.identity(), p.metricsConfig(c), pacer.Open()))
+	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), pacer.Open()))
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())
 	for _, wr := range rep.Workers {

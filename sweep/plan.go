@@ -45,7 +45,7 @@ type NATSSettings struct {
 
 // StreamPrefix is the prefix of the cell's NATS streams in the running
 // sweep ("<prefix>_log", "_queue", "_chunks").
-func (n *NATSSettings) StreamPrefix(c Cell) string {
+func (n *NATSSettings) StreamPrefix(c CellPlan) string {
 	return n.sweepPrefix() + c.Hash
 }
 

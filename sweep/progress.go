@@ -19,23 +19,23 @@ import (
 // and CellDone or CellFailed; Finish last. Run may be called from engine
 // tasks and must not block.
 type Progress interface {
-	Start(cells []Cell, reused, runsPerCell int)
-	CellStart(i int, c Cell)
-	Run(p driver.Progress)
-	CellDone(i int, c Cell, rc *results.Cell, reused bool)
-	CellFailed(i int, c Cell, err error)
+	Start(cells []CellPlan, reused, runsPerCell int)
+	CellStart(i int, c CellPlan)
+	Run(p driver.CellProgress)
+	CellDone(i int, c CellPlan, rc *results.Cell, reused bool)
+	CellFailed(i int, c CellPlan, err error)
 	Finish()
 }
 
 // NoProgress shows nothing (--quiet).
 type NoProgress struct{}
 
-func (NoProgress) Start([]Cell, int, int)                  {}
-func (NoProgress) CellStart(int, Cell)                     {}
-func (NoProgress) Run(driver.Progress)                     {}
-func (NoProgress) CellDone(int, Cell, *results.Cell, bool) {}
-func (NoProgress) CellFailed(int, Cell, error)             {}
-func (NoProgress) Finish()                                 {}
+func (NoProgress) Start([]CellPlan, int, int)                  {}
+func (NoProgress) CellStart(int, CellPlan)                     {}
+func (NoProgress) Run(driver.CellProgress)                     {}
+func (NoProgress) CellDone(int, CellPlan, *results.Cell, bool) {}
+func (NoProgress) CellFailed(int, CellPlan, error)             {}
+func (NoProgress) Finish()                                     {}
 
 // Summary is a finished cell in one line: TTLS p50 / p99 (TTC for
 // scenarios without steps to time), stalls and errors.
@@ -82,7 +82,7 @@ func (l *Lines) printf(format string, a ...any) {
 }
 
 // Start implements Progress.
-func (l *Lines) Start(cells []Cell, reused, runsPerCell int) {
+func (l *Lines) Start(cells []CellPlan, reused, runsPerCell int) {
 	l.total, l.start, l.perCell = len(cells), time.Now(), runsPerCell
 	if reused > 0 {
 		l.printf("sweep: %d cells, %d already done\n", len(cells), reused)
@@ -92,7 +92,7 @@ func (l *Lines) Start(cells []Cell, reused, runsPerCell int) {
 }
 
 // CellStart implements Progress.
-func (l *Lines) CellStart(i int, c Cell) {
+func (l *Lines) CellStart(i int, c CellPlan) {
 	l.mu.Lock()
 	l.cell, l.label, l.runs, l.last = i, c.Label(), 0, time.Now()
 	l.mu.Unlock()
@@ -100,7 +100,7 @@ func (l *Lines) CellStart(i int, c Cell) {
 
 // Run implements Progress: a cell that runs long prints a line now and
 // then, so a CI log shows it is alive.
-func (l *Lines) Run(driver.Progress) {
+func (l *Lines) Run(driver.CellProgress) {
 	every := l.Every
 	if every <= 0 {
 		every = 10 * time.Second
@@ -118,7 +118,7 @@ func (l *Lines) Run(driver.Progress) {
 }
 
 // CellDone implements Progress.
-func (l *Lines) CellDone(i int, c Cell, rc *results.Cell, reused bool) {
+func (l *Lines) CellDone(i int, c CellPlan, rc *results.Cell, reused bool) {
 	tag := fmt.Sprintf("%.1fs", rc.ElapsedMS/1000)
 	if reused {
 		tag = "resumed"
@@ -127,7 +127,7 @@ func (l *Lines) CellDone(i int, c Cell, rc *results.Cell, reused bool) {
 }
 
 // CellFailed implements Progress.
-func (l *Lines) CellFailed(i int, c Cell, err error) {
+func (l *Lines) CellFailed(i int, c CellPlan, err error) {
 	l.printf("[%d/%d] %s: %v\n", i+1, l.total, c.Label(), err)
 }
 
@@ -153,7 +153,7 @@ type Bars struct {
 }
 
 // Start implements Progress.
-func (b *Bars) Start(cells []Cell, reused, runsPerCell int) {
+func (b *Bars) Start(cells []CellPlan, reused, runsPerCell int) {
 	opts := []mpb.ContainerOption{mpb.WithOutput(b.W), mpb.WithWidth(100), mpb.WithRefreshRate(150 * time.Millisecond)}
 	if b.ForceTTY {
 		opts = append(opts, mpb.ForceTTY())
@@ -182,7 +182,7 @@ func (b *Bars) Start(cells []Cell, reused, runsPerCell int) {
 }
 
 // CellStart implements Progress.
-func (b *Bars) CellStart(i int, c Cell) {
+func (b *Bars) CellStart(i int, c CellPlan) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.cellRuns = 0
@@ -194,7 +194,7 @@ func (b *Bars) CellStart(i int, c Cell) {
 }
 
 // Run implements Progress.
-func (b *Bars) Run(p driver.Progress) {
+func (b *Bars) Run(p driver.CellProgress) {
 	b.mu.Lock()
 	cell := b.cell
 	if cell != nil {
@@ -210,7 +210,7 @@ func (b *Bars) Run(p driver.Progress) {
 }
 
 // CellDone implements Progress.
-func (b *Bars) CellDone(i int, c Cell, rc *results.Cell, reused bool) {
+func (b *Bars) CellDone(i int, c CellPlan, rc *results.Cell, reused bool) {
 	b.endCell()
 	b.mu.Lock()
 	b.done++
@@ -223,7 +223,7 @@ func (b *Bars) CellDone(i int, c Cell, rc *results.Cell, reused bool) {
 }
 
 // CellFailed implements Progress.
-func (b *Bars) CellFailed(i int, c Cell, err error) {
+func (b *Bars) CellFailed(i int, c CellPlan, err error) {
 	b.endCell()
 	fmt.Fprintf(b.p, "[%d/%d] %s: %v\n", i+1, b.total, c.Label(), err)
 }

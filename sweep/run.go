@@ -202,7 +202,7 @@ func writeReport(path string, f *results.File) error {
 }
 
 // runCell runs one cell on a fresh world.
-func (p *Plan) runCell(ctx context.Context, c Cell, prog Progress) (results.Cell, *driver.Result, error) {
+func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
 	if p.External.Enabled() {
 		return p.runCellExternal(ctx, c, prog)
 	}
@@ -235,12 +235,12 @@ func (p *Plan) runCell(ctx context.Context, c Cell, prog Progress) (results.Cell
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	return c.declared(res.Cell(c.identity(), p.metricsConfig(c), pacer.Open())), res, nil
+	return c.declared(res.Summarize(c.identity(), p.metricsConfig(c), pacer.Open())), res, nil
 }
 
 // metricsConfig is how the cell's timelines become metrics: the plan's stall
 // rule and the stream pacing SO is measured against.
-func (p *Plan) metricsConfig(c Cell) metrics.Config {
+func (p *Plan) metricsConfig(c CellPlan) metrics.Config {
 	return metrics.Config{
 		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
 		ChunkInterval: scenarios.ChunkInterval(c.Program),
@@ -249,7 +249,7 @@ func (p *Plan) metricsConfig(c Cell) metrics.Config {
 
 // declared keeps only the metrics the cell's scenario declares, so a report
 // never shows a figure the scenario does not measure (a stream's TTLS).
-func (c Cell) declared(rc results.Cell) results.Cell {
+func (c CellPlan) declared(rc results.Cell) results.Cell {
 	s, err := scenarios.Get(c.Scenario)
 	if err != nil || len(s.Metrics) == 0 {
 		return rc
@@ -263,7 +263,7 @@ func (c Cell) declared(rc results.Cell) results.Cell {
 }
 
 // identity is the results.Cell key fields of c.
-func (c Cell) identity() results.Cell {
+func (c CellPlan) identity() results.Cell {
 	id := results.Cell{Scenario: c.Scenario, Version: c.Version.Name,
 		Switches: c.Switches.List(), World: c.World, Profile: c.Profile}
 	s, _ := scenarios.Get(c.Scenario)

@@ -53,7 +53,7 @@ func (p *Plan) worldOptions(guard bool, seed int64) world.Options {
 // newWorld builds a fresh world for one cell: its own store (mem, sim), or
 // its own streams under a fresh prefix (nats), wrapped by the cell's
 // latency/fault profile.
-func (p *Plan) newWorld(ctx context.Context, c Cell) (*cellWorld, error) {
+func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 	guard := p.Guard
 	if on, set := c.Switches.Guard(); set {
 		guard = on

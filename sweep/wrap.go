@@ -7,7 +7,7 @@ import (
 
 // wrapProfile wraps w in the cell's latency/fault profile (with the plan's
 // fault overrides), seeded by the cell's seed.
-func (p *Plan) wrapProfile(w world.World, c Cell) (world.World, error) {
+func (p *Plan) wrapProfile(w world.World, c CellPlan) (world.World, error) {
 	prof, err := p.loadProfile(c.Profile)
 	if err != nil {
 		return nil, err

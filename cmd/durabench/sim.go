@@ -34,8 +34,15 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	replay := fs.Int64("replay", 0, "replay one seed (with exactly one --log, --scenario and --versions) and write its trace")
 	out := fs.String("out", "", "trace directory (default out/sim-<time>/traces)")
 	format := fs.String("format", "text", "text or md")
-	workers := fs.Int("workers", 2, "cases run in parallel")
+	parallel := fs.Int("parallel", 2, "cases run at once")
 	gate := fs.Bool("gate", false, "exit 1 when any case breaks an invariant")
+	for _, a := range args {
+		// --workers names where a sweep's engine runs; sim's count of cases
+		// at once was renamed --parallel.
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); a != name && name == "workers" {
+			return -1, usageErr("sim --workers is now --parallel (cases run at once)")
+		}
+	}
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return -1, err
@@ -49,7 +56,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if *format != "text" && *format != "md" {
 		return -1, usageErr("--format %q: want text or md", *format)
 	}
-	cfg := simcheck.Config{Seeds: *seeds, FirstSeed: *first, Workers: *workers, PendingAtCommit: !*atPosition}
+	cfg := simcheck.Config{Seeds: *seeds, FirstSeed: *first, Parallel: *parallel, PendingAtCommit: !*atPosition}
 	if cfg.Logs, err = simcheck.ParseLogs(*logs); err != nil {
 		return -1, usageErr("--log: %v", err)
 	}
