@@ -84,7 +84,6 @@ type Result struct {
 	// Interrupted is set when ctx was cancelled before every measured run
 	// finished: the cell is incomplete and must not be reported.
 	Interrupted bool
-	Pace        string
 }
 
 // Run runs the cell. Cancelling ctx interrupts it: no new run starts, runs in
@@ -132,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 
 	d := &cellRun{cfg: cfg, rt: cfg.World.Runtime(), rec: rec, eng: eng, runCtx: runCtx}
-	res := &Result{Pace: cfg.Pacer.String()}
+	res := &Result{}
 	if cfg.Warmup > 0 {
 		w := d.phase(ctx, "w", cfg.Warmup, true)
 		if w.interrupted {

@@ -89,11 +89,9 @@ func stages(steps []Step) [][]Step {
 	return out
 }
 
-// BranchSkews is skew: for each parallel stage of t (a stage in which two or
+// branchSkews is skew: for each parallel stage (a stage in which two or
 // more steps ran), latest branch body start − earliest branch body start. A
 // fan-out run has one parallel stage, hence one sample.
-func BranchSkews(t *RunTimeline) []time.Duration { return branchSkews(stages(Steps(t))) }
-
 func branchSkews(sts [][]Step) []time.Duration {
 	var out []time.Duration
 	for _, st := range sts {
@@ -109,11 +107,9 @@ func branchSkews(sts [][]Step) []time.Duration {
 	return out
 }
 
-// BranchOffsets is skew_offset: each branch's body start − the earliest
+// branchOffsets is skew_offset: each branch's body start − the earliest
 // branch body start of its parallel stage (the earliest branch itself
 // contributes 0).
-func BranchOffsets(t *RunTimeline) []time.Duration { return branchOffsets(stages(Steps(t))) }
-
 func branchOffsets(sts [][]Step) []time.Duration {
 	var out []time.Duration
 	for _, st := range sts {
@@ -141,12 +137,10 @@ type Gap struct {
 	Inline bool
 }
 
-// StepGaps is STSO: for each stage i whose predecessor i−1 also ran, the
+// stepGaps is STSO: for each stage i whose predecessor i−1 also ran, the
 // earliest body start in stage i − the latest body end in stage i−1. In a
 // sequential run (stages of one step) that is step[i].start − step[i−1].end.
 // A gap is tagged by how the earliest step of stage i was reached.
-func StepGaps(t *RunTimeline) []Gap { return stepGaps(stages(Steps(t))) }
-
 func stepGaps(st [][]Step) []Gap {
 	var out []Gap
 	for k := 1; k < len(st); k++ {
@@ -169,13 +163,9 @@ func stepGaps(st [][]Step) []Gap {
 	return out
 }
 
-// WorkflowOverhead is WO: (latest step body end − t0) − Σ step body
+// workflowOverhead is WO: (latest step body end − t0) − Σ step body
 // durations, each step counted once from its first start to its last end.
 // ok is false when no step body ran.
-func WorkflowOverhead(t *RunTimeline) (d time.Duration, ok bool) {
-	return workflowOverhead(t.T0, Steps(t))
-}
-
 func workflowOverhead(t0 time.Duration, steps []Step) (d time.Duration, ok bool) {
 	if len(steps) == 0 {
 		return 0, false

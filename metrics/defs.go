@@ -8,11 +8,6 @@
 // footer quote that table.
 package metrics
 
-import (
-	"fmt"
-	"strings"
-)
-
 // Metric names, as keys of results.Cell.Metrics.
 const (
 	TTFS         = "ttfs"
@@ -103,19 +98,4 @@ func Lookup(name string) (Def, bool) {
 		}
 	}
 	return Def{}, false
-}
-
-// MarkdownTable renders Definitions and Conventions as a markdown table and
-// bullet list, the form the README and the report footer use.
-func MarkdownTable() string {
-	var b strings.Builder
-	b.WriteString("| metric | key | definition | one sample per |\n|---|---|---|---|\n")
-	for _, d := range Definitions {
-		fmt.Fprintf(&b, "| %s (%s) | `%s` | %s | %s |\n", d.Short, d.Title, d.Name, d.Definition, d.Sample)
-	}
-	b.WriteString("\n")
-	for _, c := range Conventions {
-		fmt.Fprintf(&b, "- %s\n", c)
-	}
-	return b.String()
 }

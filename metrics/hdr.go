@@ -49,17 +49,8 @@ func (h *Histogram) Count() int64 { return h.h.TotalCount() }
 // histogram does not know it and reports 0.
 func (h *Histogram) Overflow() int64 { return h.overflow }
 
-// Quantile returns the value at quantile q, 0–100 (HDR bucket precision).
-func (h *Histogram) Quantile(q float64) int64 { return h.h.ValueAtPercentile(q) }
-
-// Min, Max and Mean summarise the samples (HDR bucket precision).
-func (h *Histogram) Min() int64 { return h.h.Min() }
-
 // Max returns the largest sample (HDR bucket precision).
 func (h *Histogram) Max() int64 { return h.h.Max() }
-
-// Mean returns the mean sample (HDR bucket precision).
-func (h *Histogram) Mean() float64 { return h.h.Mean() }
 
 // Bar is one non-empty bucket: Count samples in [From, To] µs.
 type Bar = hdrhistogram.Bar
@@ -73,15 +64,6 @@ func (h *Histogram) Bars() []Bar {
 		}
 	}
 	return out
-}
-
-// HDR exposes the underlying histogram (for merging and plotting).
-func (h *Histogram) HDR() *hdrhistogram.Histogram { return h.h }
-
-// Merge adds o's samples to h.
-func (h *Histogram) Merge(o *Histogram) {
-	h.h.Merge(o.h)
-	h.overflow += o.overflow
 }
 
 // Encode returns the base64 text of the histogram's V2 compressed encoding,

@@ -17,8 +17,8 @@ type Options struct {
 	// "Previous results" section.
 	History []*results.File
 	// GitHub renders a pull-request comment: a hidden marker for the sticky
-	// comment, an embedded compact copy of the results (see ExtractEmbedded)
-	// and a body trimmed to stay under GitHub's comment size limit.
+	// comment, an embedded compact copy of the results and a body trimmed to
+	// stay under GitHub's comment size limit.
 	GitHub bool
 	// Targets are p75/p90/p99 targets in milliseconds per metric name
 	// ("ttfs", "sl", ...). They override the file's plan targets, which

@@ -497,7 +497,7 @@ func Compare(base, head *File, opt CompareOptions) (*Comparison, error) {
 			mc.Rows = append(mc.Rows, row)
 		}
 		mc.Geomean.Cells = len(gb)
-		mc.Geomean.Base, mc.Geomean.Head = geomean(gb), geomean(gh)
+		mc.Geomean.Base, mc.Geomean.Head = Geomean(gb), Geomean(gh)
 		mc.Geomean.DeltaPct = math.NaN()
 		if len(gb) > 0 {
 			mc.Geomean.DeltaPct = deltaPct(mc.Geomean.Base, mc.Geomean.Head)
@@ -516,18 +516,4 @@ func Compare(base, head *File, opt CompareOptions) (*Comparison, error) {
 		c.Counts = append(c.Counts, row)
 	}
 	return c, nil
-}
-
-// Changed returns the rows whose median moved significantly, in either
-// direction, for callers that summarise a comparison.
-func (c *Comparison) Changed() []MetricRow {
-	var out []MetricRow
-	for _, m := range c.Metrics {
-		for _, r := range m.Rows {
-			if r.InBase && r.InHead && r.Test.Significant {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
 }

@@ -55,9 +55,6 @@ func OpenJournal(dir string) (*Journal, error) {
 	return &Journal{f: f, path: path}, nil
 }
 
-// Path returns the journal's file path.
-func (j *Journal) Path() string { return j.path }
-
 // Append writes cell as one line and syncs it to disk.
 func (j *Journal) Append(cell Cell) error {
 	line, err := json.Marshal(&cell)

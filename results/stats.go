@@ -123,8 +123,9 @@ func MannWhitneyBeyond(base, head []int64, ratio float64, above bool, alpha floa
 	return sig
 }
 
-// geomean returns the geometric mean of xs, which must all be > 0.
-func geomean(xs []float64) float64 {
+// Geomean returns the geometric mean of xs, which must all be > 0; NaN when
+// xs is empty.
+func Geomean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}

@@ -259,13 +259,6 @@ func All() []*Scenario {
 	return out
 }
 
-// Names returns the registered scenario names, sorted.
-func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	return namesLocked()
-}
-
 func namesLocked() []string {
 	n := make([]string, 0, len(registry))
 	for k := range registry {

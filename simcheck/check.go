@@ -28,11 +28,6 @@ const (
 	InvNoStall = "no-stall"
 )
 
-// Invariants lists the invariant names in report order.
-func Invariants() []string {
-	return []string{InvStepOnce, InvTerminalLast, InvCreatedComplete, InvRunCompletes, InvNoStall}
-}
-
 // Violation is one broken invariant.
 type Violation struct {
 	Invariant string

@@ -140,7 +140,7 @@ func fmtDur(d time.Duration) string {
 //	25ms                  fixed 25 ms (so is "fixed:25ms")
 //	normal:20ms:5ms       normal, mean 20 ms, stddev 5 ms, clamped at 0
 //	lognormal:20ms:80ms   lognormal, median 20 ms, p99 80 ms
-//	hdr:FILE              the recorded distribution in FILE (see LoadHDR),
+//	hdr:FILE              the recorded distribution in FILE (see ParseHDR),
 //	                      a relative FILE resolved against dir
 //
 // Durations use Go syntax (500us, 1.5ms, 2s). Errors name the part that is

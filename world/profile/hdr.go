@@ -40,20 +40,6 @@ type Empirical struct {
 	cum    []int64         // recordings in buckets 0..i
 }
 
-// LoadHDR reads a recorded distribution from path, whose values are in unit.
-// The file holds either
-//
-//   - HDR histograms in the base64 V2-compressed encoding ("HISTFAAA..."),
-//     one per line; a HdrHistogram interval log (lines
-//     "start,length,max,HISTFAAA...") also works — all intervals are merged; or
-//   - lines "value count" (count 1 when left out), e.g. "20150 42" for 42
-//     calls that took 20150 µs.
-//
-// Blank lines and lines starting with '#' are skipped.
-func LoadHDR(path string, unit Unit) (*Empirical, error) {
-	return loadHDR(nil, path, unit)
-}
-
 // ReadFile reads the recorded-distribution files (hdr) a profile or a fault
 // override names, by their resolved path. nil reads the file system.
 // ParseWith and ApplyOverridesWith take one so that a profile can be
@@ -61,6 +47,8 @@ func LoadHDR(path string, unit Unit) (*Empirical, error) {
 // driver's profile with the files the driver shipped (see Recorder).
 type ReadFile func(path string) ([]byte, error)
 
+// loadHDR reads the recorded distribution in the file at path (see
+// ParseHDR) with read, os.ReadFile when nil.
 func loadHDR(read ReadFile, path string, unit Unit) (*Empirical, error) {
 	if read == nil {
 		read = os.ReadFile
@@ -72,8 +60,16 @@ func loadHDR(read ReadFile, path string, unit Unit) (*Empirical, error) {
 	return ParseHDR(path, data, unit)
 }
 
-// ParseHDR parses data as LoadHDR does; source names it in errors and in
-// String.
+// ParseHDR parses a recorded distribution whose values are in unit; source
+// names it in errors and in String. The data holds either
+//
+//   - HDR histograms in the base64 V2-compressed encoding ("HISTFAAA..."),
+//     one per line; a HdrHistogram interval log (lines
+//     "start,length,max,HISTFAAA...") also works — all intervals are merged; or
+//   - lines "value count" (count 1 when left out), e.g. "20150 42" for 42
+//     calls that took 20150 µs.
+//
+// Blank lines and lines starting with '#' are skipped.
 func ParseHDR(source string, data []byte, unit Unit) (*Empirical, error) {
 	if unit <= 0 {
 		unit = UnitMicrosecond

@@ -44,9 +44,6 @@ const (
 	MintOrdered LogModel = "mint-ordered"
 )
 
-// LogModels lists the log models.
-func LogModels() []LogModel { return []LogModel{AppendOnly, MintOrdered} }
-
 // ParseLogModel returns the model named s.
 func ParseLogModel(s string) (LogModel, error) {
 	switch LogModel(s) {

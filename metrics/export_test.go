@@ -1,0 +1,29 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Exported for the package's tests only: the CLI and reports read a
+// Histogram through Count, Max, Bars and Encode, and each metric through
+// Collect.
+
+// Quantile returns the value at quantile q, 0–100 (HDR bucket precision).
+func (h *Histogram) Quantile(q float64) int64 { return h.h.ValueAtPercentile(q) }
+
+// HDR exposes the underlying histogram.
+func (h *Histogram) HDR() *hdrhistogram.Histogram { return h.h }
+
+// The per-run forms of the metrics Collect computes per cell.
+
+func BranchSkews(t *RunTimeline) []time.Duration { return branchSkews(stages(Steps(t))) }
+
+func BranchOffsets(t *RunTimeline) []time.Duration { return branchOffsets(stages(Steps(t))) }
+
+func StepGaps(t *RunTimeline) []Gap { return stepGaps(stages(Steps(t))) }
+
+func WorkflowOverhead(t *RunTimeline) (d time.Duration, ok bool) {
+	return workflowOverhead(t.T0, Steps(t))
+}
