@@ -434,10 +434,12 @@ func workerLines(g scenarioGroup, lab labeler) []string {
 	return lines
 }
 
-// signedMicros formats a possibly negative duration in microseconds.
+// signedMicros formats a possibly negative duration in microseconds with
+// its sign, an ASCII hyphen-minus when negative (as every delta in the
+// reports).
 func signedMicros(us float64) string {
 	if us < 0 {
-		return "−" + results.FormatMicros(-us)
+		return results.FormatMicros(us)
 	}
 	return "+" + results.FormatMicros(us)
 }
@@ -539,7 +541,7 @@ func (m *markdown) histograms(sb *strings.Builder, g scenarioGroup, widestOnly b
 				// spent between steps, which a per-step median hides.
 				bs, hs := sum(base), sum(head)
 				fmt.Fprintf(sb, "Cumulative %s time: baseline %s → this run %s (Δ %s, %s)\n",
-					metricTitle(name), fmtUS(bs), fmtUS(hs), signedUS(hs-bs), strings.Trim(deltaText(float64(bs), float64(hs)), "()"))
+					metricTitle(name), fmtUS(bs), fmtUS(hs), signedMicros(float64(hs-bs)), strings.Trim(deltaText(float64(bs), float64(hs)), "()"))
 			}
 			sb.WriteString("\n```text\n")
 			sb.WriteString(textHistogram(base, head, bm.Negative, mt.Negative, hasBase))
@@ -555,13 +557,6 @@ func sum(vs []int64) int64 {
 		s += v
 	}
 	return s
-}
-
-func signedUS(us int64) string {
-	if us >= 0 {
-		return "+" + fmtUS(us)
-	}
-	return fmtUS(us)
 }
 
 // previous writes the collapsed "Previous results" section: the newest n
@@ -617,7 +612,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 				sb.WriteString(" - |")
 				continue
 			}
-			fmt.Fprintf(sb, " %s |", results.FormatMicros(geomean(p50s)))
+			fmt.Fprintf(sb, " %s |", results.FormatMicros(results.Geomean(p50s)))
 		}
 		sb.WriteString("\n")
 	}
@@ -626,14 +621,6 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 		line(h, "`"+shortCommit(h.GitCommit)+"`")
 	}
 	sb.WriteString("\nEach scenario column is the geometric mean of the headline metric's p50 over the cells this run also has.\n\n</details>\n\n")
-}
-
-func geomean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
 }
 
 // footer writes the collapsed metric definitions and methodology.

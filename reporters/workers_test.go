@@ -24,7 +24,7 @@ func TestMarkdownNamesTheWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := sb.String()
-	for _, want := range []string{"👷 **Workers**", "`host-a` (offset −574.4ms ± 112.9µs, 179 steps)",
+	for _, want := range []string{"👷 **Workers**", "`host-a` (offset -574.4ms ± 112.9µs, 179 steps)",
 		"`host-b` (offset +1.200ms ± 63.80µs, 90 steps, lost)", "12 redeliveries"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
