@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+
+	"github.com/durabench/durabench/results"
+)
+
+// cmdCompare runs `durabench compare BASE HEAD`.
+func cmdCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("compare", stderr)
+	format := fs.String("format", "text", "text or md")
+	pos, err := parse(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageErr("compare needs BASE and HEAD results files, got %d", len(pos))
+	}
+	if err := textOrMD(*format); err != nil {
+		return err
+	}
+	base, err := results.Read(pos[0])
+	if err != nil {
+		return err
+	}
+	head, err := results.Read(pos[1])
+	if err != nil {
+		return err
+	}
+	c, err := results.Compare(base, head, results.CompareOptions{})
+	if err != nil {
+		return err
+	}
+	if *format == "text" {
+		return c.WriteText(stdout)
+	}
+	return c.WriteMarkdown(stdout)
+}

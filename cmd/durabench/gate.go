@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/durabench/durabench/results"
+)
+
+// cmdGate runs `durabench gate`: checks HEAD (against --baseline) with the
+// rules; its exit code is the gate's.
+func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("gate", stderr)
+	baseline := fs.String("baseline", "", "baseline results file (needed by relative rules)")
+	rulesFile := fs.String("rules", "", "rules file, one rule per line")
+	var inline multi
+	fs.Var(&inline, "rule", "a rule, e.g. 'ttls{branches=256}.p90 < 1.10x baseline' (repeatable)")
+	format := fs.String("format", "text", "text or md")
+	pos, err := parse(fs, args, stdout)
+	if err != nil {
+		return -1, err
+	}
+	if len(pos) != 1 {
+		return -1, usageErr("gate needs exactly one HEAD results file, got %d", len(pos))
+	}
+	if err := textOrMD(*format); err != nil {
+		return -1, err
+	}
+	var rules []results.Rule
+	if *rulesFile != "" {
+		fh, err := os.Open(*rulesFile)
+		if err != nil {
+			return -1, usageErr("--rules: %v", err)
+		}
+		defer fh.Close()
+		if rules, err = results.ParseRules(*rulesFile, fh); err != nil {
+			return -1, err
+		}
+	}
+	for _, r := range inline {
+		rule, err := results.ParseRule(r)
+		if err != nil {
+			return -1, err
+		}
+		rules = append(rules, rule)
+	}
+	if len(rules) == 0 {
+		rules = results.DefaultRules()
+	}
+	head, err := results.Read(pos[0])
+	if err != nil {
+		return -1, err
+	}
+	base, err := readBaseline(*baseline)
+	if err != nil {
+		return -1, err
+	}
+	rep, err := results.Gate(head, base, rules)
+	if err != nil {
+		return -1, err
+	}
+	if *format == "text" {
+		err = rep.WriteText(stdout)
+	} else {
+		err = rep.WriteMarkdown(stdout)
+	}
+	if err != nil {
+		return -1, err
+	}
+	if gerr := rep.Err(); gerr != nil {
+		fmt.Fprintln(stderr, "durabench: "+oneLine(gerr))
+	}
+	return rep.ExitCode(), nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/sweep"
+	"github.com/durabench/durabench/world/profile"
+)
+
+// cmdList runs `durabench list`: scenarios, versions, kill switches, worlds
+// and profiles.
+func cmdList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("list", stderr)
+	pos, err := parse(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("list takes no arguments")
+	}
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SCENARIOS (--scenario NAME, --option name=value)")
+	for _, s := range scenarios.All() {
+		fmt.Fprintf(w, "  %s — %s\n", s.Name, s.Description)
+		for _, o := range s.Options {
+			typ := string(o.Type)
+			if len(o.Choices) > 0 {
+				typ = strings.Join(o.Choices, "|")
+			}
+			fmt.Fprintf(tw, "      %s\t%s\tdefault %s\t%s\n", o.Name, typ, o.Default, o.Help)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "      metrics: %s\n", strings.Join(s.Metrics, ", "))
+	}
+	fmt.Fprintln(w, "\nVERSIONS (--versions NAME,...|all; a sweep file can define more as feature sets)")
+	for _, v := range engine.Versions() {
+		fmt.Fprintf(tw, "  %s\t%s\n", v.Name, v.Features)
+		fmt.Fprintf(tw, "  \t%s\n", v.Description)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nKILL SWITCHES (--switches none,NAME=VALUE; join several in one set with +)")
+	for _, s := range engine.KnownSwitches() {
+		fmt.Fprintf(tw, "  %s=%s\t%s\n", s.Name, s.Values, s.Effect)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nWORLDS (--world NAME,...)")
+	worldHelp := map[string]string{
+		"nats": "NATS JetStream: embedded in-process (default), or an external server/cluster with --nats-url",
+		"mem":  "in-process maps and channels: the floor for engine overhead",
+		"sim":  "deterministic discrete-event simulation in virtual time (--sim-log append-only|mint-ordered)",
+	}
+	for _, name := range sweep.KnownWorlds() {
+		fmt.Fprintf(tw, "  %s\t%s\n", name, worldHelp[name])
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nPROFILES (--profile NAME|FILE, --faults OP.FIELD=VALUE,...)")
+	for _, name := range profile.Names() {
+		desc := ""
+		if p, err := profile.Load(name); err == nil {
+			desc = p.Description
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, desc)
+	}
+	return tw.Flush()
+}
