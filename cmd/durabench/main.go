@@ -28,21 +28,30 @@ const (
 	exitInterrupted = 130
 )
 
+// usage is the text of `durabench help`. The README's CLI block is this text
+// verbatim: after changing it, run
+// go test ./cmd/durabench -run TestCLIDoc -update
 const usage = `durabench — load and benchmark generator for durable-workflow engines
 
 usage:
-  durabench sweep   [flags]                 run a sweep (durabench sweep -h for the flags)
+  durabench sweep   [flags | -f sweep.yaml]   run a matrix; writes DIR/results.json and DIR/report.md
   durabench report  FILE [--format text|md|github|json|benchfmt] [--baseline F] [--history DIR] [--png DIR]
-  durabench report  --status running|failed [--commit SHA] [--run-url URL]   (sticky comment without results)
-  durabench list                            scenarios, versions, kill switches, worlds, profiles
+  durabench report  --status running|failed [--commit SHA] [--run-url URL]
+                                            sticky comment of a run without results
+  durabench list                            scenarios (options, types, defaults), versions, kill switches, worlds, profiles
   durabench compare BASE HEAD [--format text|md]
-  durabench gate    HEAD --baseline BASE [--rules FILE | --rule R ...]
+  durabench gate    HEAD --baseline BASE [--rules FILE | --rule R ...] [--format text|md]
   durabench history add RESULTS --dir DIR
-  durabench sim     [--seeds N] [--log mint-ordered,append-only] [--scenario ...] [--versions ...] [--guard] [--replay SEED]
+  durabench sim     [--seeds N] [--log mint-ordered,append-only] [--scenario P,...] [--versions V,...|all]
+                    [--guard] [--profile P] [--faults F] [--format text|md] [--gate] [--replay SEED]
                                             explore seeds on the sim world and check the engine's invariants
-  durabench worker  --nats-url URL [--concurrency N] [--id NAME]   engine worker for sweep --workers external
+  durabench worker  --nats-url URL [--concurrency N] [--id NAME]
+                                            engine worker for sweep --workers external
 
-exit codes: 0 ok, 1 gate regression, 2 usage or input error, 3 the sweep failed, 130 interrupted
+durabench COMMAND -h lists every flag of a command.
+
+exit codes: 0 ok · 1 a gate rule failed (or sim --gate found a violation) · 2 usage or input error ·
+3 the sweep itself failed (finished cells are kept) · 130 interrupted
 `
 
 func main() {
