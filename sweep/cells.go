@@ -61,7 +61,7 @@ func (p *Plan) Cells() ([]CellPlan, error) {
 	for _, sp := range p.Scenarios {
 		s, err := scenarios.Get(sp.Name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+			return nil, &UsageError{Field: "scenario", Err: err}
 		}
 		combos := []scenarios.Values{{}}
 		for _, o := range s.Options {
@@ -87,7 +87,7 @@ func (p *Plan) Cells() ([]CellPlan, error) {
 				for _, combo := range combos {
 					prog, full, err := s.Build(combo)
 					if err != nil {
-						return nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+						return nil, &UsageError{Err: err}
 					}
 					for _, v := range p.Versions {
 						for _, sw := range p.Switches {
@@ -107,7 +107,7 @@ func (p *Plan) Cells() ([]CellPlan, error) {
 	keys := map[string]bool{}
 	for _, c := range out {
 		if keys[c.Key] {
-			return nil, fmt.Errorf("cell %s appears twice in the matrix: %w", c.Key, ErrInvalid)
+			return nil, invalid(fmt.Sprintf("cell %s appears twice in the matrix", c.Key))
 		}
 		keys[c.Key] = true
 	}

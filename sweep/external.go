@@ -66,15 +66,15 @@ func init() {
 func (p *Plan) validateExternal() error {
 	if !p.External.Enabled() {
 		if p.explicit["expect-workers"] || p.explicit["worker-wait"] {
-			return fmt.Errorf("expect-workers and worker-wait apply to --workers external only: %w", ErrInvalid)
+			return invalid("expect-workers and worker-wait apply to --workers external only")
 		}
 		return nil
 	}
 	if len(p.Worlds) != 1 || p.Worlds[0] != "nats" {
-		return fmt.Errorf("workers external: the world must be nats alone (got %s): %w", joinComma(p.Worlds), ErrInvalid)
+		return &UsageError{Field: "workers external", Msg: fmt.Sprintf("the world must be nats alone (got %s)", joinComma(p.Worlds))}
 	}
 	if p.NATS.URL == "" {
-		return fmt.Errorf("workers external needs --nats-url: workers cannot reach the embedded server: %w", ErrInvalid)
+		return invalid("workers external needs --nats-url: workers cannot reach the embedded server")
 	}
 	if p.External.Expect == 0 {
 		p.External.Expect = 1
@@ -94,7 +94,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	defer w.close() // after the workers let go of the streams (End below)
 	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
 	if err != nil {
-		return results.Cell{}, nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+		return results.Cell{}, nil, &UsageError{Field: "pace", Err: err}
 	}
 	if c.World != "nats" {
 		return results.Cell{}, nil, fmt.Errorf("workers external: the cell's world is %s, not nats", c.World)
@@ -131,7 +131,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		_, err = profile.ApplyOverridesWith(prof, p.Faults, files.Read)
 	}
 	if err != nil {
-		return results.Cell{}, nil, fmt.Errorf("profile %s: %w: %w", c.Profile, err, ErrInvalid)
+		return results.Cell{}, nil, &UsageError{Field: "profile " + c.Profile, Err: err}
 	}
 	spec.ProfileFiles = files.Files
 	cell, err := d.Open(ctx, spec, w.Runtime())

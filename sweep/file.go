@@ -78,7 +78,7 @@ func fileKeyNames() []string {
 
 // fileError is one mistake in a sweep file: where and which field.
 func fileError(file string, n *yaml.Node, field, format string, args ...any) error {
-	return fmt.Errorf("%s:%d: %s: %s: %w", file, n.Line, field, fmt.Sprintf(format, args...), ErrInvalid)
+	return &UsageError{File: file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // LoadFile reads a sweep file onto p (settings not in the file keep their
@@ -87,7 +87,7 @@ func fileError(file string, n *yaml.Node, field, format string, args ...any) err
 func (p *Plan) LoadFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("-f: %w: %w", err, ErrInvalid)
+		return &UsageError{Flag: "-f", Err: err}
 	}
 	return p.parseFile(path, data)
 }
@@ -95,10 +95,10 @@ func (p *Plan) LoadFile(path string) error {
 func (p *Plan) parseFile(file string, data []byte) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %w: %w", file, err, ErrInvalid)
+		return &UsageError{File: file, Err: err}
 	}
 	if len(doc.Content) == 0 {
-		return fmt.Errorf("%s: the file is empty: %w", file, ErrInvalid)
+		return &UsageError{File: file, Msg: "the file is empty"}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {

@@ -101,7 +101,7 @@ func (f *Flags) File() string { return f.file }
 
 // Plan builds the plan: defaults, then the sweep file, then the flags that
 // were given; then it validates the whole. Every error names the flag or the
-// file, line and field, and wraps ErrInvalid.
+// file, line and field, and is a *UsageError.
 func (f *Flags) Plan() (*Plan, error) {
 	p := DefaultPlan()
 	if f.file != "" {
@@ -121,7 +121,7 @@ func (f *Flags) Plan() (*Plan, error) {
 			vals = splitList(raw)
 		}
 		if e := p.set(fl.Name, vals); e != nil {
-			err = fmt.Errorf("--%s %s: %s: %w", fl.Name, raw, e, ErrInvalid)
+			err = &UsageError{Flag: "--" + fl.Name, Value: raw, Err: e}
 		}
 	})
 	if err != nil {
@@ -134,10 +134,10 @@ func (f *Flags) Plan() (*Plan, error) {
 		for _, o := range f.options {
 			name, val, ok := strings.Cut(o, "=")
 			if !ok {
-				return nil, fmt.Errorf("--option %s: want name=value: %w", o, ErrInvalid)
+				return nil, &UsageError{Flag: "--option", Value: o, Msg: "want name=value"}
 			}
 			if e := setOption(p.Options, strings.TrimSpace(name), splitList(val)); e != nil {
-				return nil, fmt.Errorf("--option %s: %s: %w", o, e, ErrInvalid)
+				return nil, &UsageError{Flag: "--option", Value: o, Err: e}
 			}
 		}
 	}
@@ -155,7 +155,7 @@ func (p *Plan) finish() error {
 	if opts, ok := p.Options["branches"]; ok && len(opts) > 0 {
 		// --option branches=... is the same as --branches.
 		if err := p.set("branches", opts); err != nil {
-			return fmt.Errorf("option branches: %s: %w", err, ErrInvalid)
+			return &UsageError{Field: "option branches", Err: err}
 		}
 		delete(p.Options, "branches")
 	}

@@ -7,7 +7,6 @@
 package sweep
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -19,10 +18,6 @@ import (
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
 )
-
-// ErrInvalid marks a plan, flag or sweep-file error: the user's input is
-// wrong and nothing ran (exit 2).
-var ErrInvalid = errors.New("invalid sweep")
 
 // ScenarioPlan is one scenario of the plan with its own option values (each
 // option may list several values: the matrix grows by their product).
@@ -372,7 +367,7 @@ func setOption(opts map[string][]string, name string, vals []string) error {
 // take them, pacing against its parameters. Errors name the setting.
 func (p *Plan) Validate() error {
 	if len(p.Scenarios) == 0 || len(p.Versions) == 0 || len(p.Switches) == 0 || len(p.Worlds) == 0 || len(p.Profiles) == 0 {
-		return fmt.Errorf("the matrix is empty (scenarios, versions, switches, worlds and profiles each need a value): %w", ErrInvalid)
+		return invalid("the matrix is empty (scenarios, versions, switches, worlds and profiles each need a value)")
 	}
 	// A global option must be declared by some scenario of the plan, and
 	// every value must parse for each scenario that declares it.
@@ -392,12 +387,12 @@ func (p *Plan) Validate() error {
 			found = true
 			for _, v := range p.Options[n] {
 				if _, err := o.Parse(v); err != nil {
-					return fmt.Errorf("option %s: %w: %w", n, err, ErrInvalid)
+					return &UsageError{Field: "option " + n, Err: err}
 				}
 			}
 		}
 		if !found {
-			return fmt.Errorf("option %s: no scenario of the plan (%s) has it: %w", n, p.scenarioNames(), ErrInvalid)
+			return &UsageError{Field: "option " + n, Msg: fmt.Sprintf("no scenario of the plan (%s) has it", p.scenarioNames())}
 		}
 	}
 	if p.explicit["branches"] {
@@ -407,22 +402,22 @@ func (p *Plan) Validate() error {
 			found = found || s.HasOption("branches")
 		}
 		if !found {
-			return fmt.Errorf("branches: no scenario of the plan (%s) has branches: %w", p.scenarioNames(), ErrInvalid)
+			return &UsageError{Field: "branches", Msg: fmt.Sprintf("no scenario of the plan (%s) has branches", p.scenarioNames())}
 		}
 	}
 	for _, sp := range p.Scenarios {
 		s, err := scenarios.Get(sp.Name)
 		if err != nil {
-			return fmt.Errorf("scenario: %w: %w", err, ErrInvalid)
+			return &UsageError{Field: "scenario", Err: err}
 		}
 		for n, vals := range sp.Options {
 			o, ok := s.Option(n)
 			if !ok {
-				return fmt.Errorf("scenario %s: no option %q: %w", sp.Name, n, ErrInvalid)
+				return &UsageError{Field: "scenario " + sp.Name, Msg: fmt.Sprintf("no option %q", n)}
 			}
 			for _, v := range vals {
 				if _, err := o.Parse(v); err != nil {
-					return fmt.Errorf("scenario %s: %w: %w", sp.Name, err, ErrInvalid)
+					return &UsageError{Field: "scenario " + sp.Name, Err: err}
 				}
 			}
 		}
@@ -430,15 +425,15 @@ func (p *Plan) Validate() error {
 	switch p.Pace {
 	case "open":
 		if !(p.Rate > 0) {
-			return fmt.Errorf("pace open needs --rate (runs per second): %w", ErrInvalid)
+			return invalid("pace open needs --rate (runs per second)")
 		}
 	case "burst", "closed":
 		if p.explicit["rate"] {
-			return fmt.Errorf("rate applies to pace open only (pace is %s): %w", p.Pace, ErrInvalid)
+			return invalid(fmt.Sprintf("rate applies to pace open only (pace is %s)", p.Pace))
 		}
 	}
 	if p.NATS.Replicas > 1 && p.NATS.URL == "" && slices.Contains(p.Worlds, "nats") {
-		return fmt.Errorf("nats-replicas %d needs --nats-url: the embedded server is a single node: %w", p.NATS.Replicas, ErrInvalid)
+		return invalid(fmt.Sprintf("nats-replicas %d needs --nats-url: the embedded server is a single node", p.NATS.Replicas))
 	}
 	return p.validateExternal()
 }

@@ -29,10 +29,6 @@ const (
 // results file holds every finished cell and is marked partial.
 var ErrInterrupted = errors.New("sweep interrupted")
 
-// ErrFailed is returned when the sweep itself failed (a world that could not
-// be set up or died mid-sweep): finished cells are kept, marked partial.
-var ErrFailed = errors.New("sweep failed")
-
 // Config configures Run.
 type Config struct {
 	Plan *Plan
@@ -64,7 +60,8 @@ type Outcome struct {
 // flight get the plan's grace period, results.json is written marked partial
 // with every finished cell, and the error wraps ErrInterrupted. A cell whose
 // world cannot be set up or that cannot start a single run stops the sweep
-// with an error wrapping ErrFailed, after writing the partial results.
+// with an error matching results.ErrSweepFailed, after writing the partial
+// results. Mistakes in the plan or the flags are *UsageErrors.
 func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	p := cfg.Plan
 	cells, err := p.Cells()
@@ -82,26 +79,26 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("--out: %w: %w", err, ErrInvalid)
+		return nil, &UsageError{Flag: "--out", Err: err}
 	}
 	if !cfg.Resume {
 		// A fresh sweep into a used directory must not mix with, or look
 		// like, the earlier sweep's files.
 		for _, name := range []string{results.JournalName, ResultsName, ReportName} {
 			if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("--out: %w: %w", err, ErrInvalid)
+				return nil, &UsageError{Flag: "--out", Err: err}
 			}
 		}
 	}
 	journal, err := results.OpenJournal(cfg.Out)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, ErrFailed)
+		return nil, fmt.Errorf("%w: %w", results.ErrSweepFailed, err)
 	}
 	defer journal.Close()
 
 	var id [4]byte
 	if _, err := rand.Read(id[:]); err != nil {
-		return nil, fmt.Errorf("sweep id: %w: %w", err, ErrFailed)
+		return nil, fmt.Errorf("%w: sweep id: %w", results.ErrSweepFailed, err)
 	}
 	p.NATS.sweepID = hex.EncodeToString(id[:])
 
@@ -163,22 +160,22 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}
 	if err := results.Write(out.ResultsPath, f); err != nil {
-		return out, fmt.Errorf("%w: %w", err, ErrFailed)
+		return out, fmt.Errorf("%w: %w", results.ErrSweepFailed, err)
 	}
 	if failure != nil {
-		return out, fmt.Errorf("%w: %w", failure, ErrFailed)
+		return out, fmt.Errorf("%w: %w", results.ErrSweepFailed, failure)
 	}
 	if interrupted {
 		return out, ErrInterrupted
 	}
 	rp := filepath.Join(cfg.Out, ReportName)
 	if err := writeReport(rp, f); err != nil {
-		return out, fmt.Errorf("report: %w: %w", err, ErrFailed)
+		return out, fmt.Errorf("%w: report: %w", results.ErrSweepFailed, err)
 	}
 	out.ReportPath = rp
 	// The results are complete: the journal has nothing they lack.
 	if err := journal.Discard(); err != nil {
-		return out, fmt.Errorf("%w: %w", err, ErrFailed)
+		return out, fmt.Errorf("%w: %w", results.ErrSweepFailed, err)
 	}
 	return out, nil
 }
@@ -213,7 +210,7 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	defer w.close()
 	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
 	if err != nil {
-		return results.Cell{}, nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+		return results.Cell{}, nil, &UsageError{Field: "pace", Err: err}
 	}
 	dc := driver.Config{
 		World: w, Features: c.Switches.Apply(c.Version.Features), Program: c.Program,
@@ -299,7 +296,7 @@ func (p *Plan) finishedCells(dir string) (map[string]results.Cell, error) {
 	switch {
 	case err == nil:
 		if err := p.compatible(f.Plan); err != nil {
-			return nil, fmt.Errorf("--resume %s: %s: %w", dir, err, ErrInvalid)
+			return nil, &UsageError{Flag: "--resume", Value: dir, Err: err}
 		}
 		for _, c := range f.Cells {
 			out[KeyOf(c)] = c
@@ -318,7 +315,7 @@ func (p *Plan) finishedCells(dir string) (map[string]results.Cell, error) {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		if len(out) == 0 {
-			return nil, fmt.Errorf("--resume %s: no results.json and no journal there: %w", dir, ErrInvalid)
+			return nil, &UsageError{Flag: "--resume", Value: dir, Msg: "no results.json and no journal there"}
 		}
 	default:
 		return nil, fmt.Errorf("--resume: %w", err)

@@ -67,7 +67,7 @@ func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 	case "sim":
 		model, err := sim.ParseLogModel(p.SimLog)
 		if err != nil {
-			return nil, fmt.Errorf("sim-log: %w: %w", err, ErrInvalid)
+			return nil, &UsageError{Field: "sim-log", Err: err}
 		}
 		sc := sim.Config{Options: opts, Log: model, Seed: c.Seed,
 			// A pending count is an atomic counter in a real backend: count it
@@ -88,7 +88,7 @@ func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 		}
 		base = nw
 	default:
-		return nil, fmt.Errorf("unknown world %q: %w", c.World, ErrInvalid)
+		return nil, invalid(fmt.Sprintf("unknown world %q", c.World))
 	}
 	w, err := p.wrapProfile(base, c)
 	if err != nil {
@@ -145,9 +145,9 @@ func (p *Plan) Probe(ctx context.Context) error {
 		Replicas: p.NATS.Replicas, ConnectTimeout: ProbeTimeout - 500*time.Millisecond})
 	if err != nil {
 		if errors.Is(err, natsworld.ErrUnreachable) || ctx.Err() != nil {
-			return fmt.Errorf("nats-url: %w: %w", err, ErrInvalid)
+			return &UsageError{Flag: "--nats-url", Err: err}
 		}
-		return fmt.Errorf("nats-url %s: %w: %w", p.NATS.URL, err, ErrInvalid)
+		return &UsageError{Flag: "--nats-url", Value: p.NATS.URL, Err: err}
 	}
 	return w.Close()
 }
