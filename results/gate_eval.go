@@ -8,11 +8,14 @@ import (
 	"strings"
 )
 
-// ErrGateFailed is returned by GateReport.Err when a rule failed (exit 1).
+// ErrGateFailed is returned by GateReport.Err when a rule failed (the CLI
+// exits 1 on it).
 var ErrGateFailed = errors.New("gate failed")
 
-// ErrSweepFailed is returned by GateReport.Err when the head sweep itself
-// failed or is partial (exit 3): its numbers are not a verdict.
+// ErrSweepFailed is matched by every error saying a sweep itself failed (the
+// CLI exits 3 on it): sweep.Run's, when a world could not be set up or died
+// mid-sweep, and GateReport.Err's, when the head sweep failed or is partial
+// — its numbers are not a verdict.
 var ErrSweepFailed = errors.New("sweep failed")
 
 // Verdict is the outcome of one rule on one cell.
@@ -31,12 +34,15 @@ const (
 	NoBaseline Verdict = "new"
 )
 
-// Exit codes of the gate (and the CLI): the contract a CI job relies on.
+// gateOutcome is the gate's overall result. Err reports it as an error the
+// CLI maps to its exit code.
+type gateOutcome int
+
 const (
-	ExitPass        = 0 // every rule held
-	ExitFail        = 1 // a rule failed
-	ExitUsage       = 2 // usage or input error: bad rules, a rule matching no cell, a missing or corrupt file
-	ExitSweepFailed = 3 // the sweep itself failed (the head file is partial or records an error)
+	gatePassed      gateOutcome = iota // every rule held
+	gateFailed                         // a check failed
+	gateUnmatched                      // a rule matched no cell: the configuration is wrong
+	gateSweepFailed                    // the head sweep failed (its file is partial or records an error)
 )
 
 // GateReport is every rule's verdict on every cell it matched, with the
@@ -97,7 +103,7 @@ type Check struct {
 
 // Passed reports whether the gate passed: every check passed, every rule
 // matched a cell, and the head sweep completed.
-func (r *GateReport) Passed() bool { return r.ExitCode() == ExitPass }
+func (r *GateReport) Passed() bool { return r.outcome() == gatePassed }
 
 // Failed returns the failed checks with their rules.
 func (r *GateReport) Failed() []FailedCheck {
@@ -129,36 +135,35 @@ func (r *GateReport) Unmatched() []Rule {
 	return out
 }
 
-// ExitCode maps the report to the exit-code contract: 3 when the head
-// sweep failed (a verdict on partial data would mislead), else 2 when a rule
-// matched no cell (the configuration is wrong), else 1 when a check failed,
-// else 0.
-func (r *GateReport) ExitCode() int {
+// outcome is the gate's result: the head sweep failed (a verdict on
+// partial data would mislead), else a rule matched no cell (the
+// configuration is wrong), else a check failed, else passed.
+func (r *GateReport) outcome() gateOutcome {
 	switch {
 	case r.SweepFailed != "":
-		return ExitSweepFailed
+		return gateSweepFailed
 	case len(r.Unmatched()) > 0:
-		return ExitUsage
+		return gateUnmatched
 	case len(r.Failed()) > 0:
-		return ExitFail
+		return gateFailed
 	}
-	return ExitPass
+	return gatePassed
 }
 
 // Err is nil when the gate passed, else an error matching ErrSweepFailed,
-// ErrRules or ErrGateFailed (in the order of ExitCode) that names the
+// ErrRules or ErrGateFailed, in this order of precedence, that names the
 // cause.
 func (r *GateReport) Err() error {
-	switch r.ExitCode() {
-	case ExitSweepFailed:
+	switch r.outcome() {
+	case gateSweepFailed:
 		return fmt.Errorf("%w: %s", ErrSweepFailed, r.SweepFailed)
-	case ExitUsage:
+	case gateUnmatched:
 		var names []string
 		for _, rule := range r.Unmatched() {
 			names = append(names, fmt.Sprintf("%s (%s)", rule.Text, rule.Source))
 		}
 		return fmt.Errorf("%w: rule matches no cell: %s", ErrRules, strings.Join(names, "; "))
-	case ExitFail:
+	case gateFailed:
 		f := r.Failed()
 		return fmt.Errorf("%w: %d check(s) failed, first: %s on %s", ErrGateFailed, len(f), f[0].Rule.Text, f[0].Check.Cell)
 	}

@@ -15,12 +15,12 @@ func (r *GateReport) headline() string {
 		checks += len(rr.Checks)
 	}
 	failed := len(r.Failed())
-	switch r.ExitCode() {
-	case ExitSweepFailed:
+	switch r.outcome() {
+	case gateSweepFailed:
 		return fmt.Sprintf("NOT GATED: the head sweep failed (%s); %d of %d checks failed on what it measured", r.SweepFailed, failed, checks)
-	case ExitUsage:
+	case gateUnmatched:
 		return fmt.Sprintf("CONFIGURATION ERROR: %d rule(s) match no cell; %d of %d checks failed", len(r.Unmatched()), failed, checks)
-	case ExitFail:
+	case gateFailed:
 		return fmt.Sprintf("FAIL: %d of %d checks failed (%d rules)", failed, checks, len(r.Rules))
 	}
 	return fmt.Sprintf("PASS: %d checks, %d rules", checks, len(r.Rules))

@@ -183,8 +183,8 @@ func gateOf(t *testing.T, head, base *File, rules []Rule) *GateReport {
 func TestGateIdenticalPasses(t *testing.T) {
 	f := synthFile(1, 30, 0.2, 1, synthMatrix)
 	rep := gateOf(t, f, f, DefaultRules())
-	if !rep.Passed() || rep.ExitCode() != ExitPass || rep.Err() != nil {
-		t.Errorf("identical samples: exit %d, err %v", rep.ExitCode(), rep.Err())
+	if !rep.Passed() || rep.outcome() != gatePassed || rep.Err() != nil {
+		t.Errorf("identical samples: outcome %d, err %v", rep.outcome(), rep.Err())
 	}
 	for _, rr := range rep.Rules {
 		if len(rr.Checks) != len(synthMatrix) {
@@ -204,8 +204,8 @@ func TestGateShiftFails(t *testing.T) {
 	moved := synthFile(3, 30, 0.03, 1.2, synthMatrix[5:6]).Cells[0] // resilient, 256 branches, +20%
 	head.Cells[5] = moved
 	rep := gateOf(t, head, base, DefaultRules())
-	if rep.Passed() || rep.ExitCode() != ExitFail || !errors.Is(rep.Err(), ErrGateFailed) {
-		t.Fatalf("+20%% shift: exit %d err %v, want a failed gate", rep.ExitCode(), rep.Err())
+	if rep.Passed() || rep.outcome() != gateFailed || !errors.Is(rep.Err(), ErrGateFailed) {
+		t.Fatalf("+20%% shift: outcome %d err %v, want a failed gate", rep.outcome(), rep.Err())
 	}
 	failed := rep.Failed()
 	if len(failed) != 4 {
@@ -306,8 +306,8 @@ runs >= 30
 	if n := len(rep.Rules[3].Checks); n != 3 {
 		t.Errorf("errors{version=baseline}: %d checks, want 3 (the baseline cells; the erroring cell is resilient)", n)
 	}
-	if rep.ExitCode() != ExitFail {
-		t.Errorf("exit %d, want 1", rep.ExitCode())
+	if rep.outcome() != gateFailed {
+		t.Errorf("outcome %d, want failed", rep.outcome())
 	}
 }
 
@@ -317,8 +317,8 @@ func TestGateUnmatchedRule(t *testing.T) {
 	if got := len(rep.Unmatched()); got != 3 {
 		t.Errorf("%d unmatched rules, want 3", got)
 	}
-	if rep.Passed() || rep.ExitCode() != ExitUsage || !errors.Is(rep.Err(), ErrRules) {
-		t.Errorf("exit %d err %v, want 2 / ErrRules", rep.ExitCode(), rep.Err())
+	if rep.Passed() || rep.outcome() != gateUnmatched || !errors.Is(rep.Err(), ErrRules) {
+		t.Errorf("outcome %d err %v, want unmatched / ErrRules", rep.outcome(), rep.Err())
 	}
 	if !strings.Contains(rep.Err().Error(), "ttls{branches=1024}.p90 < 1.1x baseline (rules.txt:1)") {
 		t.Errorf("error does not name the rule: %v", rep.Err())
@@ -336,7 +336,7 @@ func TestGateCellOnlyInHead(t *testing.T) {
 	head.Cells = head.Cells[5:]
 	rep := gateOf(t, head, base, DefaultRules())
 	if !rep.Passed() {
-		t.Fatalf("a new cell has no baseline and cannot regress: exit %d %v", rep.ExitCode(), rep.Err())
+		t.Fatalf("a new cell has no baseline and cannot regress: outcome %d %v", rep.outcome(), rep.Err())
 	}
 	c := rep.Rules[0].Checks[0]
 	if c.Verdict != NoBaseline || c.Note != "not in the baseline" || c.Cell.Branches != 256 {
@@ -363,8 +363,8 @@ func TestGateInputErrors(t *testing.T) {
 	partial := *f
 	partial.Partial = true
 	rep := gateOf(t, &partial, f, DefaultRules())
-	if rep.ExitCode() != ExitSweepFailed || !errors.Is(rep.Err(), ErrSweepFailed) {
-		t.Errorf("partial head: exit %d %v, want 3", rep.ExitCode(), rep.Err())
+	if rep.outcome() != gateSweepFailed || !errors.Is(rep.Err(), ErrSweepFailed) {
+		t.Errorf("partial head: outcome %d %v, want sweep failed", rep.outcome(), rep.Err())
 	}
 }
 

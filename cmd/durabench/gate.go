@@ -71,5 +71,5 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if gerr := rep.Err(); gerr != nil {
 		fmt.Fprintln(stderr, "durabench: "+oneLine(gerr))
 	}
-	return rep.ExitCode(), nil
+	return gateExitCode(rep), nil
 }

@@ -1,7 +1,7 @@
 // Command durabench is a load and benchmark generator for durable-workflow
 // engines: it sweeps a matrix of scenarios × engine versions × kill switches
-// × worlds, reports, compares and gates. This file holds flags, wiring and
-// exit codes only; the logic lives in the packages.
+// × worlds, reports, compares and gates. This file holds flags and wiring
+// only, exitcodes.go the exit codes; the logic lives in the packages.
 package main
 
 import (
@@ -13,19 +13,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/sweep"
-	"github.com/durabench/durabench/world/profile"
-)
-
-// Exit codes.
-const (
-	exitOK          = 0
-	exitRegression  = 1
-	exitUsage       = 2
-	exitFailed      = 3
-	exitInterrupted = 130
 )
 
 // usage is the text of `durabench help`. The README's CLI block is this text
@@ -105,21 +93,6 @@ var errUsage = errors.New("usage")
 
 func usageErr(format string, a ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), errUsage)
-}
-
-// exitCode maps an error to the exit-code contract.
-func exitCode(err error) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, sweep.ErrInterrupted):
-		return exitInterrupted
-	case errors.Is(err, errUsage), errors.Is(err, sweep.ErrInvalid), errors.Is(err, results.ErrInvalid),
-		errors.Is(err, results.ErrRules), errors.Is(err, profile.ErrInvalid),
-		errors.Is(err, scenarios.ErrUnknown), errors.Is(err, scenarios.ErrInvalid):
-		return exitUsage
-	}
-	return exitFailed
 }
 
 // oneLine keeps an error on one line of stderr, and drops the trailing
