@@ -49,7 +49,7 @@ var ErrWorker = errors.New("durabench worker failed")
 
 // Protocol versions the messages below and the record batches; a driver
 // uses only workers that speak its version.
-const Protocol = 1
+const Protocol = 2
 
 // Hello is what a worker says about itself.
 type Hello struct {
@@ -80,13 +80,12 @@ type CellSpec struct {
 	Storage  string          `json:"storage,omitempty"`
 	Replicas int             `json:"replicas,omitempty"`
 	// Profile is a latency/fault profile: a built-in name ("none", "lan",
-	// "cloud"), or a file on the driver whose text ProfileYAML carries to
-	// the workers; Faults are the plan's overrides. ProfileFiles carries
-	// the recorded-distribution (hdr) files the profile or the overrides
-	// name, by the path the driver resolved: a worker reads no file of its
-	// own for the driver's profile.
+	// "cloud") or a file on the driver; Faults are the plan's overrides.
+	// ProfileFiles carries every file the driver read to resolve them (the
+	// profile file, the recorded-distribution files it or the overrides
+	// name), by the path the driver read: a worker reads no file of its own
+	// for the driver's profile (profile.Resolve with ShippedFiles).
 	Profile      string            `json:"profile,omitempty"`
-	ProfileYAML  string            `json:"profile_yaml,omitempty"`
 	ProfileFiles map[string][]byte `json:"profile_files,omitempty"`
 	Faults       string            `json:"faults,omitempty"`
 	Seed         int64             `json:"seed"`

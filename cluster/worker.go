@@ -302,24 +302,12 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 	}
 	var base world.World = nw
 	if spec.Profile != "" && spec.Profile != "none" || spec.Faults != "" {
-		name := spec.Profile
-		if name == "" {
-			name = "none"
-		}
-		var prof *profile.Profile
-		var err error
-		read := profile.ShippedFiles(spec.ProfileFiles)
-		if spec.ProfileYAML != "" {
-			prof, err = profile.ParseWith(name, []byte(spec.ProfileYAML), read) // a file on the driver
-		} else {
-			prof, err = profile.Load(name)
-		}
-		if err == nil && spec.Faults != "" {
-			prof, err = profile.ApplyOverridesWith(prof, spec.Faults, read)
-		}
+		// A profile file, and the hdr files it names, are the driver's:
+		// the worker reads the copies it shipped, never a file of its own.
+		prof, err := profile.Resolve(spec.Profile, spec.Faults, profile.ShippedFiles(spec.ProfileFiles))
 		if err != nil {
 			nw.Close()
-			return fmt.Errorf("profile %s: %w", name, err)
+			return fmt.Errorf("profile %s: %w", spec.Profile, err)
 		}
 		base = profile.Wrap(nw, prof, spec.Seed)
 	}

@@ -9,23 +9,40 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/profile"
 )
 
-// CellPlan is one cell of the plan: a point of the matrix, ready to run
-// (results.Cell is what running it measured).
+// CellPlan is one cell of the plan: a point of the matrix, resolved and
+// ready to run (results.Cell is what running it measured). Its fields are
+// values; running it looks nothing up.
 type CellPlan struct {
-	Scenario string
+	Scenario *scenarios.Scenario
 	// Options are the scenario's complete option values (defaults filled
 	// in, canonical spelling).
 	Options  scenarios.Values
 	Program  engine.Program
 	Version  engine.Version
 	Switches engine.SwitchSet
+	// Features are the version's features with the switch set applied.
+	Features engine.Features
 	World    string
-	Profile  string
+	// WorldOptions are what the cell's world is built with: the plan's
+	// options, the guard settled by the switch set, the cell's seed.
+	WorldOptions world.Options
+	// ProfileName is the latency/fault profile as the plan names it (a
+	// name or a file): results record it. Profile is that profile read
+	// once for the plan with the fault overrides applied; ProfileFiles are
+	// the files it was read from, which external workers get a copy of.
+	ProfileName  string
+	Profile      *profile.Profile
+	ProfileFiles map[string][]byte
+	// Pacer starts the cell's runs.
+	Pacer driver.Pacer
 	// Key identifies the cell: equal keys are the same measurement.
 	Key string
 	// Hash is a short digest of Key: run ids and NATS prefixes start with it.
@@ -38,7 +55,7 @@ type CellPlan struct {
 // Label is the cell's short description for progress lines.
 func (c CellPlan) Label() string {
 	var b strings.Builder
-	b.WriteString(c.Scenario)
+	b.WriteString(c.Scenario.Name)
 	for _, k := range sortedKeys(c.Options) {
 		if k == "body" && c.Options[k] == "0s" {
 			continue
@@ -49,20 +66,29 @@ func (c CellPlan) Label() string {
 	if sw := c.Switches.String(); sw != "none" {
 		fmt.Fprintf(&b, " [%s]", sw)
 	}
-	fmt.Fprintf(&b, " %s/%s", c.World, c.Profile)
+	fmt.Fprintf(&b, " %s/%s", c.World, c.ProfileName)
 	return b.String()
 }
 
-// Cells expands the plan's matrix, in the order the sweep runs it:
-// scenario, world, profile, options (branch counts ascending as given),
-// version, switch set.
+// Cells are the plan's cells as Validate resolved them (it validates the
+// plan first when it was not), in the order the sweep runs them: scenario,
+// world, profile, options (branch counts ascending as given), version,
+// switch set.
 func (p *Plan) Cells() ([]CellPlan, error) {
-	var out []CellPlan
-	for _, sp := range p.Scenarios {
-		s, err := scenarios.Get(sp.Name)
-		if err != nil {
-			return nil, &UsageError{Field: "scenario", Err: err}
+	if p.resolved == nil {
+		if err := p.Validate(); err != nil {
+			return nil, err
 		}
+	}
+	return p.resolved.cells, nil
+}
+
+// expand expands the matrix of the plan, whose scenarios (scens, in plan
+// order) and profiles are resolved, into its cells.
+func (p *Plan) expand(scens []*scenarios.Scenario, profiles map[string]resolvedProfile, pacer driver.Pacer) ([]CellPlan, error) {
+	var out []CellPlan
+	for i, sp := range p.Scenarios {
+		s := scens[i]
 		combos := []scenarios.Values{{}}
 		for _, o := range s.Options {
 			vals := p.optionValues(sp, o.Name)
@@ -91,12 +117,20 @@ func (p *Plan) Cells() ([]CellPlan, error) {
 					}
 					for _, v := range p.Versions {
 						for _, sw := range p.Switches {
-							c := CellPlan{Scenario: s.Name, Options: full, Program: prog, Version: v,
-								Switches: sw, World: wname, Profile: prof}
+							c := CellPlan{Scenario: s, Options: full, Program: prog, Version: v,
+								Switches: sw, Features: sw.Apply(v.Features), World: wname,
+								ProfileName: prof, Profile: profiles[prof].prof, ProfileFiles: profiles[prof].files,
+								Pacer: pacer}
 							c.Key = cellKey(s.Name, full, v.Name, sw.String(), wname, prof)
 							sum := sha256.Sum256([]byte(c.Key))
 							c.Hash = hex.EncodeToString(sum[:5])
 							c.Seed = p.Seed ^ int64(binary.BigEndian.Uint64(sum[8:16])&(1<<62-1))
+							guard := p.Guard
+							if on, set := sw.Guard(); set {
+								guard = on
+							}
+							c.WorldOptions = world.Options{Guard: guard, RetryStyle: p.RetryStyle,
+								VisibilityTimeout: p.VisibilityTimeout, Seed: c.Seed}
 							out = append(out, c)
 						}
 					}

@@ -3,15 +3,12 @@ package sweep
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/durabench/durabench/cluster"
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/world/profile"
 )
 
 // Where the engine runs (the workers setting).
@@ -65,7 +62,7 @@ func init() {
 // server, so the plan must run the nats world alone with --nats-url.
 func (p *Plan) validateExternal() error {
 	if !p.External.Enabled() {
-		if p.explicit["expect-workers"] || p.explicit["worker-wait"] {
+		if p.given("expect-workers") || p.given("worker-wait") {
 			return invalid("expect-workers and worker-wait apply to --workers external only")
 		}
 		return nil
@@ -92,13 +89,6 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
 	}
 	defer w.close() // after the workers let go of the streams (End below)
-	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
-	if err != nil {
-		return results.Cell{}, nil, &UsageError{Field: "pace", Err: err}
-	}
-	if c.World != "nats" {
-		return results.Cell{}, nil, fmt.Errorf("workers external: the cell's world is %s, not nats", c.World)
-	}
 	prefix := p.NATS.StreamPrefix(c) // the streams newWorld created, which the workers open
 	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
 		Expect: p.External.Expect, Wait: p.External.Wait})
@@ -106,34 +96,11 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		return results.Cell{}, nil, err
 	}
 	defer d.Close()
-	guard := p.Guard
-	if on, set := c.Switches.Guard(); set {
-		guard = on
-	}
-	features := c.Switches.Apply(c.Version.Features)
-	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: features,
-		Options: p.worldOptions(guard, c.Seed), Storage: p.NATS.Storage, Replicas: p.NATS.Replicas,
-		Profile: c.Profile, Faults: p.Faults, Seed: c.Seed}
 	// A profile file, and the hdr files it or the fault overrides name,
-	// live on the driver: ship their contents to the workers.
-	files := &profile.Recorder{}
-	var prof *profile.Profile
-	if slices.Contains(profile.Names(), c.Profile) {
-		prof, err = profile.Load(c.Profile)
-	} else {
-		var data []byte
-		if data, err = os.ReadFile(c.Profile); err == nil {
-			spec.ProfileYAML = string(data)
-			prof, err = profile.ParseWith(c.Profile, data, files.Read)
-		}
-	}
-	if err == nil && p.Faults != "" {
-		_, err = profile.ApplyOverridesWith(prof, p.Faults, files.Read)
-	}
-	if err != nil {
-		return results.Cell{}, nil, &UsageError{Field: "profile " + c.Profile, Err: err}
-	}
-	spec.ProfileFiles = files.Files
+	// live on the driver: the workers get the copies read in Validate.
+	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
+		Options: c.WorldOptions, Storage: p.NATS.Storage, Replicas: p.NATS.Replicas,
+		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed}
 	cell, err := d.Open(ctx, spec, w.Runtime())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -142,8 +109,8 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		return results.Cell{}, nil, err
 	}
 	dc := driver.Config{
-		World: w, Features: features, Program: c.Program,
-		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: pacer,
+		World: w, Features: c.Features, Program: c.Program,
+		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
 		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
 		OnRun: prog.Run, External: cell,
 	}
@@ -155,7 +122,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), pacer.Open()))
+	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open()))
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())
 	for _, wr := range rep.Workers {

@@ -191,7 +191,7 @@ func (p *Plan) setFromNode(file, key string, v *yaml.Node) error {
 	if err != nil {
 		return fileError(file, v, key, "%s", err)
 	}
-	if err := p.set(name, vals); err != nil {
+	if err := p.set(name, vals, UsageError{File: file, Line: v.Line, Field: key}); err != nil {
 		return fileError(file, v, key, "%s", err)
 	}
 	return nil
@@ -334,7 +334,7 @@ func (p *Plan) decodeScenarios(file string, v *yaml.Node) error {
 		out = append(out, sp)
 	}
 	p.Scenarios = out
-	p.explicit["scenario"] = true
+	p.setOrigin("scenario", UsageError{File: file, Line: v.Line, Field: "scenarios"})
 	return nil
 }
 

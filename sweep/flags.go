@@ -120,8 +120,10 @@ func (f *Flags) Plan() (*Plan, error) {
 		if fd.list {
 			vals = splitList(raw)
 		}
-		if e := p.set(fl.Name, vals); e != nil {
-			err = &UsageError{Flag: "--" + fl.Name, Value: raw, Err: e}
+		at := UsageError{Flag: "--" + fl.Name, Value: raw}
+		if e := p.set(fl.Name, vals, at); e != nil {
+			at.Err = e
+			err = &at
 		}
 	})
 	if err != nil {
@@ -149,12 +151,12 @@ func (f *Flags) Plan() (*Plan, error) {
 
 // finish completes a plan whose settings are all given, and validates it.
 func (p *Plan) finish() error {
-	if !p.explicit["versions"] && len(p.Custom) > 0 {
+	if !p.given("versions") && len(p.Custom) > 0 {
 		p.Versions = append(engine.Versions(), p.Custom...)
 	}
 	if opts, ok := p.Options["branches"]; ok && len(opts) > 0 {
 		// --option branches=... is the same as --branches.
-		if err := p.set("branches", opts); err != nil {
+		if err := p.set("branches", opts, UsageError{Field: "option branches"}); err != nil {
 			return &UsageError{Field: "option branches", Err: err}
 		}
 		delete(p.Options, "branches")

@@ -7,6 +7,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/profile"
 )
 
 // ScenarioPlan is one scenario of the plan with its own option values (each
@@ -47,7 +50,9 @@ func (n *NATSSettings) StreamPrefix(c CellPlan) string {
 // sweepPrefix begins the names of every stream of the running sweep.
 func (n *NATSSettings) sweepPrefix() string { return "durabench_" + n.sweepID + "_" }
 
-// Plan is a validated sweep plan.
+// Plan is a sweep plan: the settings as the user gave them (flags, sweep
+// file) over the defaults. Validate checks them and resolves the plan into
+// its cells; everything after reads those.
 type Plan struct {
 	Scenarios []ScenarioPlan
 	// Options apply to every scenario of the plan that declares them.
@@ -85,10 +90,20 @@ type Plan struct {
 	// Targets are p75/p90/p99 targets in ms per metric.
 	Targets map[string][3]float64
 
-	// explicit records the fields the user set (file or flag), so a
-	// default never causes an error (e.g. the default branches on a plan
-	// without a fan-out).
-	explicit map[string]bool
+	// origins records where the user set each field (a flag, or a file's
+	// line), so that a default never causes an error (e.g. the default
+	// branches on a plan without a fan-out), and errors found later, in
+	// Validate, name the flag or the file's line.
+	origins map[string]UsageError
+	// resolved is what Validate made of the plan.
+	resolved *resolution
+}
+
+// resolution is the plan resolved: every name looked up and every file read
+// once, before anything runs.
+type resolution struct {
+	cells []CellPlan
+	pacer driver.Pacer
 }
 
 // Worlds durabench knows.
@@ -120,7 +135,7 @@ func DefaultPlan() *Plan {
 		VisibilityTimeout: world.DefaultVisibilityTimeout,
 		NATS:              NATSSettings{Storage: "file", Replicas: 1},
 		SimLog:            "append-only",
-		explicit:          map[string]bool{},
+		origins:           map[string]UsageError{},
 	}
 }
 
@@ -163,19 +178,13 @@ var fields = []field{
 		p.Worlds = dedup(v)
 		return nil
 	}},
+	// Profiles and faults are read, and checked, once in Validate: a
+	// fault override depends on the profile it applies to.
 	{"profile", true, "latency/fault profiles: none, lan, cloud, or a profile file", func(p *Plan, v []string) error {
-		for _, name := range v {
-			if err := checkProfile(name); err != nil {
-				return err
-			}
-		}
 		p.Profiles = dedup(v)
 		return nil
 	}},
 	{"faults", false, "profile overrides, e.g. step_created.transient=2%", func(p *Plan, v []string) error {
-		if err := checkFaults(v[0]); err != nil {
-			return err
-		}
 		p.Faults = v[0]
 		return nil
 	}},
@@ -283,8 +292,9 @@ func lookupField(name string) (field, bool) {
 	return field{}, false
 }
 
-// set sets a field by name, remembering that the user chose it.
-func (p *Plan) set(name string, vals []string) error {
+// set sets a field by name, remembering that the user chose it, and where
+// (at: the flag, or the file, line and field).
+func (p *Plan) set(name string, vals []string, at UsageError) error {
 	f, ok := lookupField(name)
 	if !ok {
 		return fmt.Errorf("unknown setting %q", name)
@@ -298,11 +308,32 @@ func (p *Plan) set(name string, vals []string) error {
 	if err := f.set(p, vals); err != nil {
 		return err
 	}
-	if p.explicit == nil {
-		p.explicit = map[string]bool{}
-	}
-	p.explicit[name] = true
+	p.setOrigin(name, at)
 	return nil
+}
+
+func (p *Plan) setOrigin(name string, at UsageError) {
+	if p.origins == nil {
+		p.origins = map[string]UsageError{}
+	}
+	p.origins[name] = at
+}
+
+// given reports whether the user set field name.
+func (p *Plan) given(name string) bool {
+	_, ok := p.origins[name]
+	return ok
+}
+
+// errAt is a UsageError located where the user set field name (the field
+// alone when it holds its default).
+func (p *Plan) errAt(name string, err error) error {
+	at, ok := p.origins[name]
+	if !ok {
+		at = UsageError{Field: name}
+	}
+	at.Err = err
+	return &at
 }
 
 func setScenarios(p *Plan, v []string) error {
@@ -363,11 +394,24 @@ func setOption(opts map[string][]string, name string, vals []string) error {
 	return nil
 }
 
-// Validate checks the plan as a whole: options against the scenarios that
-// take them, pacing against its parameters. Errors name the setting.
+// Validate checks the plan as a whole — options against the scenarios that
+// take them, pacing against its parameters, each profile with the fault
+// overrides — and resolves it: scenarios looked up, profiles read, the
+// pacer made, once, into the cells Cells returns, which carry values only.
+// Errors are *UsageErrors naming the setting. Validate again after changing
+// the plan.
 func (p *Plan) Validate() error {
+	p.resolved = nil
 	if len(p.Scenarios) == 0 || len(p.Versions) == 0 || len(p.Switches) == 0 || len(p.Worlds) == 0 || len(p.Profiles) == 0 {
 		return invalid("the matrix is empty (scenarios, versions, switches, worlds and profiles each need a value)")
+	}
+	scens := make([]*scenarios.Scenario, len(p.Scenarios))
+	for i, sp := range p.Scenarios {
+		s, err := scenarios.Get(sp.Name)
+		if err != nil {
+			return &UsageError{Field: "scenario", Err: err}
+		}
+		scens[i] = s
 	}
 	// A global option must be declared by some scenario of the plan, and
 	// every value must parse for each scenario that declares it.
@@ -378,8 +422,7 @@ func (p *Plan) Validate() error {
 	sort.Strings(names)
 	for _, n := range names {
 		found := false
-		for _, sp := range p.Scenarios {
-			s, _ := scenarios.Get(sp.Name)
+		for _, s := range scens {
 			o, ok := s.Option(n)
 			if !ok {
 				continue
@@ -395,23 +438,12 @@ func (p *Plan) Validate() error {
 			return &UsageError{Field: "option " + n, Msg: fmt.Sprintf("no scenario of the plan (%s) has it", p.scenarioNames())}
 		}
 	}
-	if p.explicit["branches"] {
-		found := false
-		for _, sp := range p.Scenarios {
-			s, _ := scenarios.Get(sp.Name)
-			found = found || s.HasOption("branches")
-		}
-		if !found {
-			return &UsageError{Field: "branches", Msg: fmt.Sprintf("no scenario of the plan (%s) has branches", p.scenarioNames())}
-		}
+	if p.given("branches") && !slices.ContainsFunc(scens, func(s *scenarios.Scenario) bool { return s.HasOption("branches") }) {
+		return &UsageError{Field: "branches", Msg: fmt.Sprintf("no scenario of the plan (%s) has branches", p.scenarioNames())}
 	}
-	for _, sp := range p.Scenarios {
-		s, err := scenarios.Get(sp.Name)
-		if err != nil {
-			return &UsageError{Field: "scenario", Err: err}
-		}
+	for i, sp := range p.Scenarios {
 		for n, vals := range sp.Options {
-			o, ok := s.Option(n)
+			o, ok := scens[i].Option(n)
 			if !ok {
 				return &UsageError{Field: "scenario " + sp.Name, Msg: fmt.Sprintf("no option %q", n)}
 			}
@@ -428,14 +460,56 @@ func (p *Plan) Validate() error {
 			return invalid("pace open needs --rate (runs per second)")
 		}
 	case "burst", "closed":
-		if p.explicit["rate"] {
+		if p.given("rate") {
 			return invalid(fmt.Sprintf("rate applies to pace open only (pace is %s)", p.Pace))
 		}
+	}
+	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
+	if err != nil {
+		return p.errAt("pace", err)
 	}
 	if p.NATS.Replicas > 1 && p.NATS.URL == "" && slices.Contains(p.Worlds, "nats") {
 		return invalid(fmt.Sprintf("nats-replicas %d needs --nats-url: the embedded server is a single node", p.NATS.Replicas))
 	}
-	return p.validateExternal()
+	if err := p.validateExternal(); err != nil {
+		return err
+	}
+	profiles, err := p.resolveProfiles()
+	if err != nil {
+		return err
+	}
+	cells, err := p.expand(scens, profiles, pacer)
+	if err != nil {
+		return err
+	}
+	p.resolved = &resolution{cells: cells, pacer: pacer}
+	return nil
+}
+
+// resolvedProfile is one profile of the plan, read once: with the fault
+// overrides applied, and the files it was read from.
+type resolvedProfile struct {
+	prof  *profile.Profile
+	files map[string][]byte
+}
+
+// resolveProfiles reads each profile of the plan and applies the fault
+// overrides to it. An error names --profile, or --faults when an override
+// is wrong.
+func (p *Plan) resolveProfiles() (map[string]resolvedProfile, error) {
+	out := map[string]resolvedProfile{}
+	for _, name := range p.Profiles {
+		files := &profile.Recorder{}
+		prof, err := profile.Resolve(name, p.Faults, files.Read)
+		if err != nil {
+			if pe := (*profile.Error)(nil); errors.As(err, &pe) && pe.Override != "" {
+				return nil, p.errAt("faults", err)
+			}
+			return nil, p.errAt("profile", err)
+		}
+		out[name] = resolvedProfile{prof: prof, files: files.Files}
+	}
+	return out, nil
 }
 
 func (p *Plan) scenarioNames() string {

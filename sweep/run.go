@@ -208,13 +208,9 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
 	}
 	defer w.close()
-	pacer, err := driver.NewPacer(p.Pace, p.Concurrency, p.Rate)
-	if err != nil {
-		return results.Cell{}, nil, &UsageError{Field: "pace", Err: err}
-	}
 	dc := driver.Config{
-		World: w, Features: c.Switches.Apply(c.Version.Features), Program: c.Program,
-		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: pacer,
+		World: w, Features: c.Features, Program: c.Program,
+		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
 		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
 		OnRun: prog.Run,
 	}
@@ -232,7 +228,7 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	return c.declared(res.Summarize(c.identity(), p.metricsConfig(c), pacer.Open())), res, nil
+	return c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open())), res, nil
 }
 
 // metricsConfig is how the cell's timelines become metrics: the plan's stall
@@ -247,12 +243,11 @@ func (p *Plan) metricsConfig(c CellPlan) metrics.Config {
 // declared keeps only the metrics the cell's scenario declares, so a report
 // never shows a figure the scenario does not measure (a stream's TTLS).
 func (c CellPlan) declared(rc results.Cell) results.Cell {
-	s, err := scenarios.Get(c.Scenario)
-	if err != nil || len(s.Metrics) == 0 {
+	if len(c.Scenario.Metrics) == 0 {
 		return rc
 	}
 	for name := range rc.Metrics {
-		if !slices.Contains(s.Metrics, name) {
+		if !slices.Contains(c.Scenario.Metrics, name) {
 			delete(rc.Metrics, name)
 		}
 	}
@@ -261,9 +256,8 @@ func (c CellPlan) declared(rc results.Cell) results.Cell {
 
 // identity is the results.Cell key fields of c.
 func (c CellPlan) identity() results.Cell {
-	id := results.Cell{Scenario: c.Scenario, Version: c.Version.Name,
-		Switches: c.Switches.List(), World: c.World, Profile: c.Profile}
-	s, _ := scenarios.Get(c.Scenario)
+	id := results.Cell{Scenario: c.Scenario.Name, Version: c.Version.Name,
+		Switches: c.Switches.List(), World: c.World, Profile: c.ProfileName}
 	// Branches and steps have fields of their own; other options are kept
 	// when they differ from the scenario's default, so labels stay short.
 	for k, v := range c.Options {
@@ -273,7 +267,7 @@ func (c CellPlan) identity() results.Cell {
 		case "steps":
 			id.Steps = c.Options.Int(k)
 		default:
-			if o, ok := s.Option(k); ok && o.Default == v {
+			if o, ok := c.Scenario.Option(k); ok && o.Default == v {
 				continue
 			}
 			if id.Options == nil {
@@ -362,7 +356,7 @@ func (p *Plan) resultsPlan() results.Plan {
 		WorldOptions: results.WorldOptions{Guard: p.Guard, RetryStyle: string(p.RetryStyle),
 			VisibilityTimeoutMS: p.VisibilityTimeout.Milliseconds()},
 	}
-	if p.Pace != "open" {
+	if !p.resolved.pacer.Open() {
 		rp.Concurrency = p.Concurrency
 	}
 	if p.External.Enabled() {

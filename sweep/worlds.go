@@ -32,33 +32,11 @@ type cellWorld struct {
 	close func() error
 }
 
-func checkProfile(name string) error {
-	_, err := profile.Load(name)
-	return err
-}
-
-func checkFaults(faults string) error {
-	p, err := profile.Load("none")
-	if err != nil {
-		return err
-	}
-	_, err = profile.ApplyOverrides(p, faults)
-	return err
-}
-
-func (p *Plan) worldOptions(guard bool, seed int64) world.Options {
-	return world.Options{Guard: guard, RetryStyle: p.RetryStyle, VisibilityTimeout: p.VisibilityTimeout, Seed: seed}
-}
-
 // newWorld builds a fresh world for one cell: its own store (mem, sim), or
 // its own streams under a fresh prefix (nats), wrapped by the cell's
 // latency/fault profile.
 func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
-	guard := p.Guard
-	if on, set := c.Switches.Guard(); set {
-		guard = on
-	}
-	opts := p.worldOptions(guard, c.Seed)
+	opts := c.WorldOptions
 	var base world.World
 	cw := &cellWorld{}
 	switch c.World {
@@ -73,7 +51,7 @@ func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 			// A pending count is an atomic counter in a real backend: count it
 			// over everything committed, on either log model.
 			PendingAtCommit: true}
-		if c.Profile != "none" {
+		if c.ProfileName != "none" {
 			// The profile supplies every latency; the sim's own default
 			// (1 ms a call) would count twice.
 			sc.Latency = func(world.Op, *rand.Rand) time.Duration { return 0 }
@@ -90,29 +68,13 @@ func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 	default:
 		return nil, invalid(fmt.Sprintf("unknown world %q", c.World))
 	}
-	w, err := p.wrapProfile(base, c)
-	if err != nil {
-		base.Close()
-		return nil, err
-	}
+	w := profile.Wrap(base, c.Profile, c.Seed)
 	cw.World = w
 	cw.close = w.Close
 	if cw.run == nil {
 		cw.run = func(ctx context.Context, fn func(ctx context.Context)) error { fn(ctx); return nil }
 	}
 	return cw, nil
-}
-
-// loadProfile returns the cell's profile with the plan's fault overrides.
-func (p *Plan) loadProfile(name string) (*profile.Profile, error) {
-	prof, err := profile.Load(name)
-	if err != nil {
-		return nil, err
-	}
-	if p.Faults != "" {
-		return profile.ApplyOverrides(prof, p.Faults)
-	}
-	return prof, nil
 }
 
 func defaultWorld() string { return DefaultWorld }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -84,20 +85,15 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	cfg.Options = world.Options{Guard: *guard, RetryStyle: world.RetryStyle(*retry), VisibilityTimeout: *vt}
 	if *prof != "" || *faults != "" {
-		name := *prof
-		if name == "" {
-			name = "none"
-		}
-		p, err := profile.Load(name)
+		p, err := profile.Resolve(*prof, *faults, nil)
 		if err != nil {
-			return -1, fmt.Errorf("--profile: %w", err)
-		}
-		if *faults != "" {
-			if p, err = profile.ApplyOverrides(p, *faults); err != nil {
-				return -1, fmt.Errorf("--faults: %w", err)
+			flag := "--profile"
+			if pe := (*profile.Error)(nil); errors.As(err, &pe) && pe.Override != "" {
+				flag = "--faults"
 			}
-			cfg.FaultInjected = true
+			return -1, fmt.Errorf("%s: %w", flag, err)
 		}
+		cfg.FaultInjected = *faults != ""
 		cfg.Latency = func(world.Op, *rand.Rand) time.Duration { return 0 }
 		cfg.Wrap = func(w world.World, seed int64) world.World { return profile.Wrap(w, p, seed) }
 	}
