@@ -29,7 +29,11 @@ func newEmbedded(t *testing.T, opts world.Options) *World {
 func landBehindCache(t *testing.T, w *World, run string, ev world.Event, status world.RunStatus) {
 	t.Helper()
 	msg := nats.NewMsg(w.subjLog + token(run))
-	msg.Data = encodeEvent(ev, status, runMeta{})
+	stored, _, err := w.readSubject(context.Background(), w.logStream, msg.Subject, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg.Data = encodeEvent(ev, int64(len(stored))+1, status, runMeta{})
 	msg.Header.Set(jetstream.MsgIDHeader, token(run)+"/"+ev.ID)
 	if _, err := w.js.PublishMsg(context.Background(), msg); err != nil {
 		t.Fatal(err)
@@ -114,8 +118,8 @@ func TestToken(t *testing.T) {
 
 func TestEventEncoding(t *testing.T) {
 	in := world.Event{Kind: world.RunCreated, ID: "i", Entity: "e", Data: []byte("payload")}
-	ev, status, meta, err := decodeEvent(encodeEvent(in, world.StatusPending, runMeta{Deployment: "d", SpecVersion: 3}))
-	if err != nil || ev.Kind != in.Kind || ev.ID != "i" || ev.Entity != "e" || string(ev.Data) != "payload" ||
+	ev, status, meta, err := decodeEvent(encodeEvent(in, 7, world.StatusPending, runMeta{Deployment: "d", SpecVersion: 3}))
+	if err != nil || ev.Kind != in.Kind || ev.Pos != 7 || ev.ID != "i" || ev.Entity != "e" || string(ev.Data) != "payload" ||
 		status != world.StatusPending || meta.Deployment != "d" || meta.SpecVersion != 3 {
 		t.Fatalf("round trip = %+v %v %+v %v", ev, status, meta, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/durabench/durabench/world"
@@ -35,16 +36,37 @@ func token(id string) string {
 // loads whole logs and parsing a few varints is much cheaper than a header
 // map per event:
 //
-//	byte    version (1)
+//	byte    version (2)
 //	byte    kind
 //	byte    run status after this event (statusCode)
+//	uvarint position of the event in its run's log (1-based)
 //	uvarint len, id
 //	uvarint len, entity
 //	run_created only: uvarint len, deployment; varint spec version
 //	rest    data
-const eventVersion = 1
+//
+// The position is known when the event is published: every append is a
+// compare-and-swap on the run's last sequence, so it lands right after the
+// event the writer's cache holds as the last one. A reader checks that the
+// positions it gets run 1, 2, 3, … without a hole (see checkPositions): a
+// read that lost a message fails instead of returning a log with a gap.
+const eventVersion = 2
 
 var errBadEvent = errors.New("natsworld: malformed event body")
+
+// ErrGap is returned (wrapped in world.ErrTransient) by a log read whose
+// events do not run 1, 2, 3, … in position: a message was lost on the way
+// (or deleted from the stream by hand). The read is never returned with the
+// hole; the caller retries.
+var ErrGap = fmt.Errorf("gap in a run's log read: %w", world.ErrTransient)
+
+// checkPosition reports a gap when ev is not at want.
+func checkPosition(subj string, ev world.Event, want int64) error {
+	if ev.Pos != want {
+		return fmt.Errorf("natsworld: %s: %w: event at position %d where %d was due", subj, ErrGap, ev.Pos, want)
+	}
+	return nil
+}
 
 func statusCode(s world.RunStatus) byte {
 	switch s {
@@ -80,13 +102,14 @@ type runMeta struct {
 	SpecVersion int
 }
 
-func encodeEvent(ev world.Event, status world.RunStatus, meta runMeta) []byte {
-	n := 3 + 2*binary.MaxVarintLen64 + len(ev.ID) + len(ev.Entity) + len(ev.Data)
+func encodeEvent(ev world.Event, pos int64, status world.RunStatus, meta runMeta) []byte {
+	n := 3 + 3*binary.MaxVarintLen64 + len(ev.ID) + len(ev.Entity) + len(ev.Data)
 	if ev.Kind == world.RunCreated {
 		n += 2*binary.MaxVarintLen64 + len(meta.Deployment)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, eventVersion, byte(ev.Kind), statusCode(status))
+	b = binary.AppendUvarint(b, uint64(pos))
 	b = binary.AppendUvarint(b, uint64(len(ev.ID)))
 	b = append(b, ev.ID...)
 	b = binary.AppendUvarint(b, uint64(len(ev.Entity)))
@@ -99,7 +122,8 @@ func encodeEvent(ev world.Event, status world.RunStatus, meta runMeta) []byte {
 	return append(b, ev.Data...)
 }
 
-// decodeEvent parses a body written by encodeEvent. Data aliases b.
+// decodeEvent parses a body written by encodeEvent; ev.Pos is the position
+// the writer stored. Data aliases b.
 func decodeEvent(b []byte) (ev world.Event, status world.RunStatus, meta runMeta, err error) {
 	if len(b) < 3 || b[0] != eventVersion {
 		return ev, "", meta, errBadEvent
@@ -107,6 +131,12 @@ func decodeEvent(b []byte) (ev world.Event, status world.RunStatus, meta runMeta
 	ev.Kind = world.EventKind(b[1])
 	status = statusOf(b[2])
 	b = b[3:]
+	pos, k := binary.Uvarint(b)
+	if k <= 0 || pos == 0 || pos > math.MaxInt64 {
+		return ev, "", meta, errBadEvent
+	}
+	ev.Pos = int64(pos)
+	b = b[k:]
 	str := func() (string, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {

@@ -95,7 +95,7 @@ func (rs *runState) apply(ev world.Event, seq uint64) {
 // compare-and-swap on the run's last sequence, deduplicated by the event ID.
 func (rs *runState) appendMsg(run string, ev world.Event) *nats.Msg {
 	msg := nats.NewMsg(rs.subj)
-	msg.Data = encodeEvent(ev, rs.statusAfter(ev.Kind), runMeta{})
+	msg.Data = encodeEvent(ev, rs.count+1, rs.statusAfter(ev.Kind), runMeta{})
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rs.lastSeq, 10))
 	if ev.ID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, token(run)+"/"+ev.ID)
@@ -150,6 +150,9 @@ func (w *World) catchUp(ctx context.Context, rs *runState, atLeast uint64) error
 		if err != nil {
 			return fmt.Errorf("%w: %s event %d", err, rs.subj, rs.count+1)
 		}
+		if err := checkPosition(rs.subj, ev, rs.count+1); err != nil {
+			return err
+		}
 		if ev.Kind == world.RunCreated && rs.info.Load() == nil {
 			rs.info.Store(&world.Run{Deployment: meta.Deployment, SpecVersion: meta.SpecVersion,
 				Input: append([]byte(nil), ev.Data...)})
@@ -185,7 +188,7 @@ func (w *World) CreateRun(ctx context.Context, r world.Run) error {
 	}
 	ev := world.Event{Kind: world.RunCreated, Data: r.Input}
 	msg := nats.NewMsg(rs.subj)
-	msg.Data = encodeEvent(ev, world.StatusPending, runMeta{Deployment: r.Deployment, SpecVersion: r.SpecVersion})
+	msg.Data = encodeEvent(ev, 1, world.StatusPending, runMeta{Deployment: r.Deployment, SpecVersion: r.SpecVersion})
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	ack, err := w.logPublish(ctx, msg)
 	if err != nil {
@@ -303,7 +306,9 @@ func (w *World) Load(ctx context.Context, run string) ([]world.Event, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s event %d", err, rs.subj, i+1)
 		}
-		ev.Pos = int64(i + 1)
+		if err := checkPosition(rs.subj, ev, int64(i+1)); err != nil {
+			return nil, w.err(ctx, op, err)
+		}
 		evs[i] = ev
 	}
 	return evs, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,19 +15,35 @@ type storedMsg struct {
 	Data []byte
 }
 
-// directBatchMax is how many messages one direct-get batch asks for; a
-// longer log takes several requests.
-const directBatchMax = 4096
+// directBatchMax is how many messages one direct-get batch asks for, and
+// directMaxBytes how many bytes (the server stops after the message that
+// crosses it); a longer log takes several requests. readSlots bounds the
+// reads in flight, so what the server may have sent and the client not yet
+// taken is at most readSlots × directMaxBytes (plus one message each):
+// 32 MiB, under both the reply subscription's pending limit (replyPending)
+// and the server's per-connection outbound limit (64 MiB by default), so a
+// burst of reads cannot overflow either.
+const (
+	directBatchMax = 4096
+	directMaxBytes = 512 << 10
+	readSlots      = 64
+	replyPending   = 2 * readSlots * directMaxBytes
+	// hdrAllowance is what a stored message's headers may add to the
+	// server's byte count (ours carry a message id and an expected
+	// sequence: about 120 bytes): a batch cut short by max_bytes is
+	// recognised as such even though the reply carries no headers.
+	hdrAllowance = 256
+)
 
 // readSubject returns the payloads of the messages stored on subj with a
 // sequence >= from, in order, and the sequence of the last one (0 when
-// there is none), in one round trip per directBatchMax messages: a batched
-// direct get ($JS.API.DIRECT.GET) streams them back followed by an
-// end-of-batch status that carries the last sequence. Headers are not
-// requested: the server would rebuild every stored header block to add its
-// own, which costs more than the rest of the read. On a replicated stream a
-// follower may answer; callers that know a sequence that must be present
-// pass it as atLeast, and a missing tail is then read from the leader.
+// there is none), in one round trip per batch: a batched direct get
+// ($JS.API.DIRECT.GET) streams them back followed by an end-of-batch
+// status that carries the last sequence. Headers are not requested: the
+// server would rebuild every stored header block to add its own, which
+// costs more than the rest of the read. On a replicated stream a follower
+// may answer; callers that know a sequence that must be present pass it as
+// atLeast, and a missing tail is then read from the leader.
 func (w *World) readSubject(ctx context.Context, stream, subj string, from, atLeast uint64) ([][]byte, uint64, error) {
 	if from == 0 {
 		from = 1
@@ -42,9 +57,13 @@ func (w *World) readSubject(ctx context.Context, stream, subj string, from, atLe
 		if err != nil {
 			return nil, 0, err
 		}
-		out = append(out, batch...)
 		if len(batch) == 0 {
 			break
+		}
+		if out == nil {
+			out = batch
+		} else {
+			out = append(out, batch...)
 		}
 		last, from = lseq, lseq+1
 		if !more {
@@ -68,48 +87,54 @@ func (w *World) readSubject(ctx context.Context, stream, subj string, from, atLe
 }
 
 // directBatch performs one batched direct get of up to n payloads. lseq is
-// the sequence of the last one; more reports that the server said messages
-// were left after the batch.
+// the sequence of the last one; more reports that messages may be left
+// after the batch. Its replies come through the world's reply mux: a reply
+// the client had to drop fails the call with a transient error at once
+// instead of returning a batch with a hole.
 func (w *World) directBatch(ctx context.Context, stream, subj string, from uint64, n int) (out [][]byte, lseq uint64, more bool, err error) {
 	req, _ := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-		Batch   int    `json:"batch"`
-		NoHdr   bool   `json:"no_hdr"`
-	}{from, subj, n, true})
-	inbox := w.nc.NewInbox()
-	ch := make(chan *nats.Msg, min(n+1, 1024))
-	sub, err := w.nc.ChanSubscribe(inbox, ch)
+		Seq      uint64 `json:"seq"`
+		NextFor  string `json:"next_by_subj"`
+		Batch    int    `json:"batch"`
+		MaxBytes int    `json:"max_bytes"`
+		NoHdr    bool   `json:"no_hdr"`
+	}{from, subj, n, directMaxBytes, true})
+	call, err := w.replies.start(ctx, n)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+	defer w.replies.finish(call)
+	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, call.inbox, req); err != nil {
 		return nil, 0, false, err
 	}
-	for {
-		select {
-		case m := <-ch:
-			if m.Header == nil || m.Header.Get("Status") == "" {
-				out = append(out, m.Data)
-				continue
-			}
-			switch m.Header.Get("Status") {
-			case "204": // end of batch
-				np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
-				lseq, _ = strconv.ParseUint(m.Header.Get(jetstream.LastSequenceHeader), 10, 64)
-				if len(out) > 0 && lseq == 0 {
-					return nil, 0, false, fmt.Errorf("natsworld: direct get: end of batch without a last sequence")
-				}
-				return out, lseq, np > 0, nil
-			case "404":
-				return out, 0, false, nil
-			default:
-				return nil, 0, false, statusErr(m)
-			}
-		case <-ctx.Done():
-			return nil, 0, false, ctx.Err()
+	end, err := call.wait(ctx)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	out = call.datas
+	switch end.Header.Get("Status") {
+	case "204": // end of batch
+		lseq, _ = strconv.ParseUint(end.Header.Get(jetstream.LastSequenceHeader), 10, 64)
+		if len(out) > 0 && lseq == 0 {
+			return nil, 0, false, fmt.Errorf("natsworld: direct get: end of batch without a last sequence")
 		}
+		// Without headers the server does not count Nats-Num-Pending
+		// down: it is the count at the start of the read (or, when the
+		// stream grew meanwhile, what is left after the batch). So the
+		// batch may be followed by more when it is full, when the server
+		// says more than it sent are pending, or when max_bytes may have
+		// cut it.
+		np, _ := strconv.ParseUint(end.Header.Get("Nats-Num-Pending"), 10, 64)
+		size := len(out) * (len(subj) + hdrAllowance)
+		for _, d := range out {
+			size += len(d)
+		}
+		more = len(out) >= n || np > uint64(len(out)) || size >= directMaxBytes/2
+		return out, lseq, more, nil
+	case "404":
+		return out, 0, false, nil
+	default:
+		return nil, 0, false, statusErr(end)
 	}
 }
 

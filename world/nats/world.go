@@ -167,6 +167,12 @@ type World struct {
 
 	ready, delayed jetstream.Consumer
 
+	// replies routes the replies of batched log reads (flow-controlled;
+	// see replyMux), and incidents counts what went wrong on the
+	// connection.
+	replies   *replyMux
+	incidents incidents
+
 	// seq pipelines log appends when this process is the log's only
 	// writer (embedded, or Config.SoleWriter); nil otherwise.
 	seq *logSequencer
@@ -234,6 +240,12 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		w.shutdown()
 		return nil, err
 	}
+	if w.replies, err = newReplyMux(w); err != nil {
+		w.shutdown()
+		return nil, err
+	}
+	// At most 16384 publishes await their acks; the ack subscription's
+	// default pending limits (512 Ki messages, 64 MiB) hold them all.
 	js, err := jetstream.New(w.nc, jetstream.WithDefaultTimeout(opTimeout),
 		jetstream.WithPublishAsyncTimeout(opTimeout), jetstream.WithPublishAsyncMaxPending(16384))
 	if err != nil {
@@ -563,9 +575,14 @@ func (w *World) err(ctx context.Context, op string, err error) error {
 	closed := w.isClosed()
 	lost := !w.nc.IsConnected() || errors.Is(context.Cause(ctx), ErrConnectionLost)
 	if !closed && lost && !errors.Is(err, ErrConnectionLost) {
-		return fmt.Errorf("natsworld: %s: %w (%w)", op, ErrConnectionLost, err)
+		err = fmt.Errorf("natsworld: %s: %w (%w)", op, ErrConnectionLost, err)
+	} else {
+		err = mapErr(op, err, closed)
 	}
-	return mapErr(op, err, closed)
+	if !closed && !errors.Is(err, context.Canceled) {
+		w.count(err)
+	}
+	return err
 }
 
 // opCtx bounds ctx by opTimeout when it has no deadline, and cancels it
@@ -599,12 +616,24 @@ func (w *World) connLost() {
 	w.connDown()
 }
 
-// connOptions keep opCtx informed of the connection's state.
+// connOptions keep opCtx informed of the connection's state, count its
+// incidents, and take nats.go's asynchronous errors (a slow consumer, say)
+// into the world's error mapping instead of its default handler, which
+// prints each to stderr.
 func (w *World) connOptions() []nats.Option {
 	return []nats.Option{
-		nats.DisconnectErrHandler(func(*nats.Conn, error) { w.connLost() }),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) {
+			if !w.isClosed() {
+				w.incidents.disconnect.Add(1)
+			}
+			w.connLost()
+		}),
 		nats.ClosedHandler(func(*nats.Conn) { w.connLost() }),
-		nats.ReconnectHandler(func(*nats.Conn) { w.connUp() }),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			w.incidents.reconnect.Add(1)
+			w.connUp()
+		}),
+		nats.ErrorHandler(w.asyncError),
 	}
 }
 

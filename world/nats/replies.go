@@ -1,0 +1,223 @@
+package natsworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/durabench/durabench/world"
+)
+
+// ErrDropped is returned (wrapped in world.ErrTransient) by a call whose
+// replies the client had to drop: the caller retries, and the world counts
+// the drop as an incident. With the flow control below it does not happen;
+// when it does, it is an error someone sees, never a silently shorter read.
+var ErrDropped = fmt.Errorf("NATS client dropped replies (slow consumer): %w", world.ErrTransient)
+
+// replyMux receives the replies of every batched read on one wildcard
+// subscription (inbox prefix + call number), so a read costs no SUB/UNSUB
+// of its own, and routes them to the call that asked. Flow control: at
+// most readSlots calls are in flight, each asks for at most directMaxBytes,
+// and the subscription's pending limits hold twice that, so the client
+// never has to drop a reply. Should a drop happen anyway (the connection's
+// error handler reports a slow consumer on this subscription, or the
+// subscription's dropped count moved during a call), every call in flight
+// fails with ErrDropped at once: a dropped message cannot be attributed.
+type replyMux struct {
+	w      *World
+	prefix string
+	sub    *nats.Subscription
+	slots  chan struct{}
+
+	mu    sync.Mutex
+	next  uint64
+	calls map[string]*readCall
+}
+
+// readCall is one read's share of the mux.
+type readCall struct {
+	inbox   string
+	key     string
+	max     int // replies expected at most (batch + end of batch)
+	dropped int // the subscription's dropped count when the call started
+
+	datas [][]byte
+	end   *nats.Msg
+	err   error
+	done  chan struct{}
+}
+
+func newReplyMux(w *World) (*replyMux, error) {
+	x := &replyMux{
+		w:      w,
+		prefix: w.nc.NewInbox() + ".",
+		slots:  make(chan struct{}, readSlots),
+		calls:  make(map[string]*readCall),
+	}
+	sub, err := w.nc.Subscribe(x.prefix+"*", x.deliver)
+	if err != nil {
+		return nil, fmt.Errorf("natsworld: reply subscription: %w", err)
+	}
+	if err := sub.SetPendingLimits(-1, replyPending); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("natsworld: reply subscription limits: %w", err)
+	}
+	x.sub = sub
+	return x, nil
+}
+
+// start takes a read slot (waiting while readSlots reads are in flight)
+// and registers a call expecting at most n messages and the end status.
+func (x *replyMux) start(ctx context.Context, n int) (*readCall, error) {
+	select {
+	case x.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	dropped, _ := x.sub.Dropped()
+	x.mu.Lock()
+	x.next++
+	key := strconv.FormatUint(x.next, 36)
+	c := &readCall{inbox: x.prefix + key, key: key, max: n + 1, dropped: dropped, done: make(chan struct{})}
+	x.calls[key] = c
+	x.mu.Unlock()
+	return c, nil
+}
+
+// finish forgets the call and frees its slot.
+func (x *replyMux) finish(c *readCall) {
+	x.mu.Lock()
+	delete(x.calls, c.key)
+	x.mu.Unlock()
+	<-x.slots
+}
+
+// wait returns the call's end-of-batch (or error status) reply once every
+// message before it arrived.
+func (c *readCall) wait(ctx context.Context) (*nats.Msg, error) {
+	select {
+	case <-c.done:
+		return c.end, c.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// deliver is the subscription's handler: one goroutine, in arrival order.
+func (x *replyMux) deliver(m *nats.Msg) {
+	key := m.Subject[len(x.prefix):]
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c := x.calls[key]
+	if c == nil || c.end != nil || c.err != nil {
+		return // a call that gave up (timeout, cancel) or already failed
+	}
+	if m.Header == nil || m.Header.Get("Status") == "" {
+		if len(c.datas)+1 >= c.max {
+			c.fail(fmt.Errorf("natsworld: direct get: more replies than the %d asked for", c.max-1))
+			return
+		}
+		c.datas = append(c.datas, m.Data)
+		return
+	}
+	// The status closes the call. Replies come in order on one
+	// subscription, so a drop before it shows in the dropped count.
+	if d, _ := x.sub.Dropped(); d != c.dropped {
+		x.w.incidents.dropped.Add(int64(d - c.dropped))
+		c.fail(fmt.Errorf("natsworld: direct get: %w", ErrDropped))
+		return
+	}
+	c.end = m
+	close(c.done)
+}
+
+func (c *readCall) fail(err error) {
+	c.err = err
+	c.datas = nil
+	close(c.done)
+}
+
+// failAll fails every call in flight: the client dropped replies on the
+// subscription and cannot say whose.
+func (x *replyMux) failAll(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, c := range x.calls {
+		if c.end == nil && c.err == nil {
+			c.fail(err)
+		}
+	}
+}
+
+// incidents counts what went wrong below the world contract on this
+// world's connection: the figures behind world.Incidents.
+type incidents struct {
+	dropped    atomic.Int64
+	slow       atomic.Int64
+	timeouts   atomic.Int64
+	gaps       atomic.Int64
+	disconnect atomic.Int64
+	reconnect  atomic.Int64
+	asyncErrs  atomic.Int64
+	transient  atomic.Int64
+	lastAsync  atomic.Pointer[string]
+}
+
+// Incidents returns the world's incident counts so far.
+func (w *World) Incidents() world.Incidents {
+	i := &w.incidents
+	out := world.Incidents{
+		Dropped:      i.dropped.Load(),
+		SlowConsumer: i.slow.Load(),
+		Timeouts:     i.timeouts.Load(),
+		Gaps:         i.gaps.Load(),
+		Disconnects:  i.disconnect.Load(),
+		Reconnects:   i.reconnect.Load(),
+		AsyncErrors:  i.asyncErrs.Load(),
+		Transient:    i.transient.Load(),
+	}
+	if p := i.lastAsync.Load(); p != nil {
+		out.Last = *p
+	}
+	return out
+}
+
+// asyncError is the connection's error handler: nats.go reports slow
+// consumers and other asynchronous errors here (its default prints them
+// to stderr). A slow consumer on the reply mux fails the reads in flight.
+func (w *World) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	msg := err.Error()
+	if sub != nil {
+		msg = fmt.Sprintf("%s (subscription %s)", msg, sub.Subject)
+	}
+	w.incidents.lastAsync.Store(&msg)
+	if !errors.Is(err, nats.ErrSlowConsumer) {
+		w.incidents.asyncErrs.Add(1)
+		return
+	}
+	w.incidents.slow.Add(1)
+	if x := w.replies; x != nil && sub == x.sub {
+		x.failAll(fmt.Errorf("natsworld: direct get: %w", ErrDropped))
+	}
+}
+
+// count records err, returned by a world call, among the incidents.
+func (w *World) count(err error) {
+	if err == nil {
+		return
+	}
+	switch {
+	case errors.Is(err, ErrGap):
+		w.incidents.gaps.Add(1)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		w.incidents.timeouts.Add(1)
+	}
+	if errors.Is(err, world.ErrTransient) {
+		w.incidents.transient.Add(1)
+	}
+}
