@@ -88,7 +88,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
 	}
-	defer w.close() // after the workers let go of the streams (End below)
+	defer w.close()                  // after the workers let go of the streams (End below)
 	prefix := p.NATS.StreamPrefix(c) // the streams newWorld created, which the workers open
 	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
 		Expect: p.External.Expect, Wait: p.External.Wait})

@@ -26,7 +26,7 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.Is(err, sweep.ErrInterrupted):
 		return exitInterrupted
-	case errors.Is(err, errUsage), errors.Is(err, sweep.ErrInvalid), errors.Is(err, results.ErrInvalid),
+	case errors.Is(err, sweep.ErrInvalid), errors.Is(err, results.ErrInvalid),
 		errors.Is(err, results.ErrRules), errors.Is(err, profile.ErrInvalid),
 		errors.Is(err, scenarios.ErrUnknown), errors.Is(err, scenarios.ErrInvalid):
 		return exitUsage

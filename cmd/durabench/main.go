@@ -88,21 +88,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-// errUsage marks a command-line mistake.
-var errUsage = errors.New("usage")
-
+// usageErr is a command-line mistake: its message is all that is printed
+// (exit 2).
 func usageErr(format string, a ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), errUsage)
+	return &sweep.UsageError{Msg: fmt.Sprintf(format, a...)}
 }
 
-// oneLine keeps an error on one line of stderr, and drops the trailing
-// sentinel text that only serves errors.Is.
+// oneLine keeps an error on one line of stderr.
 func oneLine(err error) string {
-	s := err.Error()
-	for _, suffix := range []string{": " + sweep.ErrInvalid.Error(), ": " + errUsage.Error()} {
-		s = strings.ReplaceAll(s, suffix, "")
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
 
 // newFlagSet returns a flag set whose errors come back to the caller
