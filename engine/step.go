@@ -185,6 +185,14 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	if err != nil {
 		return false, fmt.Errorf("load %s: %w", inv.run, err)
 	}
+	if int64(len(events)) < res.Pos {
+		// The log cannot be shorter than a position this completer
+		// already holds: the read lost events. Deciding "not last" on it
+		// would strand the run; fail transiently and let the redelivery
+		// (whose claim finds the step complete) re-check the stage.
+		return false, fmt.Errorf("load %s: %d events, but this completion is at position %d: %w",
+			inv.run, len(events), res.Pos, world.ErrTransient)
+	}
 	upTo := res.Pos
 	if e.w.Capabilities().Guard {
 		upTo = 0
