@@ -15,6 +15,7 @@ import (
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/profile"
+	"github.com/durabench/durabench/worlds"
 )
 
 // CellPlan is one cell of the plan: a point of the matrix, resolved and
@@ -30,10 +31,12 @@ type CellPlan struct {
 	Switches engine.SwitchSet
 	// Features are the version's features with the switch set applied.
 	Features engine.Features
-	World    string
-	// WorldOptions are what the cell's world is built with: the plan's
-	// options, the guard settled by the switch set, the cell's seed.
-	WorldOptions world.Options
+	// World is the kind of world the cell runs on, WorldSettings its
+	// settings, WorldOptions the options it is built with: the plan's, the
+	// guard settled by the switch set, the cell's seed.
+	World         *worlds.Kind
+	WorldSettings worlds.Values
+	WorldOptions  world.Options
 	// ProfileName is the latency/fault profile as the plan names it (a
 	// name or a file): results record it. Profile is that profile read
 	// once for the plan with the fault overrides applied; ProfileFiles are
@@ -66,7 +69,7 @@ func (c CellPlan) Label() string {
 	if sw := c.Switches.String(); sw != "none" {
 		fmt.Fprintf(&b, " [%s]", sw)
 	}
-	fmt.Fprintf(&b, " %s/%s", c.World, c.ProfileName)
+	fmt.Fprintf(&b, " %s/%s", c.World.Name, c.ProfileName)
 	return b.String()
 }
 
@@ -83,9 +86,9 @@ func (p *Plan) Cells() ([]CellPlan, error) {
 	return p.resolved.cells, nil
 }
 
-// expand expands the matrix of the plan, whose scenarios (scens, in plan
-// order) and profiles are resolved, into its cells.
-func (p *Plan) expand(scens []*scenarios.Scenario, profiles map[string]resolvedProfile, pacer driver.Pacer) ([]CellPlan, error) {
+// expand expands the matrix of the plan, whose scenarios and worlds (scens,
+// kinds: in plan order) and profiles are resolved, into its cells.
+func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profiles map[string]resolvedProfile, pacer driver.Pacer) ([]CellPlan, error) {
 	var out []CellPlan
 	for i, sp := range p.Scenarios {
 		s := scens[i]
@@ -108,7 +111,7 @@ func (p *Plan) expand(scens []*scenarios.Scenario, profiles map[string]resolvedP
 			}
 			combos = next
 		}
-		for _, wname := range p.Worlds {
+		for _, kind := range kinds {
 			for _, prof := range p.Profiles {
 				for _, combo := range combos {
 					prog, full, err := s.Build(combo)
@@ -118,10 +121,10 @@ func (p *Plan) expand(scens []*scenarios.Scenario, profiles map[string]resolvedP
 					for _, v := range p.Versions {
 						for _, sw := range p.Switches {
 							c := CellPlan{Scenario: s, Options: full, Program: prog, Version: v,
-								Switches: sw, Features: sw.Apply(v.Features), World: wname,
+								Switches: sw, Features: sw.Apply(v.Features), World: kind, WorldSettings: p.WorldSettings[kind.Name],
 								ProfileName: prof, Profile: profiles[prof].prof, ProfileFiles: profiles[prof].files,
 								Pacer: pacer}
-							c.Key = cellKey(s.Name, full, v.Name, sw.String(), wname, prof)
+							c.Key = cellKey(s.Name, full, v.Name, sw.String(), kind.Name, prof)
 							sum := sha256.Sum256([]byte(c.Key))
 							c.Hash = hex.EncodeToString(sum[:5])
 							c.Seed = p.Seed ^ int64(binary.BigEndian.Uint64(sum[8:16])&(1<<62-1))

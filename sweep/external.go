@@ -9,6 +9,7 @@ import (
 	"github.com/durabench/durabench/cluster"
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/worlds"
 )
 
 // Where the engine runs (the workers setting).
@@ -67,10 +68,10 @@ func (p *Plan) validateExternal() error {
 		}
 		return nil
 	}
-	if len(p.Worlds) != 1 || p.Worlds[0] != "nats" {
+	if len(p.Worlds) != 1 || p.Worlds[0] != worlds.NATS {
 		return &UsageError{Field: "workers external", Msg: fmt.Sprintf("the world must be nats alone (got %s)", joinComma(p.Worlds))}
 	}
-	if p.NATS.URL == "" {
+	if p.WorldSettings[worlds.NATS]["url"] == "" {
 		return invalid("workers external needs --nats-url: workers cannot reach the embedded server")
 	}
 	if p.External.Expect == 0 {
@@ -86,11 +87,12 @@ func (p *Plan) validateExternal() error {
 func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
 	w, err := p.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
-		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
+		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World.Name, err)
 	}
-	defer w.close()                  // after the workers let go of the streams (End below)
-	prefix := p.NATS.StreamPrefix(c) // the streams newWorld created, which the workers open
-	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: p.NATS.URL, Creds: p.NATS.Creds,
+	defer w.close()           // after the workers let go of the streams (End below)
+	prefix := p.cellPrefix(c) // the streams newWorld created, which the workers open
+	nats := c.WorldSettings
+	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: nats["url"], Creds: nats["creds"],
 		Expect: p.External.Expect, Wait: p.External.Wait})
 	if err != nil {
 		return results.Cell{}, nil, err
@@ -99,7 +101,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	// A profile file, and the hdr files it or the fault overrides name,
 	// live on the driver: the workers get the copies read in Validate.
 	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
-		Options: c.WorldOptions, Storage: p.NATS.Storage, Replicas: p.NATS.Replicas,
+		Options: c.WorldOptions, Storage: nats["storage"], Replicas: nats.Int("replicas"),
 		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed}
 	cell, err := d.Open(ctx, spec, w.Runtime())
 	if err != nil {

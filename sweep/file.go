@@ -33,11 +33,9 @@ var fieldKinds = map[string]kind{
 }
 
 // fileKeys maps a sweep-file key to its field (flag) name. Nested keys are
-// written with a dot ("nats.url").
+// written with a dot: a world's settings ("nats.url"; see worldFlags).
 var fileKeys = map[string]string{
 	"scenarios": "scenario", "worlds": "world", "profiles": "profile",
-	"nats.url": "nats-url", "nats.creds": "nats-creds", "nats.replicas": "nats-replicas",
-	"nats.storage": "nats-storage", "nats.keep": "keep", "sim.log": "sim-log",
 }
 
 // Special keys the file decodes itself.
@@ -52,8 +50,8 @@ func fieldForKey(key string) (string, bool) {
 		return f, true
 	}
 	name := strings.ReplaceAll(key, "_", "-")
-	if _, ok := lookupField(name); !ok || strings.HasPrefix(name, "nats-") || name == "keep" || name == "sim-log" ||
-		name == "scenario" || name == "world" || name == "profile" {
+	_, world := worldFlags[name]
+	if _, ok := lookupField(name); !ok || world || name == "scenario" || name == "world" || name == "profile" {
 		return "", false
 	}
 	return name, true
@@ -61,14 +59,15 @@ func fieldForKey(key string) (string, bool) {
 
 // fileKeyNames lists every top-level key the file accepts.
 func fileKeyNames() []string {
-	keys := []string{keyOptions, keyCustom, keyTargets, "nats", "sim"}
+	keys := append([]string{keyOptions, keyCustom, keyTargets}, worldNames()...)
 	for _, f := range fields {
+		if _, world := worldFlags[f.name]; world {
+			continue // under its world's key
+		}
 		k := strings.ReplaceAll(f.name, "-", "_")
 		switch f.name {
 		case "scenario", "world", "profile":
 			k += "s"
-		case "nats-url", "nats-creds", "nats-replicas", "nats-storage", "keep", "sim-log":
-			continue
 		}
 		keys = append(keys, k)
 	}
@@ -126,7 +125,8 @@ func (p *Plan) parseFile(file string, data []byte) error {
 			return p.decodeTargets(file, v)
 		case "scenarios":
 			return p.decodeScenarios(file, v)
-		case "nats", "sim":
+		}
+		if slices.Contains(worldNames(), key) {
 			if v.Kind != yaml.MappingNode {
 				return fileError(file, v, key, "want a mapping")
 			}

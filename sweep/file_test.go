@@ -109,7 +109,7 @@ targets:
 		t.Fatal(err)
 	}
 	if plan.Reps != 4 || plan.Warmup != 0 || plan.Pace != "open" || plan.Rate != 50 || plan.CellTimeout != 30*time.Second ||
-		plan.Seed != 7 || plan.NATS.Storage != "memory" || len(plan.Switches) != 1 {
+		plan.Seed != 7 || plan.WorldSettings["nats"]["storage"] != "memory" || len(plan.Switches) != 1 {
 		t.Errorf("plan %+v", plan)
 	}
 	if len(plan.Versions) != 2 || plan.Versions[1].Name != "serial-resilient" ||

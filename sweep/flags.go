@@ -86,12 +86,12 @@ func defaultNote(p *Plan, name string) string {
 		d = string(p.RetryStyle)
 	case "visibility-timeout":
 		d = p.VisibilityTimeout.String()
-	case "nats-storage":
-		d = p.NATS.Storage
-	case "sim-log":
-		d = p.SimLog
 	default:
-		return ""
+		s, ok := worldFlags[name]
+		if !ok || s.Default == "" || s.Default == "false" {
+			return ""
+		}
+		d = s.Default
 	}
 	return " (default " + d + ")"
 }

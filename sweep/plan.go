@@ -20,6 +20,7 @@ import (
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/profile"
+	"github.com/durabench/durabench/worlds"
 )
 
 // ScenarioPlan is one scenario of the plan with its own option values (each
@@ -28,27 +29,6 @@ type ScenarioPlan struct {
 	Name    string
 	Options map[string][]string
 }
-
-// NATSSettings configure the nats world.
-type NATSSettings struct {
-	URL, Creds, Storage string
-	Replicas            int
-	Keep                bool
-	// sweepID is drawn afresh by every Run (a resumed one included): each
-	// cell's streams are named "durabench_<sweepID>_<cell hash>", so two
-	// sweeps of the same plan on one server, or a crashed sweep's leftovers,
-	// never share a stream.
-	sweepID string
-}
-
-// StreamPrefix is the prefix of the cell's NATS streams in the running
-// sweep ("<prefix>_log", "_queue", "_chunks").
-func (n *NATSSettings) StreamPrefix(c CellPlan) string {
-	return n.sweepPrefix() + c.Hash
-}
-
-// sweepPrefix begins the names of every stream of the running sweep.
-func (n *NATSSettings) sweepPrefix() string { return "durabench_" + n.sweepID + "_" }
 
 // Plan is a sweep plan: the settings as the user gave them (flags, sweep
 // file) over the defaults. Validate checks them and resolves the plan into
@@ -83,10 +63,11 @@ type Plan struct {
 	Guard             bool
 	RetryStyle        world.RetryStyle
 	VisibilityTimeout time.Duration
-	NATS              NATSSettings
+	// WorldSettings are each world's own settings (worlds.Kind.Settings)
+	// by world name, every default filled in.
+	WorldSettings map[string]worlds.Values
 	// External says where the engine runs (see ExternalSettings).
 	External ExternalSettings
-	SimLog   string
 	// Targets are p75/p90/p99 targets in ms per metric.
 	Targets map[string][3]float64
 
@@ -97,6 +78,12 @@ type Plan struct {
 	origins map[string]UsageError
 	// resolved is what Validate made of the plan.
 	resolved *resolution
+	// sweepID is drawn afresh by every Run (a resumed one included): each
+	// cell's resources on a shared server are named
+	// "durabench_<sweepID>_<cell hash>" (nats: its streams), so two sweeps
+	// of the same plan on one server, or a crashed sweep's leftovers, never
+	// share one.
+	sweepID string
 }
 
 // resolution is the plan resolved: every name looked up and every file read
@@ -105,12 +92,6 @@ type resolution struct {
 	cells []CellPlan
 	pacer driver.Pacer
 }
-
-// Worlds durabench knows.
-var knownWorlds = []string{"nats", "mem", "sim"}
-
-// KnownWorlds lists the world names.
-func KnownWorlds() []string { return slices.Clone(knownWorlds) }
 
 // DefaultPlan is `durabench sweep` with no flags: a fan-out sweep of every
 // version, with and without the resilient-dispatch kill switch, at 20, 64
@@ -122,7 +103,7 @@ func DefaultPlan() *Plan {
 		Branches:          []int{20, 64, 256},
 		Versions:          engine.Versions(),
 		Switches:          []engine.SwitchSet{{}, {Values: map[string]string{engine.SwitchResilientStepDispatch: "0"}}},
-		Worlds:            []string{defaultWorld()},
+		Worlds:            []string{worlds.Default},
 		Profiles:          []string{"none"},
 		Reps:              10,
 		Warmup:            2,
@@ -133,8 +114,7 @@ func DefaultPlan() *Plan {
 		Seed:              1,
 		RetryStyle:        world.Redeliver,
 		VisibilityTimeout: world.DefaultVisibilityTimeout,
-		NATS:              NATSSettings{Storage: "file", Replicas: 1},
-		SimLog:            "append-only",
+		WorldSettings:     worldDefaults(),
 		origins:           map[string]UsageError{},
 	}
 }
@@ -169,10 +149,10 @@ var fields = []field{
 		}
 		return nil
 	}},
-	{"world", true, "worlds: nats (embedded NATS JetStream), mem, sim", func(p *Plan, v []string) error {
+	{"world", true, "worlds: " + strings.Join(worldNames(), ", ") + " (see durabench list)", func(p *Plan, v []string) error {
 		for _, w := range v {
-			if !slices.Contains(knownWorlds, w) {
-				return fmt.Errorf("unknown world %q (known: %s)", w, strings.Join(knownWorlds, ", "))
+			if _, err := worlds.Lookup(w); err != nil {
+				return err
 			}
 		}
 		p.Worlds = dedup(v)
@@ -250,36 +230,6 @@ var fields = []field{
 	{"visibility-timeout", false, "time before an unacknowledged message is redelivered", func(p *Plan, v []string) (err error) {
 		p.VisibilityTimeout, err = duration(v[0], true)
 		return err
-	}},
-	{"nats-url", false, "external NATS server or cluster (default: embedded)", func(p *Plan, v []string) error {
-		p.NATS.URL = v[0]
-		return nil
-	}},
-	{"nats-creds", false, "NATS credentials file", func(p *Plan, v []string) error {
-		p.NATS.Creds = v[0]
-		return nil
-	}},
-	{"nats-replicas", false, "stream replicas (external cluster)", func(p *Plan, v []string) (err error) {
-		p.NATS.Replicas, err = intMin(v[0], 1)
-		return err
-	}},
-	{"nats-storage", false, "file or memory", func(p *Plan, v []string) error {
-		if v[0] != "file" && v[0] != "memory" {
-			return fmt.Errorf("%q is not file or memory", v[0])
-		}
-		p.NATS.Storage = v[0]
-		return nil
-	}},
-	{"keep", false, "keep the streams on an external NATS server", func(p *Plan, v []string) (err error) {
-		p.NATS.Keep, err = boolean(v[0])
-		return err
-	}},
-	{"sim-log", false, "sim world log model: append-only or mint-ordered", func(p *Plan, v []string) error {
-		if v[0] != "append-only" && v[0] != "mint-ordered" {
-			return fmt.Errorf("%q is not append-only or mint-ordered", v[0])
-		}
-		p.SimLog = v[0]
-		return nil
 	}},
 }
 
@@ -468,8 +418,18 @@ func (p *Plan) Validate() error {
 	if err != nil {
 		return p.errAt("pace", err)
 	}
-	if p.NATS.Replicas > 1 && p.NATS.URL == "" && slices.Contains(p.Worlds, "nats") {
-		return invalid(fmt.Sprintf("nats-replicas %d needs --nats-url: the embedded server is a single node", p.NATS.Replicas))
+	kinds := make([]*worlds.Kind, len(p.Worlds))
+	for i, name := range p.Worlds {
+		k, err := worlds.Lookup(name)
+		if err != nil {
+			return p.errAt("world", err)
+		}
+		if k.Check != nil {
+			if err := k.Check(p.WorldSettings[name]); err != nil {
+				return &UsageError{Err: err}
+			}
+		}
+		kinds[i] = k
 	}
 	if err := p.validateExternal(); err != nil {
 		return err
@@ -478,7 +438,7 @@ func (p *Plan) Validate() error {
 	if err != nil {
 		return err
 	}
-	cells, err := p.expand(scens, profiles, pacer)
+	cells, err := p.expand(scens, kinds, profiles, pacer)
 	if err != nil {
 		return err
 	}

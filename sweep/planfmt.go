@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"encoding/json"
-	"net/url"
 	"strings"
 
 	"github.com/durabench/durabench/engine"
@@ -16,21 +15,4 @@ func featureMap(v engine.Version) map[string]any {
 	m := map[string]any{}
 	_ = json.Unmarshal(b, &m)
 	return m
-}
-
-// redact removes a password from a URL list before it is written anywhere.
-func redact(urls string) string {
-	if urls == "" {
-		return ""
-	}
-	parts := strings.Split(urls, ",")
-	for i, s := range parts {
-		if u, err := url.Parse(strings.TrimSpace(s)); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-				parts[i] = u.String()
-			}
-		}
-	}
-	return strings.Join(parts, ",")
 }

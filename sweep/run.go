@@ -17,6 +17,7 @@ import (
 	"github.com/durabench/durabench/reporters"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/worlds"
 )
 
 // Output file names inside a sweep's directory.
@@ -48,10 +49,9 @@ type Outcome struct {
 	ReportPath string
 	// Reused counts cells taken from an earlier, interrupted run.
 	Reused int
-	// StreamPrefix begins the names of every NATS stream this sweep created
-	// (empty without the nats world): with --keep, what to inspect or
-	// remove afterwards.
-	StreamPrefix string
+	// Kept says what the sweep left on shared servers for the user to
+	// inspect or remove (nats --keep: its streams), one note per world.
+	Kept []string
 }
 
 // Run runs the plan's cells one by one, each on a fresh world, appending
@@ -100,13 +100,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("%w: sweep id: %w", results.ErrSweepFailed, err)
 	}
-	p.NATS.sweepID = hex.EncodeToString(id[:])
+	p.sweepID = hex.EncodeToString(id[:])
 
 	f := results.NewFile(ctx, p.resultsPlan(), time.Now())
-	f.VirtualTime = len(p.Worlds) == 1 && p.Worlds[0] == "sim"
+	// Virtual figures only when every cell's clock is virtual.
+	f.VirtualTime = !slices.ContainsFunc(cells, func(c CellPlan) bool { return !c.World.VirtualTime })
 	out := &Outcome{File: f, ResultsPath: filepath.Join(cfg.Out, ResultsName)}
-	if slices.Contains(p.Worlds, "nats") {
-		out.StreamPrefix = p.NATS.sweepPrefix()
+	for _, name := range p.Worlds {
+		if k, err := worlds.Lookup(name); err == nil && k.Kept != nil {
+			if note := k.Kept(p.WorldSettings[name], p.sweepPrefix()); note != "" {
+				out.Kept = append(out.Kept, note)
+			}
+		}
 	}
 	for _, c := range cells {
 		if _, ok := done[c.Key]; ok {
@@ -205,7 +210,7 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	}
 	w, err := p.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
-		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World, err)
+		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World.Name, err)
 	}
 	defer w.close()
 	dc := driver.Config{
@@ -257,7 +262,7 @@ func (c CellPlan) declared(rc results.Cell) results.Cell {
 // identity is the results.Cell key fields of c.
 func (c CellPlan) identity() results.Cell {
 	id := results.Cell{Scenario: c.Scenario.Name, Version: c.Version.Name,
-		Switches: c.Switches.List(), World: c.World, Profile: c.ProfileName}
+		Switches: c.Switches.List(), World: c.World.Name, Profile: c.ProfileName}
 	// Branches and steps have fields of their own; other options are kept
 	// when they differ from the scenario's default, so labels stay short.
 	for k, v := range c.Options {
@@ -385,16 +390,7 @@ func (p *Plan) resultsPlan() results.Plan {
 	for _, s := range p.Switches {
 		rp.Switches = append(rp.Switches, s.String())
 	}
-	for _, w := range p.Worlds {
-		switch w {
-		case "nats":
-			rp.WorldOptions.NATSURL = redact(p.NATS.URL)
-			rp.WorldOptions.NATSStorage = p.NATS.Storage
-			rp.WorldOptions.NATSReplicas = p.NATS.Replicas
-		case "sim":
-			rp.WorldOptions.SimLog = p.SimLog
-		}
-	}
+	p.recordWorldSettings(&rp.WorldOptions)
 	return rp
 }
 

@@ -2,29 +2,65 @@ package sweep
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/rand"
-	"time"
+	"encoding/json"
 
+	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/world"
-	"github.com/durabench/durabench/world/mem"
-	natsworld "github.com/durabench/durabench/world/nats"
 	"github.com/durabench/durabench/world/profile"
-	"github.com/durabench/durabench/world/sim"
+	"github.com/durabench/durabench/worlds"
 )
 
-// DefaultWorld is the world of a sweep that names none: embedded NATS
-// JetStream, the real thing with no set-up.
-const DefaultWorld = "nats"
+// The worlds' own settings are fields of the plan like any other: flag
+// --<world>-<setting> (or the setting's Flag), sweep-file key
+// <world>.<setting>; they live in Plan.WorldSettings.
+func init() {
+	for _, k := range worlds.All() {
+		for _, s := range k.Settings {
+			flag, key := k.FlagName(s), k.Name+"."+s.Name
+			fields = append(fields, field{flag, false, s.Help, func(p *Plan, v []string) error {
+				if p.WorldSettings == nil {
+					p.WorldSettings = map[string]worlds.Values{}
+				}
+				if p.WorldSettings[k.Name] == nil {
+					p.WorldSettings[k.Name] = k.Defaults()
+				}
+				return k.Set(p.WorldSettings[k.Name], s.Name, v[0])
+			}})
+			fileKeys[key] = flag
+			worldFlags[flag] = s
+			switch s.Type {
+			case worlds.Int:
+				fieldKinds[flag] = kInt
+			case worlds.Bool:
+				fieldKinds[flag] = kBool
+			}
+		}
+	}
+}
 
-// ProbeTimeout bounds the check that an external NATS server answers,
-// before anything runs.
-const ProbeTimeout = 5 * time.Second
+// worldFlags are the fields that are a world's setting, by flag name.
+var worldFlags = map[string]worlds.Setting{}
+
+// worldDefaults are every world's settings at their defaults.
+func worldDefaults() map[string]worlds.Values {
+	out := map[string]worlds.Values{}
+	for _, k := range worlds.All() {
+		out[k.Name] = k.Defaults()
+	}
+	return out
+}
+
+func worldNames() []string {
+	var n []string
+	for _, k := range worlds.All() {
+		n = append(n, k.Name)
+	}
+	return n
+}
 
 // cellWorld is the world a cell runs on, and how to drive it: real-time
-// worlds run the driver directly, the sim world runs it as its root task in
-// virtual time.
+// worlds run the driver directly, virtual-time worlds (sim) run it as their
+// root task.
 type cellWorld struct {
 	world.World
 	// run runs fn on the world (in virtual time on sim).
@@ -32,84 +68,84 @@ type cellWorld struct {
 	close func() error
 }
 
-// newWorld builds a fresh world for one cell: its own store (mem, sim), or
-// its own streams under a fresh prefix (nats), wrapped by the cell's
-// latency/fault profile.
+// newWorld builds a fresh world for one cell — its own store (mem, sim), or
+// its own resources under the cell's prefix on a server (nats) — wrapped by
+// the cell's latency/fault profile.
 func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
-	opts := c.WorldOptions
-	var base world.World
-	cw := &cellWorld{}
-	switch c.World {
-	case "mem":
-		base = mem.New(opts)
-	case "sim":
-		model, err := sim.ParseLogModel(p.SimLog)
-		if err != nil {
-			return nil, &UsageError{Field: "sim-log", Err: err}
-		}
-		sc := sim.Config{Options: opts, Log: model, Seed: c.Seed,
-			// A pending count is an atomic counter in a real backend: count it
-			// over everything committed, on either log model.
-			PendingAtCommit: true}
-		if c.ProfileName != "none" {
-			// The profile supplies every latency; the sim's own default
-			// (1 ms a call) would count twice.
-			sc.Latency = func(world.Op, *rand.Rand) time.Duration { return 0 }
-		}
-		sw := sim.New(sc)
-		base = sw
-		cw.run = sw.Run
-	case "nats":
-		nw, err := p.newNATS(ctx, opts, p.NATS.StreamPrefix(c))
-		if err != nil {
-			return nil, err
-		}
-		base = nw
-	default:
-		return nil, invalid(fmt.Sprintf("unknown world %q", c.World))
+	base, err := c.World.New(ctx, worlds.Config{Options: c.WorldOptions, Settings: c.WorldSettings,
+		Prefix: p.cellPrefix(c),
+		// The prefix is this sweep's own: only external workers write
+		// there besides this process.
+		SoleWriter: !p.External.Enabled(),
+		Profiled:   c.ProfileName != "none"})
+	if err != nil {
+		return nil, err
 	}
-	w := profile.Wrap(base, c.Profile, c.Seed)
-	cw.World = w
-	cw.close = w.Close
-	if cw.run == nil {
-		cw.run = func(ctx context.Context, fn func(ctx context.Context)) error { fn(ctx); return nil }
+	cw := &cellWorld{run: func(ctx context.Context, fn func(ctx context.Context)) error { fn(ctx); return nil }}
+	if r, ok := base.(worlds.Runner); ok {
+		cw.run = r.Run
 	}
+	cw.World = profile.Wrap(base, c.Profile, c.Seed)
+	cw.close = cw.World.Close
 	return cw, nil
 }
 
-func defaultWorld() string { return DefaultWorld }
+// cellPrefix names the cell's resources on a shared server in the running
+// sweep (nats: "<prefix>_log", "_queue", "_chunks").
+func (p *Plan) cellPrefix(c CellPlan) string { return p.sweepPrefix() + c.Hash }
 
-func (p *Plan) newNATS(ctx context.Context, opts world.Options, prefix string) (world.World, error) {
-	return natsworld.New(ctx, natsworld.Config{Options: opts, URL: p.NATS.URL, Creds: p.NATS.Creds,
-		Storage: p.NATS.Storage, Replicas: p.NATS.Replicas, Keep: p.NATS.Keep, Prefix: prefix,
-		// The prefix is this sweep's own: only external workers write
-		// there besides this process.
-		SoleWriter: !p.External.Enabled()})
+// sweepPrefix begins the names of every cell's resources in the running
+// sweep.
+func (p *Plan) sweepPrefix() string { return "durabench_" + p.sweepID + "_" }
+
+// Probe checks, before anything runs, that the services the plan's worlds
+// use answer (an external NATS server). The error names the setting.
+func (p *Plan) Probe(ctx context.Context) error {
+	for _, name := range p.Worlds {
+		k, err := worlds.Lookup(name)
+		if err != nil {
+			return p.errAt("world", err)
+		}
+		if k.Probe == nil {
+			continue
+		}
+		if err := k.Probe(ctx, p.WorldSettings[name]); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	return nil
 }
 
-// Probe checks, before anything runs, that the plan's external services
-// answer: an external NATS server must accept a connection within
-// ProbeTimeout. The error names the URL.
-func (p *Plan) Probe(ctx context.Context) error {
-	if p.NATS.URL == "" {
-		return nil
-	}
-	uses := false
-	for _, w := range p.Worlds {
-		uses = uses || w == "nats"
-	}
-	if !uses {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-	defer cancel()
-	w, err := natsworld.New(ctx, natsworld.Config{URL: p.NATS.URL, Creds: p.NATS.Creds, Storage: p.NATS.Storage,
-		Replicas: p.NATS.Replicas, ConnectTimeout: ProbeTimeout - 500*time.Millisecond})
-	if err != nil {
-		if errors.Is(err, natsworld.ErrUnreachable) || ctx.Err() != nil {
-			return &UsageError{Flag: "--nats-url", Err: err}
+// recordWorldSettings sets, in o, the settings of the plan's worlds that
+// results record: world_options.<world>_<setting> in the results file.
+func (p *Plan) recordWorldSettings(o *results.WorldOptions) {
+	rec := map[string]any{}
+	for _, name := range p.Worlds {
+		k, err := worlds.Lookup(name)
+		if err != nil {
+			continue
 		}
-		return &UsageError{Flag: "--nats-url", Value: p.NATS.URL, Err: err}
+		vals := p.WorldSettings[name]
+		for _, s := range k.Settings {
+			if !s.Record {
+				continue
+			}
+			v := vals[s.Name]
+			if s.Redact != nil {
+				v = s.Redact(v)
+			}
+			key := k.Name + "_" + s.Name
+			switch s.Type {
+			case worlds.Int:
+				rec[key] = vals.Int(s.Name)
+			case worlds.Bool:
+				rec[key] = vals.Bool(s.Name)
+			default:
+				rec[key] = v
+			}
+		}
 	}
-	return w.Close()
+	// The schema's fields carry the JSON names: a setting lands in its own.
+	b, _ := json.Marshal(rec)
+	_ = json.Unmarshal(b, o)
 }

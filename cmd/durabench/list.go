@@ -9,8 +9,8 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/scenarios"
-	"github.com/durabench/durabench/sweep"
 	"github.com/durabench/durabench/world/profile"
+	"github.com/durabench/durabench/worlds"
 )
 
 // cmdList runs `durabench list`: scenarios, versions, kill switches, worlds
@@ -51,16 +51,18 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "  %s=%s\t%s\n", s.Name, s.Values, s.Effect)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nWORLDS (--world NAME,...)")
-	worldHelp := map[string]string{
-		"nats": "NATS JetStream: embedded in-process (default), or an external server/cluster with --nats-url",
-		"mem":  "in-process maps and channels: the floor for engine overhead",
-		"sim":  "deterministic discrete-event simulation in virtual time (--sim-log append-only|mint-ordered)",
+	fmt.Fprintln(w, "\nWORLDS (--world NAME,...; a world's settings are flags, or keys under its name in a sweep file)")
+	for _, k := range worlds.All() {
+		fmt.Fprintf(w, "  %s — %s\n", k.Name, k.Description)
+		for _, s := range k.Settings {
+			def := s.Default
+			if def == "" {
+				def = `""`
+			}
+			fmt.Fprintf(tw, "      --%s\t%s\tdefault %s\t%s\n", k.FlagName(s), s.Type, def, s.Help)
+		}
+		tw.Flush()
 	}
-	for _, name := range sweep.KnownWorlds() {
-		fmt.Fprintf(tw, "  %s\t%s\n", name, worldHelp[name])
-	}
-	tw.Flush()
 	fmt.Fprintln(w, "\nPROFILES (--profile NAME|FILE, --faults OP.FIELD=VALUE,...)")
 	for _, name := range profile.Names() {
 		desc := ""

@@ -99,9 +99,8 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return -1, err
 	}
 	resultsPath := res.ResultsPath
-	if plan.NATS.Keep && plan.NATS.URL != "" && res.StreamPrefix != "" {
-		fmt.Fprintf(stderr, "durabench: NATS streams kept (--keep): %s<cell>_log, _queue and _chunks, one set per cell\n",
-			res.StreamPrefix)
+	for _, note := range res.Kept {
+		fmt.Fprintln(stderr, "durabench: "+note)
 	}
 	switch {
 	case errors.Is(err, sweep.ErrInterrupted):
