@@ -352,7 +352,7 @@ func deltaMark(base, cur float64) string {
 	return ""
 }
 
-// incidents lists stalls and errors of a scenario's cells.
+// incidents lists stalls, world incidents and errors of a scenario's cells.
 func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 	var lines []string
 	for _, c := range g.Cells {
@@ -380,6 +380,17 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, t))
 			}
 			s += " — " + strings.Join(ids, ", ")
+		}
+		lines = append(lines, s)
+	}
+	for _, c := range g.Cells {
+		inc := c.WorldIncidents
+		if inc == nil || inc.Total() == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%s **World incidents** in `%s`: %s", markError, m.lab.label(c), inc)
+		if d.runDetail && inc.Last != "" {
+			s += " — last: " + oneLine(inc.Last, 120)
 		}
 		lines = append(lines, s)
 	}

@@ -13,7 +13,9 @@ import (
 
 // Text writes a compact terminal table per scenario: for each cell its runs,
 // the p50/p90/p99/max of the scenario's headline metric (TTLS for fan-outs),
-// the p50 and p99 of TTFS, and its stalls and errors. With a baseline of
+// the p50 and p99 of TTFS, and its stalls and errors (and its world
+// incidents, in a column of their own when any cell of the scenario had
+// some). With a baseline of
 // the same methodology, the headline p50 carries its change against the
 // baseline's matching cell.
 func Text(w io.Writer, f *results.File, opt Options) error {
@@ -59,6 +61,13 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 			cols = append(cols, "TTFS p50", "p99")
 		}
 		cols = append(cols, "stalls", "errors")
+		hasIncidents := false
+		for _, c := range g.Cells {
+			hasIncidents = hasIncidents || c.WorldIncidents != nil && c.WorldIncidents.Total() > 0
+		}
+		if hasIncidents {
+			cols = append(cols, "world incidents")
+		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 		for _, c := range g.Cells {
 			l := lab.label(c)
@@ -85,6 +94,13 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 				}
 			}
 			row = append(row, strconv.Itoa(c.Stalls), strconv.Itoa(c.Errors))
+			if hasIncidents {
+				n := int64(0)
+				if c.WorldIncidents != nil {
+					n = c.WorldIncidents.Total()
+				}
+				row = append(row, strconv.FormatInt(n, 10))
+			}
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
 		if err := tw.Flush(); err != nil {

@@ -4,7 +4,11 @@
 // compare two sweeps.
 package results
 
-import "time"
+import (
+	"time"
+
+	"github.com/durabench/durabench/world"
+)
 
 // Schema is the value of File.Schema this package writes and accepts.
 const Schema = "durabench/results/v1"
@@ -140,6 +144,12 @@ type Cell struct {
 	// WorkerStats are each external worker's clock offset against the
 	// driver and its counts.
 	WorkerStats []WorkerStat `json:"worker_stats,omitempty"`
+	// WorldIncidents counts what went wrong below the world contract while
+	// the cell ran (world.Incidents: replies the client dropped, timeouts,
+	// reads refused for a gap, lost connections, calls that failed
+	// transiently and were retried). Absent when there were none; reports
+	// show it next to stalls and errors.
+	WorldIncidents *world.Incidents `json:"world_incidents,omitempty"`
 }
 
 // WorkerStat is one external worker's part in a cell.

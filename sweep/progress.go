@@ -55,6 +55,9 @@ func Summary(rc *results.Cell) string {
 	if len(rc.Workers) > 0 {
 		s += externalSummary(rc)
 	}
+	if inc := rc.WorldIncidents; inc != nil && inc.Total() > 0 {
+		s += ", world incidents: " + inc.String()
+	}
 	return s
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/durabench/durabench/reporters"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/worlds"
 )
 
@@ -233,7 +234,12 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	return c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open())), res, nil
+	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open()))
+	// The world is the cell's own: its incident counts are the cell's.
+	if inc := world.IncidentsOf(w.World); inc.Total() > 0 {
+		rc.WorldIncidents = &inc
+	}
+	return rc, res, nil
 }
 
 // metricsConfig is how the cell's timelines become metrics: the plan's stall

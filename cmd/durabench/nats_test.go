@@ -113,3 +113,45 @@ func startNATS(t *testing.T) *server.Server {
 	t.Cleanup(srv.Shutdown)
 	return srv
 }
+
+// TestWideFanOutOnEmbeddedNATS: the sweep that lost messages past 512
+// branches (1,024 and 2,048 branches, pending-count and resilient-inband)
+// finishes every run on the default world, with no stall, no error, no
+// world incident in results.json, and nothing on stderr (nats.go's slow
+// consumer reports used to flood it).
+func TestWideFanOutOnEmbeddedNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("wide fan-outs: not in -short")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	r := durabench(t, dir, "sweep", "--world", "nats", "--branches", "1024,2048", "--versions", "pending-count",
+		"--switches", "none", "--reps", "3", "--warmup", "0", "--cell-timeout", "2m", "--quiet", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("sweep exit %d: %s", r.code, r.stderr)
+	}
+	if strings.TrimSpace(r.stderr) != "" {
+		t.Errorf("stderr is not empty: %.500s", r.stderr)
+	}
+	f, err := results.Read(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := durabench(t, dir, "sweep", "--world", "nats", "--branches", "1024", "--versions", "resilient-inband",
+		"--switches", "none", "--reps", "1", "--warmup", "0", "--cell-timeout", "2m", "--quiet", "--out", out+"2")
+	if r2.code != 0 {
+		t.Fatalf("sweep exit %d: %s", r2.code, r2.stderr)
+	}
+	f2, err := results.Read(filepath.Join(out+"2", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(f.Cells, f2.Cells...) {
+		if c.Errors != 0 || c.Stalls != 0 || c.WorldIncidents != nil {
+			t.Errorf("%d br · %s: errors %d stalls %d incidents %v, want clean runs", c.Branches, c.Version, c.Errors, c.Stalls, c.WorldIncidents)
+		}
+		if ttls, ok := c.Metrics["ttls"]; !ok || ttls.Count != c.Runs {
+			t.Errorf("%d br · %s: %d TTLS values of %d runs", c.Branches, c.Version, ttls.Count, c.Runs)
+		}
+	}
+}
