@@ -55,8 +55,9 @@ type CoordinatorConfig struct {
 // announces cells to them and collects their records (package driver runs
 // the cell itself).
 type Coordinator struct {
-	cfg CoordinatorConfig
-	nc  *nats.Conn
+	cfg  CoordinatorConfig
+	nc   *nats.Conn
+	errs asyncErrors
 }
 
 // Dial connects the driver to NATS.
@@ -76,11 +77,13 @@ func Dial(ctx context.Context, cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Silence <= 0 {
 		cfg.Silence = DefaultSilence
 	}
-	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench driver")
+	d := &Coordinator{cfg: cfg}
+	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench driver", &d.errs)
 	if err != nil {
 		return nil, err
 	}
-	return &Coordinator{cfg: cfg, nc: nc}, nil
+	d.nc = nc
+	return d, nil
 }
 
 // Close closes the connection.
@@ -184,7 +187,8 @@ type Session struct {
 	order   []string // ids, sorted
 	pending []finished
 	obs     engine.Observer
-	bad     int // batches that did not decode
+	bad     int   // batches that did not decode
+	errs0   int64 // the driver connection's async errors when the session began
 
 	sub    *nats.Subscription
 	alive  *nats.Subscription
@@ -206,9 +210,26 @@ type workerState struct {
 	bye, silent bool
 	// left are the worker's counts when it stopped mid-cell (its bye).
 	left *WorkerStats
+	// batches is the highest batch number seen; lost counts the numbers
+	// skipped (record batches that never arrived).
+	batches, lost uint64
 }
 
 func (ws *workerState) gone() bool { return ws.bye || ws.silent }
+
+// see checks a batch's number against the last one seen: a record batch
+// must be the next, a heartbeat repeats the last; anything skipped was
+// lost on the way.
+func (ws *workerState) see(seq uint64, records bool) {
+	want := ws.batches
+	if records {
+		want++
+	}
+	if seq > want {
+		ws.lost += seq - want
+	}
+	ws.batches = max(ws.batches, seq)
+}
 
 // finished is a RunFinished record held until every other worker's
 // records up to it arrived.
@@ -227,7 +248,8 @@ func (d *Coordinator) Open(ctx context.Context, spec CellSpec, rt world.Runtime)
 	if err != nil {
 		return nil, err
 	}
-	c := &Session{d: d, spec: spec, rt: rt, workers: map[string]*workerState{}, stopCh: make(chan struct{})}
+	c := &Session{d: d, spec: spec, rt: rt, workers: map[string]*workerState{}, stopCh: make(chan struct{}),
+		errs0: d.errs.n.Load()}
 	// Workers ask this subject whether the driver is still there.
 	c.spec.Driver = subjDriver(d.cfg.Subject, spec.Prefix)
 	c.alive, err = d.nc.Subscribe(c.spec.Driver, func(m *nats.Msg) { _ = m.Respond(nil) })
@@ -397,7 +419,7 @@ func (c *Session) onBye(m *nats.Msg) {
 // watermark and its run ends are recorded, so a run end released on the
 // strength of this watermark never overtakes the records before it.
 func (c *Session) onBatch(m *nats.Msg) {
-	id, wm, recs, err := decodeBatch(m.Data)
+	id, seq, wm, recs, err := decodeBatch(m.Data)
 	c.mu.Lock()
 	ws := c.workers[id]
 	if err != nil || ws == nil {
@@ -405,6 +427,7 @@ func (c *Session) onBatch(m *nats.Msg) {
 		c.mu.Unlock()
 		return
 	}
+	ws.see(seq, len(recs) > 0)
 	obs, clk := c.obs, ws.conv
 	c.mu.Unlock()
 	ends := 0
@@ -488,6 +511,9 @@ type Report struct {
 	Workers []WorkerReport
 	// BadBatches counts record batches that did not decode.
 	BadBatches int
+	// Driver are the driver connection's asynchronous errors during the
+	// cell.
+	Driver world.Incidents
 }
 
 // WorkerReport is one worker's part in a cell.
@@ -508,6 +534,9 @@ type WorkerReport struct {
 	// Left is set when the worker stopped on a signal mid-cell (its
 	// counts are those it said bye with).
 	Left bool
+	// LostBatches counts record batches the worker published that never
+	// reached the driver: their records are missing from the cell.
+	LostBatches uint64
 }
 
 // End tells every worker the cell is over (each stops its engine and
@@ -554,9 +583,17 @@ func (c *Session) end(ctx context.Context, timeout time.Duration, reprobe bool) 
 		got[a.id], clocks[a.id] = a.st, a.clock
 	}
 	_ = c.alive.Unsubscribe()
+	// Every worker published its last batch before it answered; give the
+	// records subscription a moment to hand them over before a batch not
+	// seen counts as lost.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c.allBatchesSeen(got) {
+			break
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rep := Report{BadBatches: c.bad}
+	rep := Report{BadBatches: c.bad, Driver: c.d.errs.since(c.errs0)}
 	for _, id := range c.order {
 		ws := c.workers[id]
 		wr := WorkerReport{ID: id, Host: ws.hello.Host, Concurrency: ws.hello.Concurrency, Clock: ws.clock}
@@ -571,9 +608,47 @@ func (c *Session) end(ctx context.Context, timeout time.Duration, reprobe bool) 
 		default:
 			wr.Lost = true
 		}
+		wr.LostBatches = ws.lost
+		if !wr.Lost && wr.Stats.Batches > ws.batches {
+			wr.LostBatches += wr.Stats.Batches - ws.batches
+		}
 		rep.Workers = append(rep.Workers, wr)
 	}
 	return rep
+}
+
+// allBatchesSeen reports whether every worker that answered got has had
+// all its record batches seen.
+func (c *Session) allBatchesSeen(got map[string]*WorkerStats) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, st := range got {
+		if ws := c.workers[id]; st != nil && ws != nil && ws.batches < st.Batches {
+			return false
+		}
+	}
+	return true
+}
+
+// Incidents are the cell's incidents as its workers saw them: each
+// worker's world's, plus the timeline records lost between a worker and
+// the driver (unsent, or published and never seen) as drops.
+func (r Report) Incidents() world.Incidents {
+	inc := r.Driver
+	for _, w := range r.Workers {
+		if w.Stats.Incidents != nil {
+			inc = inc.Add(*w.Stats.Incidents)
+		}
+		if lost := int64(w.LostBatches) + w.Stats.Unsent; lost > 0 {
+			inc.Dropped += lost
+			inc.Last = fmt.Sprintf("worker %s: %d record batches lost, %d records unsent", w.ID, w.LostBatches, w.Stats.Unsent)
+		}
+	}
+	if r.BadBatches > 0 {
+		inc.Dropped += int64(r.BadBatches)
+		inc.Last = fmt.Sprintf("%d record batches did not decode", r.BadBatches)
+	}
+	return inc
 }
 
 // IDs are the ids of the report's workers.

@@ -49,7 +49,7 @@ var ErrWorker = errors.New("durabench worker failed")
 
 // Protocol versions the messages below and the record batches; a driver
 // uses only workers that speak its version.
-const Protocol = 2
+const Protocol = 3
 
 // Hello is what a worker says about itself.
 type Hello struct {
@@ -113,9 +113,15 @@ type WorkerStats struct {
 	// holding the message).
 	Deliveries   int64 `json:"deliveries"`
 	Redeliveries int64 `json:"redeliveries"`
-	// Steps are step bodies run; Records timeline records published.
-	Steps   int64 `json:"steps"`
-	Records int64 `json:"records"`
+	// Steps are step bodies run; Records timeline records published, in
+	// Batches batches (heartbeats not counted); Unsent records the worker could not publish (its
+	// connection refused them): they are lost, and counted.
+	Steps   int64  `json:"steps"`
+	Records int64  `json:"records"`
+	Batches uint64 `json:"batches"`
+	Unsent  int64  `json:"unsent,omitempty"`
+	// Incidents are the worker's world's (world.Incidents) in the cell.
+	Incidents *world.Incidents `json:"incidents,omitempty"`
 }
 
 func subjDiscover(root string) string     { return root + ".discover" }
@@ -149,7 +155,7 @@ const (
 )
 
 // batchVersion is the first byte of every batch.
-const batchVersion = 1
+const batchVersion = 2
 
 // record is one decoded timeline record, on the worker's clock.
 type record struct {
@@ -162,12 +168,16 @@ type record struct {
 	failed bool
 }
 
-// batchHeader starts a batch: version, worker id, and the watermark — the
-// worker's clock when it cut the batch: every record the worker's engine
-// reported before that instant is in this batch or an earlier one.
-func appendBatchHeader(b []byte, id string, watermark time.Duration) []byte {
+// batchHeader starts a batch: version, worker id, the batch's sequence
+// number in the worker's cell (batches with records are numbered 1, 2, 3,
+// …; a heartbeat repeats the last number, so the driver sees a lost batch
+// as a gap), and the watermark — the worker's clock when it cut the batch:
+// every record the worker's engine reported before that instant is in this
+// batch or an earlier one.
+func appendBatchHeader(b []byte, id string, seq uint64, watermark time.Duration) []byte {
 	b = append(b, batchVersion)
 	b = appendString(b, id)
+	b = binary.AppendUvarint(b, seq)
 	return binary.AppendVarint(b, int64(watermark))
 }
 
@@ -277,13 +287,15 @@ func (r *reader) string() string {
 	return s
 }
 
-// decodeBatch returns a batch's worker id, watermark and records.
-func decodeBatch(b []byte) (id string, watermark time.Duration, recs []record, err error) {
+// decodeBatch returns a batch's worker id, sequence number, watermark and
+// records.
+func decodeBatch(b []byte) (id string, seq uint64, watermark time.Duration, recs []record, err error) {
 	r := &reader{b: b}
 	if v := r.byte(); r.err == nil && v != batchVersion {
-		return "", 0, nil, fmt.Errorf("%w: version %d", errBatch, v)
+		return "", 0, 0, nil, fmt.Errorf("%w: version %d", errBatch, v)
 	}
 	id = r.string()
+	seq = r.uvarint()
 	watermark = time.Duration(r.varint())
 	for r.err == nil && len(r.b) > 0 {
 		rec := record{kind: r.byte(), run: r.string()}
@@ -309,7 +321,7 @@ func decodeBatch(b []byte) (id string, watermark time.Duration, recs []record, e
 			recs = append(recs, rec)
 		}
 	}
-	return id, watermark, recs, r.err
+	return id, seq, watermark, recs, r.err
 }
 
 // encodeShift is a shift request: the offset (8 bytes) and the prefix.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,13 +13,13 @@ import (
 func TestBatchRoundTrip(t *testing.T) {
 	step := engine.StepSpan{Stage: 2, Index: 63, Seq: 65, Start: 1500 * time.Microsecond, End: -3 * time.Millisecond, Inline: true, Attempt: 3}
 	chunk := engine.ChunkSpan{Stage: 1, Index: 7, Written: time.Second, Read: time.Second + 40*time.Millisecond}
-	b := appendBatchHeader(nil, "w-1", 42*time.Millisecond)
+	b := appendBatchHeader(nil, "w-1", 7, 42*time.Millisecond)
 	b = appendStep(b, "run-a", step)
 	b = appendHook(b, "run-b", "tok", 7*time.Millisecond)
 	b = appendChunk(b, "run-c", chunk)
 	b = appendFinished(b, "run-a", 9*time.Millisecond, true)
-	id, wm, recs, err := decodeBatch(b)
-	if err != nil || id != "w-1" || wm != 42*time.Millisecond || len(recs) != 4 {
+	id, seq, wm, recs, err := decodeBatch(b)
+	if err != nil || id != "w-1" || seq != 7 || wm != 42*time.Millisecond || len(recs) != 4 {
 		t.Fatalf("decode: %q %v %d records, %v", id, wm, len(recs), err)
 	}
 	if r := recs[0]; r.kind != recStep || r.run != "run-a" || r.step != step {
@@ -34,16 +35,16 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Errorf("finished record %+v", r)
 	}
 	// An empty batch is a heartbeat.
-	if _, wm, recs, err := decodeBatch(appendBatchHeader(nil, "w", time.Second)); err != nil || wm != time.Second || len(recs) != 0 {
+	if _, seq, wm, recs, err := decodeBatch(appendBatchHeader(nil, "w", 1, time.Second)); err != nil || seq != 1 || wm != time.Second || len(recs) != 0 {
 		t.Errorf("heartbeat: %v %d %v", wm, len(recs), err)
 	}
 	// Every truncation of a batch is an error, never a panic.
 	for n := 1; n < len(b); n++ {
-		if _, _, recs, err := decodeBatch(b[:n]); err == nil && len(recs) == 4 {
+		if _, _, _, recs, err := decodeBatch(b[:n]); err == nil && len(recs) == 4 {
 			t.Errorf("truncated to %d bytes: decoded all records", n)
 		}
 	}
-	if _, _, _, err := decodeBatch([]byte{9}); !errors.Is(err, errBatch) {
+	if _, _, _, _, err := decodeBatch([]byte{9}); !errors.Is(err, errBatch) {
 		t.Errorf("unknown version: %v", err)
 	}
 }
@@ -115,5 +116,36 @@ func BenchmarkWorkerStepBody(b *testing.B) {
 			bt.buf, bt.n = bt.buf[:0], 0
 			bt.mu.Unlock()
 		}
+	}
+}
+
+// TestLostBatchesAreCounted: record batches are numbered 1, 2, 3, … and a
+// heartbeat repeats the last number, so a batch lost between a worker and
+// the driver — even the last one, followed only by heartbeats or by the
+// worker's final count — shows as a gap and reaches the cell's incidents.
+func TestLostBatchesAreCounted(t *testing.T) {
+	ws := &workerState{}
+	ws.see(0, false) // a heartbeat before any record
+	ws.see(1, true)
+	ws.see(1, false)
+	ws.see(2, true)
+	if ws.lost != 0 {
+		t.Fatalf("no batch lost, counted %d", ws.lost)
+	}
+	ws.see(4, true)  // 3 lost
+	ws.see(6, false) // 5 and 6 lost, only a heartbeat says so
+	if ws.lost != 3 || ws.batches != 6 {
+		t.Fatalf("lost %d (want 3), last %d (want 6)", ws.lost, ws.batches)
+	}
+	rep := Report{Workers: []WorkerReport{
+		{ID: "w1", LostBatches: ws.lost, Stats: WorkerStats{Unsent: 2}},
+		{ID: "w2"},
+	}}
+	inc := rep.Incidents()
+	if inc.Dropped != 5 || !strings.Contains(inc.Last, "w1") {
+		t.Fatalf("incidents %+v: want 5 dropped (3 batches, 2 unsent records) naming w1", inc)
+	}
+	if (Report{Workers: []WorkerReport{{ID: "w"}}}).Incidents().Total() != 0 {
+		t.Fatal("a clean report has incidents")
 	}
 }

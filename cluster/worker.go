@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,6 +89,7 @@ func (c *WorkerConfig) defaults() error {
 type Worker struct {
 	cfg   WorkerConfig
 	nc    *nats.Conn
+	errs  *asyncErrors
 	hello Hello
 
 	mu     sync.Mutex
@@ -103,19 +103,47 @@ func Connect(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench worker "+cfg.ID)
+	var errs asyncErrors
+	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench worker "+cfg.ID, &errs)
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return &Worker{cfg: cfg, nc: nc, cells: map[string]*workerCell{},
+	return &Worker{cfg: cfg, nc: nc, errs: &errs, cells: map[string]*workerCell{},
 		hello: Hello{ID: cfg.ID, Protocol: Protocol, Host: host, PID: os.Getpid(), Concurrency: cfg.Concurrency}}, nil
 }
 
-// dial connects to url within natsworld.DefaultConnectTimeout.
-func dial(ctx context.Context, url, creds, name string) (*nats.Conn, error) {
+// asyncErrors counts the asynchronous errors nats.go reports on a
+// connection (a slow consumer, a permissions violation) instead of
+// printing each to stderr, as its default handler would.
+type asyncErrors struct {
+	n    atomic.Int64
+	last atomic.Pointer[string]
+}
+
+func (a *asyncErrors) handle(_ *nats.Conn, sub *nats.Subscription, err error) {
+	msg := err.Error()
+	if sub != nil {
+		msg += " (subscription " + sub.Subject + ")"
+	}
+	a.last.Store(&msg)
+	a.n.Add(1)
+}
+
+// since returns the errors counted after a count of before, as incidents.
+func (a *asyncErrors) since(before int64) world.Incidents {
+	inc := world.Incidents{AsyncErrors: a.n.Load() - before}
+	if p := a.last.Load(); p != nil && inc.AsyncErrors > 0 {
+		inc.Last = *p
+	}
+	return inc
+}
+
+// dial connects to url within natsworld.DefaultConnectTimeout; errs counts
+// the connection's asynchronous errors.
+func dial(ctx context.Context, url, creds, name string, errs *asyncErrors) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name), nats.Timeout(natsworld.DefaultConnectTimeout),
-		nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+		nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.ErrorHandler(errs.handle)}
 	if creds != "" {
 		if _, err := os.Stat(creds); err != nil {
 			return nil, fmt.Errorf("cluster: creds file: %w", err)
@@ -311,7 +339,8 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 		}
 		base = profile.Wrap(nw, prof, spec.Seed)
 	}
-	c := &workerCell{spec: spec, w: w, inner: nw, rt: &shiftedRuntime{Runtime: base.Runtime()}, stopped: make(chan struct{})}
+	c := &workerCell{spec: spec, w: w, inner: nw, rt: &shiftedRuntime{Runtime: base.Runtime()}, stopped: make(chan struct{}),
+		errs0: w.errs.n.Load()}
 	c.world = &countingWorld{World: base, c: c}
 	c.batch = newBatcher(w.nc, subjRecords(w.cfg.Subject, spec.Prefix), w.cfg.ID, c.rt, w.cfg.FlushInterval, &c.records)
 	c.obs = &recordingObserver{b: c.batch, steps: &c.steps}
@@ -409,6 +438,7 @@ type workerCell struct {
 	stopOnce sync.Once
 	stopped  chan struct{}
 	final    WorkerStats
+	errs0    int64 // the connection's async errors when the cell opened
 }
 
 // stop stops the cell's engine (handlers finish, buffered messages are
@@ -425,7 +455,10 @@ func (c *workerCell) stop(timeout time.Duration) WorkerStats {
 		c.batch.stop()
 		_ = c.world.Close()
 		c.final = WorkerStats{ID: c.w.cfg.ID, Deliveries: c.deliveries.Load(), Redeliveries: c.redeliveries.Load(),
-			Steps: c.steps.Load(), Records: c.records.Load()}
+			Steps: c.steps.Load(), Records: c.records.Load(), Batches: c.batch.seq.Load(), Unsent: c.batch.unsent.Load()}
+		if inc := c.inner.Incidents().Add(c.w.errs.since(c.errs0)); inc.Total() > 0 {
+			c.final.Incidents = &inc
+		}
 		c.w.mu.Lock()
 		delete(c.w.cells, c.spec.Prefix)
 		c.w.mu.Unlock()
@@ -518,6 +551,11 @@ type batcher struct {
 	interval time.Duration
 	records  *atomic.Int64
 
+	// seq numbers the batches published (the driver sees a lost one as a
+	// gap); unsent counts records the connection refused.
+	seq    atomic.Uint64
+	unsent atomic.Int64
+
 	mu   sync.Mutex
 	buf  []byte
 	n    int // records in buf
@@ -593,11 +631,22 @@ func (b *batcher) flush(force bool) bool {
 	recs, n := b.buf, b.n
 	b.buf, b.n = nil, 0
 	b.mu.Unlock()
-	msg := appendBatchHeader(make([]byte, 0, len(recs)+len(b.id)+16), b.id, wm)
+	// Batches with records are numbered 1, 2, 3, …; a heartbeat carries
+	// the number of the last one, so a lost batch shows as a gap even
+	// when nothing follows it but heartbeats.
+	seq := b.seq.Load()
+	if n > 0 {
+		seq++
+	}
+	msg := appendBatchHeader(make([]byte, 0, len(recs)+len(b.id)+24), b.id, seq, wm)
 	msg = append(msg, recs...)
-	if err := b.nc.Publish(b.subject, msg); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	if err := b.nc.Publish(b.subject, msg); err != nil {
+		// The records are gone: count them, so the driver reports the
+		// loss instead of a cell that looks complete.
+		b.unsent.Add(int64(n))
 		return false
 	}
+	b.seq.Store(seq)
 	b.records.Add(int64(n))
 	return true
 }

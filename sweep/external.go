@@ -9,6 +9,7 @@ import (
 	"github.com/durabench/durabench/cluster"
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/worlds"
 )
 
@@ -136,6 +137,11 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 			st.DriftUS = &d
 		}
 		rc.WorkerStats = append(rc.WorkerStats, st)
+	}
+	// The driver's world (it starts runs) and the workers' (they run
+	// them), and the timeline records lost on the way between them.
+	if inc := world.IncidentsOf(w.World).Add(rep.Incidents()); inc.Total() > 0 {
+		rc.WorldIncidents = &inc
 	}
 	return rc, res, nil
 }
