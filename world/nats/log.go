@@ -265,7 +265,7 @@ func (w *World) ListRuns(ctx context.Context) ([]string, error) {
 	if err := w.check(op); err != nil {
 		return nil, err
 	}
-	ctx, cancel := w.opCtx(ctx)
+	ctx, cancel := w.readCtx(ctx)
 	defer cancel()
 	datas, _, err := w.readSubject(ctx, w.logStream, w.subjRuns, 1, 0)
 	if err != nil {
@@ -290,7 +290,7 @@ func (w *World) Load(ctx context.Context, run string) ([]world.Event, error) {
 	if err := w.check(op); err != nil {
 		return nil, err
 	}
-	ctx, cancel := w.opCtx(ctx)
+	ctx, cancel := w.readCtx(ctx)
 	defer cancel()
 	rs := w.run(run)
 	datas, _, err := w.readSubject(ctx, w.logStream, rs.subj, 1, w.mustSee(rs.knownSeq.Load()))

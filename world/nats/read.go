@@ -107,7 +107,7 @@ func (w *World) directBatch(ctx context.Context, stream, subj string, from uint6
 	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, call.inbox, req); err != nil {
 		return nil, 0, false, err
 	}
-	end, err := call.wait(ctx)
+	end, err := w.replies.wait(ctx, call, opTimeout)
 	if err != nil {
 		return nil, 0, false, err
 	}

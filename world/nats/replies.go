@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -50,6 +51,8 @@ type readCall struct {
 	end   *nats.Msg
 	err   error
 	done  chan struct{}
+	// progress is when the last reply arrived (or the call started).
+	progress time.Time
 }
 
 func newReplyMux(w *World) (*replyMux, error) {
@@ -83,7 +86,8 @@ func (x *replyMux) start(ctx context.Context, n int) (*readCall, error) {
 	x.mu.Lock()
 	x.next++
 	key := strconv.FormatUint(x.next, 36)
-	c := &readCall{inbox: x.prefix + key, key: key, max: n + 1, dropped: dropped, done: make(chan struct{})}
+	c := &readCall{inbox: x.prefix + key, key: key, max: n + 1, dropped: dropped, done: make(chan struct{}),
+		progress: time.Now()}
 	x.calls[key] = c
 	x.mu.Unlock()
 	return c, nil
@@ -98,13 +102,27 @@ func (x *replyMux) finish(c *readCall) {
 }
 
 // wait returns the call's end-of-batch (or error status) reply once every
-// message before it arrived.
-func (c *readCall) wait(ctx context.Context) (*nats.Msg, error) {
-	select {
-	case <-c.done:
-		return c.end, c.err
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+// message before it arrived. It fails with a timeout when no reply came
+// for idle: a server that stopped answering, not one that streams a long
+// batch slowly.
+func (x *replyMux) wait(ctx context.Context, c *readCall, idle time.Duration) (*nats.Msg, error) {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return c.end, c.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-t.C:
+			x.mu.Lock()
+			quiet := time.Since(c.progress)
+			x.mu.Unlock()
+			if quiet >= idle {
+				return nil, fmt.Errorf("natsworld: direct get: no reply for %s: %w", quiet.Round(time.Millisecond), nats.ErrTimeout)
+			}
+			t.Reset(idle - quiet)
+		}
 	}
 }
 
@@ -123,6 +141,7 @@ func (x *replyMux) deliver(m *nats.Msg) {
 			return
 		}
 		c.datas = append(c.datas, m.Data)
+		c.progress = time.Now()
 		return
 	}
 	// The status closes the call. Replies come in order on one

@@ -589,8 +589,20 @@ func (w *World) err(ctx context.Context, op string, err error) error {
 // when the connection drops: nats.go does not fail requests in flight on a
 // disconnect, so without this a call would wait for its timeout.
 func (w *World) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return w.callCtx(ctx, true)
+}
+
+// readCtx is opCtx for a log read, whose replies stream in: instead of a
+// deadline on the whole read, the read fails when its replies stop for
+// opTimeout (readCall.wait), so a long log that a loaded server streams
+// slowly is read, not timed out and read again.
+func (w *World) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return w.callCtx(ctx, false)
+}
+
+func (w *World) callCtx(ctx context.Context, deadline bool) (context.Context, context.CancelFunc) {
 	cancelTimeout := context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
+	if _, ok := ctx.Deadline(); !ok && deadline {
 		ctx, cancelTimeout = context.WithTimeout(ctx, opTimeout)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
