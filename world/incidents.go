@@ -18,7 +18,7 @@ type Incidents struct {
 	Reconnects   int64  `json:"reconnects,omitempty"`
 	AsyncErrors  int64  `json:"async_errors,omitempty"`
 	Transient    int64  `json:"transient,omitempty"`
-	Last         string `json:"last,omitempty"` // the last asynchronous error, for a person to read
+	Last         string `json:"last,omitempty"` // the last incident's error, for a person to read
 }
 
 // IncidentCounter is implemented by worlds that count incidents (the NATS

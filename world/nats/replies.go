@@ -184,7 +184,7 @@ type incidents struct {
 	reconnect  atomic.Int64
 	asyncErrs  atomic.Int64
 	transient  atomic.Int64
-	lastAsync  atomic.Pointer[string]
+	lastAsync  atomic.Pointer[string] // the last incident's error, for a person to read
 }
 
 // Incidents returns the world's incident counts so far.
@@ -239,4 +239,6 @@ func (w *World) count(err error) {
 	if errors.Is(err, world.ErrTransient) {
 		w.incidents.transient.Add(1)
 	}
+	msg := err.Error()
+	w.incidents.lastAsync.Store(&msg)
 }
