@@ -9,7 +9,7 @@ func init() {
 		Name:        "fanout",
 		Description: "one stage of N parallel no-op steps (dispatch under a burst)",
 		Options: []OptionSpec{
-			{Name: "branches", Type: Int, Default: "20", Min: 1, Help: "parallel steps in the stage"},
+			{Name: "branches", Type: Int, Default: "20", Min: 1, Size: true, Help: "parallel steps in the stage"},
 			{Name: "body", Type: Duration, Default: "0s", Help: "fixed duration of each step body"},
 		},
 		Metrics: []string{"ttfs", "ttls", "skew", "skew_offset", "wo", "ttc"},

@@ -62,6 +62,10 @@ type OptionSpec struct {
 	Min int
 	// Choices, when set, lists the allowed values of a String option.
 	Choices []string
+	// Size marks an Int option that is the size of a run (branches, steps,
+	// chunks): the memory a sweep cell needs grows with it, and a sweep
+	// checks it against the machine's memory before anything runs.
+	Size bool
 }
 
 // Parse checks that s is a valid value of the option and returns it in its

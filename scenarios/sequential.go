@@ -12,7 +12,7 @@ func init() {
 		Name:        "sequential",
 		Description: "N steps one after another (step-to-step overhead, replay cost)",
 		Options: []OptionSpec{
-			{Name: "steps", Type: Int, Default: "50", Min: 1, Help: "steps in the chain"},
+			{Name: "steps", Type: Int, Default: "50", Min: 1, Size: true, Help: "steps in the chain"},
 			{Name: "body", Type: Duration, Default: "0s", Help: "fixed duration of each step body"},
 		},
 		Metrics: []string{"ttfs", "ttls", "stso", "stso_inline", "stso_queue", "wo", "ttc"},

@@ -24,7 +24,7 @@ func init() {
 		Name:        "stream-latency",
 		Description: "parallel writer and reader steps on one stream (chunk propagation)",
 		Options: []OptionSpec{
-			{Name: "chunks", Type: Int, Default: "20", Min: 1, Help: "chunks the writer writes"},
+			{Name: "chunks", Type: Int, Default: "20", Min: 1, Size: true, Help: "chunks the writer writes"},
 			{Name: "interval", Type: Duration, Default: "10ms", Help: "pacing between chunk writes"},
 		},
 		Metrics: []string{"sl", "ttc"},
@@ -36,7 +36,7 @@ func init() {
 		Name:        "stream-overhead",
 		Description: "a writer streams 300 deltas at 100/s (3 s) while a reader drains the stream",
 		Options: []OptionSpec{
-			{Name: "chunks", Type: Int, Default: "300", Min: 1, Help: "deltas the writer writes"},
+			{Name: "chunks", Type: Int, Default: "300", Min: 1, Size: true, Help: "deltas the writer writes"},
 			{Name: "interval", Type: Duration, Default: "10ms", Help: "pacing between deltas (10ms = 100/s)"},
 			{Name: "shape", Type: String, Default: "text", Choices: []string{"text", "structured"},
 				Help: "text: raw string deltas; structured: small JSON objects"},

@@ -87,8 +87,10 @@ func (p *Plan) Cells() ([]CellPlan, error) {
 }
 
 // expand expands the matrix of the plan, whose scenarios and worlds (scens,
-// kinds: in plan order) and profiles are resolved, into its cells.
-func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profiles map[string]resolvedProfile, pacer driver.Pacer) ([]CellPlan, error) {
+// kinds: in plan order) and profiles are resolved, into its cells, each
+// checked to fit in memory (limit, set as how says) before it is built.
+func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profiles map[string]resolvedProfile, pacer driver.Pacer,
+	limit int64, how string) ([]CellPlan, error) {
 	var out []CellPlan
 	for i, sp := range p.Scenarios {
 		s := scens[i]
@@ -114,6 +116,9 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 		for _, kind := range kinds {
 			for _, prof := range p.Profiles {
 				for _, combo := range combos {
+					if err := p.checkSize(s, sp, s.ApplyDefaults(combo), kind, limit, how); err != nil {
+						return nil, err
+					}
 					prog, full, err := s.Build(combo)
 					if err != nil {
 						return nil, &UsageError{Err: err}

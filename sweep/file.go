@@ -120,7 +120,14 @@ func (p *Plan) parseFile(file string, data []byte) error {
 			if p.Options == nil {
 				p.Options = map[string][]string{}
 			}
-			return decodeOptions(file, key, v, p.Options)
+			at := map[string]UsageError{}
+			if err := decodeOptions(file, key, v, p.Options, at); err != nil {
+				return err
+			}
+			for name, o := range at {
+				p.setOrigin("option "+name, o)
+			}
+			return nil
 		case keyTargets:
 			return p.decodeTargets(file, v)
 		case "scenarios":
@@ -269,8 +276,9 @@ func checkKind(n *yaml.Node, k kind) error {
 	return nil
 }
 
-// decodeOptions reads a mapping of scenario options (name: value or list).
-func decodeOptions(file, field string, v *yaml.Node, into map[string][]string) error {
+// decodeOptions reads a mapping of scenario options (name: value or list)
+// into into, and where each one is into at.
+func decodeOptions(file, field string, v *yaml.Node, into map[string][]string, at map[string]UsageError) error {
 	if v.Kind != yaml.MappingNode {
 		return fileError(file, v, field, "want a mapping of option: value")
 	}
@@ -283,6 +291,7 @@ func decodeOptions(file, field string, v *yaml.Node, into map[string][]string) e
 		if err := setOption(into, k.Value, vals); err != nil {
 			return fileError(file, val, field+"."+k.Value, "%s", err)
 		}
+		at[k.Value] = UsageError{File: file, Line: val.Line, Field: field + "." + k.Value}
 	}
 	return nil
 }
@@ -299,6 +308,7 @@ func (p *Plan) decodeScenarios(file string, v *yaml.Node) error {
 	var out []ScenarioPlan
 	for _, it := range items {
 		sp := ScenarioPlan{}
+		at := map[string]UsageError{}
 		switch it.Kind {
 		case yaml.ScalarNode:
 			sp.Name = it.Value
@@ -313,7 +323,7 @@ func (p *Plan) decodeScenarios(file string, v *yaml.Node) error {
 					sp.Name = val.Value
 				case keyOptions:
 					sp.Options = map[string][]string{}
-					if err := decodeOptions(file, "scenarios.options", val, sp.Options); err != nil {
+					if err := decodeOptions(file, "scenarios.options", val, sp.Options, at); err != nil {
 						return err
 					}
 				default:
@@ -330,6 +340,9 @@ func (p *Plan) decodeScenarios(file string, v *yaml.Node) error {
 			if prev.Name == sp.Name {
 				return fileError(file, it, "scenarios", "scenario %s given twice", sp.Name)
 			}
+		}
+		for name, o := range at {
+			p.setOrigin("option "+sp.Name+"."+name, o)
 		}
 		out = append(out, sp)
 	}

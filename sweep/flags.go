@@ -141,6 +141,7 @@ func (f *Flags) Plan() (*Plan, error) {
 			if e := setOption(p.Options, strings.TrimSpace(name), splitList(val)); e != nil {
 				return nil, &UsageError{Flag: "--option", Value: o, Err: e}
 			}
+			p.setOrigin("option "+strings.TrimSpace(name), UsageError{Flag: "--option", Value: o})
 		}
 	}
 	if err := p.finish(); err != nil {
@@ -156,7 +157,11 @@ func (p *Plan) finish() error {
 	}
 	if opts, ok := p.Options["branches"]; ok && len(opts) > 0 {
 		// --option branches=... is the same as --branches.
-		if err := p.set("branches", opts, UsageError{Field: "option branches"}); err != nil {
+		at, ok := p.origins["option branches"]
+		if !ok {
+			at = UsageError{Field: "option branches"}
+		}
+		if err := p.set("branches", opts, at); err != nil {
 			return &UsageError{Field: "option branches", Err: err}
 		}
 		delete(p.Options, "branches")

@@ -59,6 +59,9 @@ type Plan struct {
 	// Grace is how long runs in flight may finish after Ctrl-C.
 	Grace time.Duration
 	Seed  int64
+	// MaxMemory is the memory in bytes a cell may use (0: 3/4 of the
+	// memory available; see bounds.go): Validate refuses bigger cells.
+	MaxMemory int64
 
 	Guard             bool
 	RetryStyle        world.RetryStyle
@@ -438,7 +441,8 @@ func (p *Plan) Validate() error {
 	if err != nil {
 		return err
 	}
-	cells, err := p.expand(scens, kinds, profiles, pacer)
+	limit, how := p.memoryLimit()
+	cells, err := p.expand(scens, kinds, profiles, pacer, limit, how)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,9 @@ func init() {
 		Name:        "sim",
 		Description: "deterministic discrete-event simulation in virtual time (--sim-log append-only|mint-ordered)",
 		VirtualTime: true,
+		// Measured (BenchmarkCellHeap): 2.8–3.3 KB per branch; 9.2 KB per
+		// step of a 2,000-step chain.
+		StepBytes: 12 << 10,
 		Settings: []Setting{
 			{Name: "log", Type: String, Default: string(sim.AppendOnly), Record: true,
 				Help:  "sim world log model: append-only or mint-ordered",

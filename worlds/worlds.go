@@ -49,6 +49,25 @@ type Kind struct {
 	// (nothing: ""), for the user to inspect or remove; prefix begins the
 	// names of every cell's resources (see Config.Prefix).
 	Kept func(s Values, prefix string) string
+	// StepBytes is the memory a sweep cell on this world holds per step
+	// (a branch of a fan-out, a step of a chain) of each of its runs, the
+	// engine, the driver and the world's own store included: the peak heap
+	// growth of a cell, measured with sweep's BenchmarkCellHeap and rounded
+	// up. 0 means DefaultStepBytes. A sweep refuses a plan whose cells
+	// would not fit in memory (sweep.Plan.MaxMemory).
+	StepBytes int64
+}
+
+// DefaultStepBytes is the StepBytes of a world that has not measured its
+// own: more than any measured world.
+const DefaultStepBytes = 64 << 10
+
+// BytesPerStep is k's StepBytes, or DefaultStepBytes.
+func (k *Kind) BytesPerStep() int64 {
+	if k.StepBytes > 0 {
+		return k.StepBytes
+	}
+	return DefaultStepBytes
 }
 
 // Config is what a world is built from for one cell.
