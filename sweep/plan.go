@@ -1,9 +1,10 @@
 // Package sweep plans and runs a sweep: the matrix of scenarios × options ×
 // versions × kill-switch sets × worlds × profiles, declared by flags or a
-// strict YAML file; it runs the cells one by one on a fresh world each,
-// journals every finished cell, writes the results file and the report, shows
-// progress, and survives interruption (a partial results file that --resume
-// completes).
+// strict YAML file and resolved once (Plan.Validate) into cells that carry
+// values — scenario, profile, pacer, world — and fit in memory; it runs the
+// cells one by one on a fresh world each, journals every finished cell,
+// writes the results file and the report, shows progress, and survives
+// interruption (a partial results file that --resume completes).
 package sweep
 
 import (
