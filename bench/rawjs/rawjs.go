@@ -48,6 +48,10 @@ const (
 // maxPull is the pull batch of the NATS world's consumer.
 const maxPull = 16
 
+// loadBatch is how many events one Load reads: the floor's logs (fan-outs
+// up to 1,365 branches) fit in one batch.
+const loadBatch = 4096
+
 // World is the raw JetStream floor. Its zero value is not usable; call New.
 type World struct {
 	srv *server.Server
@@ -248,9 +252,11 @@ func (w *World) Load(ctx context.Context, runID string) ([]world.Event, error) {
 		NextFor string `json:"next_by_subj"`
 		Batch   int    `json:"batch"`
 		NoHdr   bool   `json:"no_hdr"`
-	}{1, subjLog + runID, 4096, true})
+	}{1, subjLog + runID, loadBatch, true})
 	inbox := w.nc.NewInbox()
-	ch := make(chan *nats.Msg, 1024)
+	// One slot per reply the batch can bring (and its end-of-batch
+	// status), so the client never has to drop one.
+	ch := make(chan *nats.Msg, loadBatch+1)
 	sub, err := w.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
 		return nil, err
@@ -273,6 +279,12 @@ func (w *World) Load(ctx context.Context, runID string) ([]world.Event, error) {
 			}
 			if s := m.Header.Get("Status"); s != "204" && s != "404" {
 				return nil, fmt.Errorf("rawjs: direct get: status %s", s)
+			}
+			if d, _ := sub.Dropped(); d > 0 {
+				return nil, fmt.Errorf("rawjs: load %q: %d replies dropped: %w", runID, d, world.ErrTransient)
+			}
+			if len(evs) >= loadBatch {
+				return nil, fmt.Errorf("rawjs: load %q: the log is longer than one batch (%d): the floor reads one", runID, loadBatch)
 			}
 			if len(evs) == 0 {
 				return nil, fmt.Errorf("rawjs: load %q: %w", runID, world.ErrNotFound)

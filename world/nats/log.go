@@ -441,6 +441,9 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 				continue
 			}
 			rs.apply(ev, ack.Sequence)
+			if rs.status.Terminal() && (ev.Kind == world.RunCompleted || ev.Kind == world.RunFailed) {
+				w.retire(run)
+			}
 			return world.AppendResult{Pos: rs.count, Pending: rs.pending}, nil
 		case err == nil:
 			// The message id is already in the stream: an earlier attempt of

@@ -209,6 +209,9 @@ func (w *World) appendPipelined(ctx context.Context, rs *runState, run string, e
 				// cache is rebuilt once they are all back.
 				rs.dirty, rs.broken = true, true
 			}
+			if ev.Kind == world.RunCompleted || ev.Kind == world.RunFailed {
+				w.retire(run)
+			}
 			return res, nil
 		case err == nil, isWrongLastSeq(err):
 			// A duplicate (an earlier attempt landed) or a broken chain:

@@ -200,6 +200,34 @@ type World struct {
 	writers map[string]*chunkWriter
 	readers map[string]*chunkReader
 	subs    map[*subscription]struct{}
+	// retired are the last finished runs whose caches are kept (a ring);
+	// older ones are dropped so a long sweep's memory stays flat. A
+	// dropped run's cache is rebuilt from its log if it is touched again.
+	retired     [maxRetired]string
+	retiredNext int
+}
+
+// maxRetired is how many finished runs keep their caches.
+const maxRetired = 1024
+
+// retire notes that run id finished; the cache of the run that finished
+// maxRetired runs earlier is dropped.
+func (w *World) retire(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old := w.retired[w.retiredNext]; old != "" {
+		delete(w.runs, old)
+	}
+	w.retired[w.retiredNext] = id
+	w.retiredNext = (w.retiredNext + 1) % maxRetired
+}
+
+// dedupWindow is how long the streams remember message ids: twice the
+// visibility timeout (a retry or a recovery republish comes within one),
+// at least a minute, at most ten. The server keeps an entry per id for the
+// window, so a longer one only grows its memory.
+func dedupWindow(vt time.Duration) time.Duration {
+	return min(max(2*vt, time.Minute), 10*time.Minute)
 }
 
 var _ world.World = (*World)(nil)
@@ -388,7 +416,7 @@ func (w *World) setup(ctx context.Context) error {
 		Subjects:    []string{w.subjLog + ">", w.subjRuns, w.subjHook + ">"},
 		Storage:     storage,
 		Replicas:    w.cfg.Replicas,
-		Duplicates:  10 * time.Minute,
+		Duplicates:  dedupWindow(vt),
 		AllowDirect: true,
 	}, {
 		Name:        w.queueStream,
@@ -397,7 +425,7 @@ func (w *World) setup(ctx context.Context) error {
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     storage,
 		Replicas:    w.cfg.Replicas,
-		Duplicates:  10 * time.Minute,
+		Duplicates:  dedupWindow(vt),
 	}, {
 		Name:        w.chunkStream,
 		Description: "durabench streams (chunks)",
