@@ -1,0 +1,180 @@
+package pgserver_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/durabench/durabench/world/postgres/pgserver"
+)
+
+// TestMain doubles as the child of TestRemovedWhenTheCallerDies: with
+// PGSERVER_CHILD set, it starts a server, prints its directory and pid,
+// and waits to be killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("PGSERVER_CHILD") == "1" {
+		s, err := pgserver.Start(context.Background(), pgserver.Options{NoFsync: true})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println(s.Dir(), s.PID())
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func needBinaries(t *testing.T) {
+	t.Helper()
+	if _, err := pgserver.FindBinaries(); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+}
+
+func show(t *testing.T, url, setting string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var v string
+	if err := c.QueryRow(ctx, "SHOW "+setting).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestStartStop: a started server answers on loopback with fsync on by
+// default (off with NoFsync); Stop removes its directory and its process.
+func TestStartStop(t *testing.T) {
+	needBinaries(t)
+	for _, noFsync := range []bool{false, true} {
+		s, err := pgserver.Start(context.Background(), pgserver.Options{NoFsync: noFsync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "on", true: "off"}[noFsync]
+		if got := show(t, s.URL(), "fsync"); got != want {
+			t.Errorf("NoFsync %v: fsync = %s, want %s", noFsync, got, want)
+		}
+		if got := show(t, s.URL(), "listen_addresses"); got != "127.0.0.1" {
+			t.Errorf("listen_addresses = %s", got)
+		}
+		if !strings.Contains(s.Version(), "PostgreSQL") {
+			t.Errorf("Version = %q", s.Version())
+		}
+		pid := s.PID()
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(s.Dir()); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there after Stop: %v", s.Dir(), err)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("postmaster %d still runs after Stop", pid)
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("second Stop: %v", err)
+		}
+	}
+}
+
+// TestRemovedWhenTheCallerDies: a process that started a server and is
+// killed (SIGKILL: no chance to clean up) leaves neither the server nor its
+// directory behind.
+func TestRemovedWhenTheCallerDies(t *testing.T) {
+	needBinaries(t)
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "PGSERVER_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("child: %v", err)
+	}
+	var dir string
+	var pid int
+	if _, err := fmt.Sscan(line, &dir, &pid); err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("child said %q", line)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("server dir: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, statErr := os.Stat(dir)
+		gone := errors.Is(statErr, os.ErrNotExist) && syscall.Kill(pid, 0) != nil
+		if gone {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after its caller died: dir %s (%v), postmaster %d alive %v", dir, statErr, pid, syscall.Kill(pid, 0) == nil)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestKill: Kill ends the server like a crash; Stop still cleans up.
+func TestKill(t *testing.T) {
+	needBinaries(t)
+	s, err := pgserver.Start(context.Background(), pgserver.Options{NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(ctx) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("connection still answers 10 s after the server was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still there: %v", s.Dir(), err)
+	}
+}
+
+func TestFindBinaries(t *testing.T) {
+	dir, err := pgserver.FindBinaries()
+	if errors.Is(err, pgserver.ErrNotInstalled) {
+		if !strings.Contains(err.Error(), pgserver.InstallHint) {
+			t.Errorf("error does not say how to install: %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	if err != nil || dir == "" {
+		t.Fatalf("FindBinaries = %q, %v", dir, err)
+	}
+}
