@@ -14,8 +14,15 @@ import (
 func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runState, guard world.Precondition, events []world.Event) error {
 	stage := inv.prog.Stages[st.current]
 	n := stageSteps(stage)
-	if inv.redelivered && st.created > 0 {
-		// Steps the failed activation created may have no message.
+	if st.created > 0 {
+		// The stage was dispatched before, by an activation that may have
+		// failed or died between a step_created and its publish (or in an
+		// inline step, which has no message): hand every created,
+		// unfinished step to the queue again. What is republished depends
+		// on the log, never on the delivery's attempt number: a fresh copy
+		// of a failed activation arrives with attempt 1, and gating this on
+		// attempt > 1 left those steps waiting for the original's
+		// visibility timeout. Messages that exist are deduplicated by ID.
 		if err := e.republish(ctx, inv, st.current, n, events); err != nil {
 			return err
 		}
@@ -171,7 +178,8 @@ func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, w
 }
 
 // republish hands every created, unfinished step of stage s to the queue
-// again. A redelivered activation runs it: the one before it failed or died,
+// again. Any activation that finds the stage dispatched runs it: the one
+// before it may have failed or died,
 // maybe in an inline step (which has no message) or between a step_created
 // and its publish. Steps whose messages exist are deduplicated by their
 // message IDs; a step still running elsewhere may run twice (at least once,

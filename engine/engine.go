@@ -257,11 +257,11 @@ func (e *Engine) handle(ctx context.Context, d world.Delivery) error {
 	if m.kind == kindStep {
 		return e.onStep(ctx, &m, d)
 	}
-	return e.onWorkflow(ctx, &m, d.Attempt > 1 || m.recover)
+	return e.onWorkflow(ctx, &m)
 }
 
 // onWorkflow is an orchestrator invocation from the queue.
-func (e *Engine) onWorkflow(ctx context.Context, m *message, redelivered bool) error {
+func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
 	run, err := e.w.GetRun(ctx, m.run)
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
@@ -277,7 +277,7 @@ func (e *Engine) onWorkflow(ctx context.Context, m *message, redelivered bool) e
 		e.failRun(ctx, m.run, err)
 		return nil
 	}
-	inv := &invocation{run: m.run, prog: prog, redelivered: redelivered}
+	inv := &invocation{run: m.run, prog: prog}
 	if m.hookToken != "" {
 		// A lazily resumed hook: replay re-ensures hook_received (deduplicated
 		// by the resume id) unless the log it loads already has it.

@@ -27,8 +27,9 @@ type message struct {
 	// runContext: the message carries the run identity, so the consumer
 	// skips the runs.get before its claim.
 	runContext bool
-	// recover: a workflow message handed on by an activation that failed
-	// part-way (a continuation hand-off): replay it as a redelivery.
+	// recover marks a workflow message handed on by an activation that
+	// failed part-way (a continuation hand-off), for traces: its activation
+	// recovers like any other, from the log.
 	recover bool
 	// hookToken, resumeID, payload: a lazy hook resume carried on the
 	// orchestrator message, re-ensured by the consumer before replay.

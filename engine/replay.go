@@ -143,10 +143,6 @@ type invocation struct {
 	// ensure is an event the replay must find in the log, or write before it
 	// derives anything (a lazily resumed hook's hook_received).
 	ensure *world.Event
-	// redelivered: an earlier activation for this work died or failed, so
-	// steps it created may have no message (an inline step it was running,
-	// or a crash between step_created and the publish).
-	redelivered bool
 }
 
 // maxPreconditionRetries bounds the reloads after a guarded write was rejected.

@@ -86,7 +86,7 @@ func (e *Engine) continueRun(ctx context.Context, inv *invocation) error {
 	}
 	e.stats.handoffs.Add(1)
 	// The failed replay may have created steps it never published: the
-	// hand-off is replayed as a redelivery, which republishes them.
+	// hand-off's activation finds the stage dispatched and republishes them.
 	m := message{kind: kindWorkflow, run: inv.run, recover: true}
 	key := "wf/" + inv.run + "/cont/" + strconv.FormatInt(int64(e.rt.Now()), 10)
 	if _, perr := e.w.Publish(ctx, world.Message{ID: key, Run: inv.run, Body: m.encode()}, world.PublishOptions{}); perr != nil {
@@ -105,7 +105,7 @@ func (e *Engine) recheck(ctx context.Context, m *message) error {
 		}
 		return err
 	}
-	return e.replay(ctx, &invocation{run: m.run, prog: prog, redelivered: true})
+	return e.replay(ctx, &invocation{run: m.run, prog: prog})
 }
 
 // claim appends step_started.
