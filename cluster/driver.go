@@ -334,7 +334,7 @@ func (d *Coordinator) probe(ctx context.Context, id, prefix string, rt world.Run
 		if len(m.Data) != 8 {
 			return Clock{}, fmt.Errorf("the worker has no cell %s", prefix)
 		}
-		samples = append(samples, ClockSample{Send: send, Recv: recv, Worker: time.Duration(binary.BigEndian.Uint64(m.Data))})
+		samples = append(samples, ClockSample{Send: send, Recv: recv, Remote: time.Duration(binary.BigEndian.Uint64(m.Data))})
 	}
 	clk, ok := EstimateOffset(samples)
 	if !ok {
