@@ -26,7 +26,7 @@ func TestRegistry(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Lookup("redis"); err == nil || !strings.Contains(err.Error(), `unknown world "redis" (known: nats, mem, sim)`) {
+	if _, err := Lookup("redis"); err == nil || !strings.Contains(err.Error(), `unknown world "redis" (known: nats, mem, postgres, sim)`) {
 		t.Errorf("Lookup(redis): %v", err)
 	}
 }

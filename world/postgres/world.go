@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	}
 	pc.MaxConns = int32(cfg.MaxConns)
 	pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
-	pc.ConnConfig.RuntimeParams["application_name"] = "durabench"
+	pc.ConnConfig.RuntimeParams["application_name"] = "durabench " + cfg.Schema // which world a backend serves, in pg_stat_activity
 	w := &World{
 		cfg: cfg,
 		rt:  world.NewReal(),
