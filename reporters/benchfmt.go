@@ -11,6 +11,7 @@ import (
 
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // Benchfmt writes f in the Go benchmark format
@@ -112,7 +113,7 @@ func benchfmtMetrics(c *results.Cell) []string {
 // benchfmtName is "Scenario/key=value/...": the cell key as sub-benchmark
 // configuration, which benchstat can split into columns (-col, -row).
 func benchfmtName(c *results.Cell) string {
-	k := results.KeyOf(c)
+	k := stats.KeyOf(c)
 	parts := []string{benchfmtTitle(k.Scenario)}
 	if k.Branches != 0 {
 		parts = append(parts, "branches="+strconv.Itoa(k.Branches))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // metricOrder is the order metrics appear in tables: the headline latency
@@ -86,16 +87,16 @@ func switchSet(c *results.Cell) string {
 	return strings.Join(c.Switches, ",")
 }
 
-// cellKey identifies a cell across two results files (results.KeyOf, the
+// cellKey identifies a cell across two results files (stats.KeyOf, the
 // key compare and gate match cells by).
-func cellKey(c *results.Cell) results.CellKey { return results.KeyOf(c) }
+func cellKey(c *results.Cell) stats.CellKey { return stats.KeyOf(c) }
 
 // cellIndex maps cellKey to the cell, for finding a baseline's matching cell.
-func cellIndex(f *results.File) map[results.CellKey]*results.Cell {
+func cellIndex(f *results.File) map[stats.CellKey]*results.Cell {
 	if f == nil {
 		return nil
 	}
-	m := make(map[results.CellKey]*results.Cell, len(f.Cells))
+	m := make(map[stats.CellKey]*results.Cell, len(f.Cells))
 	for i := range f.Cells {
 		m[cellKey(&f.Cells[i])] = &f.Cells[i]
 	}

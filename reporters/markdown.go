@@ -11,6 +11,7 @@ import (
 
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // Marks used in the markdown report; the footer explains each.
@@ -69,7 +70,7 @@ func fullDetail(opt Options) detail {
 }
 
 type sigKey struct {
-	cell   results.CellKey
+	cell   stats.CellKey
 	metric string
 }
 
@@ -77,10 +78,10 @@ type sigKey struct {
 type markdown struct {
 	f    *results.File
 	opt  Options
-	base map[results.CellKey]*results.Cell
+	base map[stats.CellKey]*results.Cell
 	// sig holds the Mann-Whitney test per cell and metric, from
-	// results.Compare, where both sides kept per-run values.
-	sig     map[sigKey]results.Significance
+	// stats.Compare, where both sides kept per-run values.
+	sig     map[sigKey]stats.Significance
 	lab     labeler
 	groups  []scenarioGroup
 	history []*results.File // newest first
@@ -95,8 +96,8 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 	if opt.Baseline != nil && opt.Baseline.Methodology == f.Methodology {
 		m.base = cellIndex(opt.Baseline)
 		m.comparable = true
-		if cmp, err := results.Compare(opt.Baseline, f, results.CompareOptions{}); err == nil {
-			m.sig = map[sigKey]results.Significance{}
+		if cmp, err := stats.Compare(opt.Baseline, f, stats.CompareOptions{}); err == nil {
+			m.sig = map[sigKey]stats.Significance{}
 			for _, mc := range cmp.Metrics {
 				for _, r := range mc.Rows {
 					if r.InBase && r.InHead && r.Base.N > 0 && r.Head.N > 0 {
@@ -287,7 +288,7 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 	}
 	// Significance needs per-run values on both sides; a baseline read back
 	// from a comment carries none, and then marks rely on Δ% alone.
-	var sig *results.Significance
+	var sig *stats.Significance
 	if s, ok := m.sig[sigKey{cellKey(c), name}]; ok && bm != nil {
 		sig = &s
 	}
@@ -370,12 +371,12 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 					ids = append(ids, fmt.Sprintf("… %d more", len(c.StalledRuns)-i))
 					break
 				}
-				t := "TTLS " + results.FormatMicros(r.TTLSMS*1000)
+				t := "TTLS " + stats.FormatMicros(r.TTLSMS*1000)
 				switch {
 				case r.NotStarted:
 					t = "never started"
 				case !r.Finished:
-					t = "unfinished after " + results.FormatMicros(r.TTLSMS*1000)
+					t = "unfinished after " + stats.FormatMicros(r.TTLSMS*1000)
 				}
 				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, t))
 			}
@@ -430,7 +431,7 @@ func workerLines(g scenarioGroup, lab labeler) []string {
 		var ws []string
 		for _, w := range c.WorkerStats {
 			s := fmt.Sprintf("`%s` (offset %s ± %s, %d steps", w.Worker, signedMicros(w.OffsetUS),
-				results.FormatMicros(w.RTTUS/2), w.Steps)
+				stats.FormatMicros(w.RTTUS/2), w.Steps)
 			switch {
 			case w.Lost:
 				s += ", lost"
@@ -450,9 +451,9 @@ func workerLines(g scenarioGroup, lab labeler) []string {
 // reports).
 func signedMicros(us float64) string {
 	if us < 0 {
-		return results.FormatMicros(us)
+		return stats.FormatMicros(us)
 	}
-	return "+" + results.FormatMicros(us)
+	return "+" + stats.FormatMicros(us)
 }
 
 // slopes lists the STSO slope over the step index of sequential cells: the
@@ -463,7 +464,7 @@ func (m *markdown) slopes(sb *strings.Builder, g scenarioGroup) {
 		if c.STSOSlopeUS == nil {
 			continue
 		}
-		s := fmt.Sprintf("`%s` %s/step", m.lab.label(c), results.FormatMicros(*c.STSOSlopeUS))
+		s := fmt.Sprintf("`%s` %s/step", m.lab.label(c), stats.FormatMicros(*c.STSOSlopeUS))
 		if b := m.base[cellKey(c)]; b != nil && b.STSOSlopeUS != nil {
 			s += " " + deltaText(*b.STSOSlopeUS, *c.STSOSlopeUS)
 		}
@@ -578,7 +579,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 	n = min(n, len(m.history))
 	type col struct {
 		scenario, metric string
-		keys             map[results.CellKey]bool
+		keys             map[stats.CellKey]bool
 	}
 	var cols []col
 	for _, g := range m.groups {
@@ -586,7 +587,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 		if h == "" {
 			continue
 		}
-		keys := map[results.CellKey]bool{}
+		keys := map[stats.CellKey]bool{}
 		for _, c := range g.Cells {
 			keys[cellKey(c)] = true
 		}
@@ -623,7 +624,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 				sb.WriteString(" - |")
 				continue
 			}
-			fmt.Fprintf(sb, " %s |", results.FormatMicros(results.Geomean(p50s)))
+			fmt.Fprintf(sb, " %s |", stats.FormatMicros(stats.Geomean(p50s)))
 		}
 		sb.WriteString("\n")
 	}
@@ -665,7 +666,7 @@ func (m *markdown) footer(sb *strings.Builder) {
 	fmt.Fprintf(sb, "%s marks a percentile over its target (within target is left unmarked). "+
 		"Δ%% compares each figure with the baseline's matching cell; %s is more than %.0f%% slower, %s more than %.0f%% faster, ±0%% is under 0.5%%. "+
 		"%s in the n column: the change is not statistically significant (Mann-Whitney U on per-run values, α = %.2f), and its marks are dropped.\n\n",
-		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, results.Alpha)
+		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, stats.Alpha)
 	if t := m.targetsLine(); t != "" {
 		sb.WriteString(t + "\n\n")
 	}

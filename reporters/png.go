@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // Chart size: legible on a laptop screen and in a GitHub comment.
@@ -223,7 +224,7 @@ func slug(parts ...string) string {
 // charts holds what every chart of one report shares.
 type charts struct {
 	f      *results.File
-	base   map[results.CellKey]*results.Cell
+	base   map[stats.CellKey]*results.Cell
 	baseF  *results.File
 	lab    labeler
 	groups []scenarioGroup
@@ -254,7 +255,7 @@ func newCharts(f, baseline *results.File) *charts {
 
 // familyKey is a cell's key without its version (and, with switches false,
 // without its switch set): the cells a chart draws side by side.
-func familyKey(c *results.Cell, switches bool) results.CellKey {
+func familyKey(c *results.Cell, switches bool) stats.CellKey {
 	k := cellKey(c)
 	k.Version = ""
 	if !switches {
@@ -267,7 +268,7 @@ func familyKey(c *results.Cell, switches bool) results.CellKey {
 func cellFamilies(cells []*results.Cell) [][]*results.Cell { return cellFamiliesBy(cells, true) }
 
 func cellFamiliesBy(cells []*results.Cell, switches bool) [][]*results.Cell {
-	idx := map[results.CellKey]int{}
+	idx := map[stats.CellKey]int{}
 	var out [][]*results.Cell
 	for _, c := range cells {
 		k := familyKey(c, switches)
@@ -627,7 +628,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		}
 		if !s.base {
 			last := s.pts[len(s.pts)-1]
-			ends = append(ends, endLabel{last.Y, s.name + " " + results.FormatMicros(last.Y*1000), s.col})
+			ends = append(ends, endLabel{last.Y, s.name + " " + stats.FormatMicros(last.Y*1000), s.col})
 		}
 	}
 	addSwitchKey(p, g.Cells)

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // Text writes a compact terminal table per scenario: for each cell its runs,
@@ -33,7 +34,7 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 	if f.VirtualTime {
 		fmt.Fprintln(ew, "virtual time: every figure is simulated time (sim world), not wall-clock")
 	}
-	var base map[results.CellKey]*results.Cell
+	var base map[stats.CellKey]*results.Cell
 	if opt.Baseline != nil && opt.Baseline.Methodology == f.Methodology {
 		base = cellIndex(opt.Baseline) // other methodologies are never compared
 	}
@@ -75,7 +76,7 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 			if head != "" {
 				m, ok := c.Metrics[head]
 				if ok && m.Count > 0 {
-					p50 := results.FormatMicros(float64(m.P50))
+					p50 := stats.FormatMicros(float64(m.P50))
 					if b := base[cellKey(c)]; b != nil {
 						if bm, ok := b.Metrics[head]; ok && bm.Count > 0 {
 							p50 += " " + deltaText(float64(bm.P50), float64(m.P50))
@@ -120,7 +121,7 @@ func firstMetric(cells []*results.Cell, name string) (results.Metric, bool) {
 	return results.Metric{}, false
 }
 
-func fmtUS(us int64) string { return results.FormatMicros(float64(us)) }
+func fmtUS(us int64) string { return stats.FormatMicros(float64(us)) }
 
 // errWriter keeps the first write error so a report's many small writes need
 // one check at the end.

@@ -24,6 +24,13 @@ import (
 // schema), or inconsistent. The CLI maps it to exit code 2.
 var ErrInvalid = errors.New("invalid results file")
 
+// ErrSweepFailed is matched by every error saying a sweep itself failed, so
+// its results file is partial or records an error (the CLI exits 3 on it):
+// sweep.Run's, when a world could not be set up or died mid-sweep, and
+// stats.GateReport.Err's, when the head sweep failed or is partial — its
+// numbers are not a verdict.
+var ErrSweepFailed = errors.New("sweep failed")
+
 // InvalidError says which file and which field made it unusable.
 type InvalidError struct {
 	// File is the path (or name) of the file.

@@ -1,7 +1,7 @@
-// Package results holds the results file of a sweep: its schema (one
-// versioned JSON document), atomic writing, the partial-cell journal, reading
-// with validation, the history store, and the statistics and gate rules that
-// compare two sweeps.
+// Package results is the results file of a sweep: its schema (one versioned
+// JSON document), building a cell's summary from its timelines, atomic
+// writing, the partial-cell journal, reading with validation, and the history
+// store. Comparing two files (statistics, compare, gate) is package stats.
 package results
 
 import (

@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/durabench/durabench/results"
 )
 
 // ErrMethodology is returned when two results files measured their metrics
-// differently (File.Methodology differs): their numbers are never compared.
-// It matches ErrInvalid (an input error, exit 2).
+// differently (results.File.Methodology differs): their numbers are never compared.
+// It matches results.ErrInvalid (an input error, exit 2).
 var ErrMethodology error = &inputError{"results measured with different methodology"}
 
 // CellKey identifies a cell of the matrix across sweeps: two cells with the
@@ -34,7 +36,7 @@ type CellKey struct {
 }
 
 // KeyOf returns the key of c.
-func KeyOf(c *Cell) CellKey {
+func KeyOf(c *results.Cell) CellKey {
 	return CellKey{
 		Scenario: c.Scenario,
 		Branches: c.Branches,
@@ -238,7 +240,7 @@ type Comparison struct {
 
 // planWarnings lists the settings outside the cell key that differ between
 // base and head.
-func planWarnings(base, head *File) []string {
+func planWarnings(base, head *results.File) []string {
 	var w []string
 	diff := func(name string, b, h any) {
 		if b != h {
@@ -355,7 +357,7 @@ func sortMetrics(names []string) {
 	})
 }
 
-func sweepInfo(f *File, label, fallback string) SweepInfo {
+func sweepInfo(f *results.File, label, fallback string) SweepInfo {
 	if label == "" {
 		label = shortCommit(f.GitCommit)
 	}
@@ -376,7 +378,7 @@ func shortCommit(c string) string {
 }
 
 // checkComparable refuses files whose numbers cannot be compared.
-func checkComparable(base, head *File) error {
+func checkComparable(base, head *results.File) error {
 	if base == nil || head == nil {
 		return fmt.Errorf("compare: %w: missing results file", ErrRules)
 	}
@@ -388,8 +390,8 @@ func checkComparable(base, head *File) error {
 
 // indexCells maps each cell key of f to its cell. A key seen twice keeps
 // the first cell (a well-formed file has unique keys).
-func indexCells(f *File) (map[CellKey]*Cell, []CellKey) {
-	idx := make(map[CellKey]*Cell, len(f.Cells))
+func indexCells(f *results.File) (map[CellKey]*results.Cell, []CellKey) {
+	idx := make(map[CellKey]*results.Cell, len(f.Cells))
 	var keys []CellKey
 	for i := range f.Cells {
 		k := KeyOf(&f.Cells[i])
@@ -408,7 +410,7 @@ func indexCells(f *File) (map[CellKey]*Cell, []CellKey) {
 // the run, error and stall counts. Cells on one side only are listed, never
 // dropped. It refuses (ErrMethodology) files measured with different
 // methodology.
-func Compare(base, head *File, opt CompareOptions) (*Comparison, error) {
+func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) {
 	if err := checkComparable(base, head); err != nil {
 		return nil, err
 	}
@@ -449,7 +451,7 @@ func Compare(base, head *File, opt CompareOptions) (*Comparison, error) {
 	}
 	names := map[string]bool{}
 	for _, k := range all {
-		for _, cell := range []*Cell{bIdx[k], hIdx[k]} {
+		for _, cell := range []*results.Cell{bIdx[k], hIdx[k]} {
 			if cell == nil {
 				continue
 			}

@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/durabench/durabench/results"
 )
 
 // synthCell is a fan-out cell on the sim world whose TTFS and TTLS are
@@ -28,18 +30,18 @@ var synthMatrix = []synthCell{
 
 // synthFile draws a sweep of the matrix: runs per cell, log-space noise
 // sigma, every latency scaled by factor.
-func synthFile(seed uint64, runs int, sigma, factor float64, cells []synthCell) *File {
+func synthFile(seed uint64, runs int, sigma, factor float64, cells []synthCell) *results.File {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	f := &File{
-		Schema: Schema, Methodology: Methodology, DurabenchVersion: "0.1.0-test",
+	f := &results.File{
+		Schema: results.Schema, Methodology: results.Methodology, DurabenchVersion: "0.1.0-test",
 		GitCommit: "0123456789abcdef0123", StartedAt: time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC),
 		VirtualTime: true,
 	}
 	for _, c := range cells {
-		f.Cells = append(f.Cells, Cell{
+		f.Cells = append(f.Cells, results.Cell{
 			Scenario: "fanout", Branches: c.branches, Version: c.version,
 			World: "sim", Profile: "cloud", Runs: runs,
-			Metrics: map[string]Metric{
+			Metrics: map[string]results.Metric{
 				"ttfs": synthMetric(lognormal(rng, runs, c.ttfsUS, sigma, factor)),
 				"ttls": synthMetric(lognormal(rng, runs, c.ttlsUS, sigma, factor)),
 			},
@@ -49,15 +51,15 @@ func synthFile(seed uint64, runs int, sigma, factor float64, cells []synthCell) 
 }
 
 func TestCellKey(t *testing.T) {
-	a := KeyOf(&Cell{Scenario: "fanout", Branches: 256, Version: "resilient", Switches: []string{"lazy-hook-resume=0", "resilient-step-dispatch=0"}, World: "nats", Profile: "none"})
-	b := KeyOf(&Cell{Scenario: "fanout", Branches: 256, Version: "resilient", Switches: []string{"resilient-step-dispatch=0+lazy-hook-resume=0"}, World: "nats", Profile: "none"})
+	a := KeyOf(&results.Cell{Scenario: "fanout", Branches: 256, Version: "resilient", Switches: []string{"lazy-hook-resume=0", "resilient-step-dispatch=0"}, World: "nats", Profile: "none"})
+	b := KeyOf(&results.Cell{Scenario: "fanout", Branches: 256, Version: "resilient", Switches: []string{"resilient-step-dispatch=0+lazy-hook-resume=0"}, World: "nats", Profile: "none"})
 	if a != b {
 		t.Errorf("switch spellings key differently: %v vs %v", a, b)
 	}
 	if got, want := a.String(), "fanout/branches=256/version=resilient/switches=lazy-hook-resume=0+resilient-step-dispatch=0/world=nats/profile=none"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
-	none := KeyOf(&Cell{Scenario: "sequential", Steps: 50, Options: map[string]string{"b": "2", "a": "1"}, Version: "v", Switches: []string{"none"}, World: "mem", Profile: "lan"})
+	none := KeyOf(&results.Cell{Scenario: "sequential", Steps: 50, Options: map[string]string{"b": "2", "a": "1"}, Version: "v", Switches: []string{"none"}, World: "mem", Profile: "lan"})
 	if got, want := none.String(), "sequential/steps=50/options=a=1,b=2/version=v/switches=none/world=mem/profile=lan"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
@@ -169,11 +171,11 @@ func TestCompareIdentical(t *testing.T) {
 func TestCompareMethodologyMismatch(t *testing.T) {
 	base := synthFile(1, 10, 0.1, 1, synthMatrix)
 	head := synthFile(2, 10, 0.1, 1, synthMatrix)
-	head.Methodology = Methodology + 1
+	head.Methodology = results.Methodology + 1
 	if _, err := Compare(base, head, CompareOptions{}); !errors.Is(err, ErrMethodology) {
 		t.Errorf("Compare across methodologies: err = %v, want ErrMethodology", err)
 	}
-	if _, err := Gate(head, base, DefaultRules()); !errors.Is(err, ErrMethodology) || !errors.Is(err, ErrInvalid) {
+	if _, err := Gate(head, base, DefaultRules()); !errors.Is(err, ErrMethodology) || !errors.Is(err, results.ErrInvalid) {
 		t.Errorf("Gate across methodologies: err = %v, want ErrMethodology (an ErrInvalid)", err)
 	}
 }

@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"bufio"
@@ -8,22 +8,24 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/durabench/durabench/results"
 )
 
 // ErrRules marks a gate configuration error: a rule that does not parse, a
 // rule that matches no cell, or a relative rule without a baseline. It
-// matches ErrInvalid too, so the CLI exits 2 on it.
+// matches results.ErrInvalid too, so the CLI exits 2 on it.
 var ErrRules error = &inputError{"invalid gate rules"}
 
 // inputError is a sentinel for input that is unusable although no results
 // file is malformed; like a bad file, it is a usage or input error (exit 2),
-// so it matches ErrInvalid.
+// so it matches results.ErrInvalid.
 type inputError struct{ msg string }
 
 func (e *inputError) Error() string { return e.msg }
 
-// Is makes errors.Is(err, ErrInvalid) hold.
-func (e *inputError) Is(target error) bool { return target == ErrInvalid }
+// Is makes errors.Is(err, results.ErrInvalid) hold.
+func (e *inputError) Is(target error) bool { return target == results.ErrInvalid }
 
 // Rule is one gate rule, e.g.
 //

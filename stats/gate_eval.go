@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"errors"
@@ -6,17 +6,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/durabench/durabench/results"
 )
 
 // ErrGateFailed is returned by GateReport.Err when a rule failed (the CLI
 // exits 1 on it).
 var ErrGateFailed = errors.New("gate failed")
-
-// ErrSweepFailed is matched by every error saying a sweep itself failed (the
-// CLI exits 3 on it): sweep.Run's, when a world could not be set up or died
-// mid-sweep, and GateReport.Err's, when the head sweep failed or is partial
-// — its numbers are not a verdict.
-var ErrSweepFailed = errors.New("sweep failed")
 
 // Verdict is the outcome of one rule on one cell.
 type Verdict string
@@ -150,13 +146,13 @@ func (r *GateReport) outcome() gateOutcome {
 	return gatePassed
 }
 
-// Err is nil when the gate passed, else an error matching ErrSweepFailed,
+// Err is nil when the gate passed, else an error matching results.ErrSweepFailed,
 // ErrRules or ErrGateFailed, in this order of precedence, that names the
 // cause.
 func (r *GateReport) Err() error {
 	switch r.outcome() {
 	case gateSweepFailed:
-		return fmt.Errorf("%w: %s", ErrSweepFailed, r.SweepFailed)
+		return fmt.Errorf("%w: %s", results.ErrSweepFailed, r.SweepFailed)
 	case gateUnmatched:
 		var names []string
 		for _, rule := range r.Unmatched() {
@@ -181,7 +177,7 @@ func (r *GateReport) Err() error {
 // error matching ErrRules when a relative rule has no baseline to compare
 // with, and ErrMethodology when the files are not comparable; everything
 // else, including rules that match no cell, is in the report.
-func Gate(head, base *File, rules []Rule) (*GateReport, error) {
+func Gate(head, base *results.File, rules []Rule) (*GateReport, error) {
 	if head == nil {
 		return nil, fmt.Errorf("gate: %w: no head results", ErrRules)
 	}
@@ -204,7 +200,7 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 	case head.Partial:
 		rep.SweepFailed = "the head results are partial: not every planned cell ran"
 	}
-	var bIdx map[CellKey]*Cell
+	var bIdx map[CellKey]*results.Cell
 	if base != nil {
 		rep.Base, rep.HasBaseline = sweepInfo(base, "", "base"), true
 		rep.Warnings = planWarnings(base, head)
@@ -236,7 +232,7 @@ func Gate(head, base *File, rules []Rule) (*GateReport, error) {
 				continue // the selector matched, the metric does not apply here
 			}
 			if rule.Relative {
-				var bm *Metric
+				var bm *results.Metric
 				if bc := bIdx[k]; bc != nil {
 					if x, ok := bc.Metrics[rule.Metric]; ok {
 						bm = &x
@@ -257,7 +253,7 @@ func newCheck(k CellKey) Check {
 	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN()}
 }
 
-func checkCount(rule Rule, k CellKey, cell *Cell) Check {
+func checkCount(rule Rule, k CellKey, cell *results.Cell) Check {
 	c := newCheck(k)
 	switch rule.Count {
 	case "stalls":
@@ -281,7 +277,7 @@ func checkCount(rule Rule, k CellKey, cell *Cell) Check {
 }
 
 // stalledNote names up to three stalled runs with their TTLS.
-func stalledNote(runs []StalledRun) string {
+func stalledNote(runs []results.StalledRun) string {
 	var parts []string
 	for i, r := range runs {
 		if i == 3 {
@@ -302,7 +298,7 @@ func stalledNote(runs []StalledRun) string {
 	return strings.Join(parts, ", ")
 }
 
-func checkAbsolute(rule Rule, k CellKey, m Metric) Check {
+func checkAbsolute(rule Rule, k CellKey, m results.Metric) Check {
 	c := newCheck(k)
 	if m.Count == 0 {
 		c.Verdict, c.Note = Fail, "no values"
@@ -325,7 +321,7 @@ type testKey struct {
 	metric string
 }
 
-func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64, tests testCache) Check {
+func checkRelative(rule Rule, k CellKey, m results.Metric, base *results.Metric, alpha float64, tests testCache) Check {
 	c := newCheck(k)
 	if m.Count == 0 {
 		c.Verdict, c.Note = Fail, "no values"
@@ -381,7 +377,7 @@ func checkRelative(rule Rule, k CellKey, m Metric, base *Metric, alpha float64, 
 }
 
 // statOf returns the named statistic of m's summary, in microseconds.
-func statOf(m Metric, stat string) float64 {
+func statOf(m results.Metric, stat string) float64 {
 	switch stat {
 	case "min":
 		return float64(m.Min)

@@ -4,11 +4,11 @@
 // the sim world with the cloud profile, in virtual time. Slow (about a
 // hundred sweeps), so behind a build tag:
 //
-//	go test -tags acceptance -run SimAcceptance -v -timeout 1h ./results/
+//	go test -tags acceptance -run SimAcceptance -v -timeout 1h ./stats/
 //
 // -pairs N runs fewer pairs (a smoke test; the thresholds scale).
 
-package results_test
+package stats_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 	"github.com/durabench/durabench/sweep"
 )
 
@@ -78,7 +79,7 @@ func TestSimAcceptance(t *testing.T) {
 	for i := range pairs {
 		base := simSweep(t, int64(1000+2*i), "")
 		head := simSweep(t, int64(1001+2*i), "")
-		rep, err := results.Gate(head, base, results.DefaultRules())
+		rep, err := stats.Gate(head, base, stats.DefaultRules())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestSimAcceptance(t *testing.T) {
 		}
 		for name, faults := range slower {
 			slow := simSweep(t, int64(1001+2*i), faults)
-			rep, err := results.Gate(slow, base, results.DefaultRules())
+			rep, err := stats.Gate(slow, base, stats.DefaultRules())
 			if err != nil {
 				t.Fatal(err)
 			}

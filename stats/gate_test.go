@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/durabench/durabench/results"
 )
 
 func TestParseRules(t *testing.T) {
@@ -100,7 +102,7 @@ func TestParseRulesMalformed(t *testing.T) {
 		if err.Error() != tc.want {
 			t.Errorf("%q:\n got %s\nwant %s", tc.text, err, tc.want)
 		}
-		if !errors.Is(err, ErrRules) || !errors.Is(err, ErrInvalid) {
+		if !errors.Is(err, ErrRules) || !errors.Is(err, results.ErrInvalid) {
 			t.Errorf("%q: error does not match ErrRules and ErrInvalid", tc.text)
 		}
 		var re *RuleError
@@ -171,7 +173,7 @@ func mustRules(t *testing.T, text string) []Rule {
 	return rules
 }
 
-func gateOf(t *testing.T, head, base *File, rules []Rule) *GateReport {
+func gateOf(t *testing.T, head, base *results.File, rules []Rule) *GateReport {
 	t.Helper()
 	rep, err := Gate(head, base, rules)
 	if err != nil {
@@ -257,10 +259,10 @@ func TestGateSmallShiftPasses(t *testing.T) {
 func TestGateOverThresholdButNotSignificant(t *testing.T) {
 	// Three runs a side can never reach p < 0.05: a 50% jump is reported
 	// but does not fail the gate.
-	mk := func(vals ...int64) *File {
-		return &File{Schema: Schema, Methodology: Methodology, Cells: []Cell{{
+	mk := func(vals ...int64) *results.File {
+		return &results.File{Schema: results.Schema, Methodology: results.Methodology, Cells: []results.Cell{{
 			Scenario: "fanout", Branches: 20, Version: "v", World: "sim", Profile: "none", Runs: len(vals),
-			Metrics: map[string]Metric{"ttls": synthMetric(vals)},
+			Metrics: map[string]results.Metric{"ttls": synthMetric(vals)},
 		}}}
 	}
 	rep := gateOf(t, mk(150, 151, 152), mk(100, 101, 102), mustRules(t, "ttls.p50 < 1.1x baseline"))
@@ -273,11 +275,11 @@ func TestGateOverThresholdButNotSignificant(t *testing.T) {
 func TestGateAbsoluteRules(t *testing.T) {
 	f := synthFile(1, 30, 0.05, 1, synthMatrix) // ttfs medians 28..45 ms
 	f.Cells[2].Stalls = 1
-	f.Cells[2].StalledRuns = []StalledRun{{Run: "run-17", TTLSMS: 306000, Finished: true}}
+	f.Cells[2].StalledRuns = []results.StalledRun{{Run: "run-17", TTLSMS: 306000, Finished: true}}
 	f.Cells[3].Stalls = 4
-	f.Cells[3].StalledRuns = []StalledRun{{Run: "run-1", TTLSMS: 60000}, {Run: "run-2", NotStarted: true}, {Run: "run-3", NotStarted: true}, {Run: "run-4", NotStarted: true}}
+	f.Cells[3].StalledRuns = []results.StalledRun{{Run: "run-1", TTLSMS: 60000}, {Run: "run-2", NotStarted: true}, {Run: "run-3", NotStarted: true}, {Run: "run-4", NotStarted: true}}
 	f.Cells[4].Errors = 2
-	f.Cells[4].FailedRuns = []FailedRun{{Run: "run-3", Error: "world: transient"}}
+	f.Cells[4].FailedRuns = []results.FailedRun{{Run: "run-3", Error: "world: transient"}}
 	rep := gateOf(t, f, nil, mustRules(t, `
 ttfs.p75 < 200ms
 ttfs{branches=256}.p50 < 42ms
@@ -363,7 +365,7 @@ func TestGateInputErrors(t *testing.T) {
 	partial := *f
 	partial.Partial = true
 	rep := gateOf(t, &partial, f, DefaultRules())
-	if rep.outcome() != gateSweepFailed || !errors.Is(rep.Err(), ErrSweepFailed) {
+	if rep.outcome() != gateSweepFailed || !errors.Is(rep.Err(), results.ErrSweepFailed) {
 		t.Errorf("partial head: outcome %d %v, want sweep failed", rep.outcome(), rep.Err())
 	}
 }

@@ -1,10 +1,15 @@
-package results
+// Package stats compares sweeps read from results files: the statistics of a
+// sample of per-run values (median with its confidence interval, Mann-Whitney
+// U tests, geometric means, as benchstat computes them), the A/B comparison
+// of two files cell by cell (Compare), the gate that turns rules into a
+// verdict (Gate), and their text and markdown renderings.
+package stats
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/aclements/go-moremath/stats"
+	moremath "github.com/aclements/go-moremath/stats"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -104,11 +109,11 @@ func MannWhitneyBeyond(base, head []int64, ratio float64, above bool, alpha floa
 	for i := range scaled {
 		scaled[i] *= ratio
 	}
-	alt := stats.LocationGreater
+	alt := moremath.LocationGreater
 	if !above {
-		alt = stats.LocationLess
+		alt = moremath.LocationLess
 	}
-	res, err := stats.MannWhitneyUTest(floats(head), scaled, alt)
+	res, err := moremath.MannWhitneyUTest(floats(head), scaled, alt)
 	if err != nil {
 		// Every value equal: nothing lies beyond anything.
 		return sig

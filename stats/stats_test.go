@@ -1,4 +1,4 @@
-package results
+package stats
 
 import (
 	"math"
@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/results"
 )
 
-// synthMetric builds a Metric from per-run values (µs) as NewMetric does,
-// without the HDR encoding: compare and gate never read it, and encoding
-// hundreds of histograms dominates the test time under -race.
-func synthMetric(values []int64) Metric {
-	m := Metric{Unit: string(metrics.Microseconds), Count: len(values), Values: slices.Clone(values)}
+// synthMetric builds a results.Metric from per-run values (µs) as
+// results.NewMetric does, without the HDR encoding: compare and gate never
+// read it, and encoding hundreds of histograms dominates the test time under
+// -race.
+func synthMetric(values []int64) results.Metric {
+	m := results.Metric{Unit: string(metrics.Microseconds), Count: len(values), Values: slices.Clone(values)}
 	if len(values) == 0 {
 		return m
 	}
@@ -31,7 +33,7 @@ func synthMetric(values []int64) Metric {
 
 func TestSynthMetricIsNewMetric(t *testing.T) {
 	vals := []int64{5, 1, 9, 3, 7, 2, 8}
-	want := NewMetric(vals, 0)
+	want := results.NewMetric(vals, 0)
 	want.HDR = ""
 	if got := synthMetric(vals); !reflect.DeepEqual(got, want) {
 		t.Errorf("synthMetric = %+v\nNewMetric   = %+v", got, want)

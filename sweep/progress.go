@@ -12,6 +12,7 @@ import (
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // Progress receives a sweep's progress. Run calls Start once, then per cell
@@ -44,13 +45,13 @@ func Summary(rc *results.Cell) string {
 	if _, ok = rc.Metrics[metrics.TTLS]; !ok {
 		name, m = "TTC", rc.Metrics[metrics.TTC]
 	}
-	s := fmt.Sprintf("%s p50 %s p99 %s, stalls %d", name, results.FormatMicros(float64(m.P50)),
-		results.FormatMicros(float64(m.P99)), rc.Stalls)
+	s := fmt.Sprintf("%s p50 %s p99 %s, stalls %d", name, stats.FormatMicros(float64(m.P50)),
+		stats.FormatMicros(float64(m.P99)), rc.Stalls)
 	if rc.Errors > 0 {
 		s += fmt.Sprintf(", errors %d", rc.Errors)
 	}
 	if rc.DriverLag != nil {
-		s += ", driver lag p99 " + results.FormatMicros(float64(rc.DriverLag.P99))
+		s += ", driver lag p99 " + stats.FormatMicros(float64(rc.DriverLag.P99))
 	}
 	if len(rc.Workers) > 0 {
 		s += externalSummary(rc)

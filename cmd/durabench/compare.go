@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // cmdCompare runs `durabench compare BASE HEAD`.
@@ -28,7 +29,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := results.Compare(base, head, results.CompareOptions{})
+	c, err := stats.Compare(base, head, stats.CompareOptions{})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/stats"
 	"github.com/durabench/durabench/sweep"
 	"github.com/durabench/durabench/world/profile"
 )
@@ -27,7 +28,7 @@ func exitCode(err error) int {
 	case errors.Is(err, sweep.ErrInterrupted):
 		return exitInterrupted
 	case errors.Is(err, sweep.ErrInvalid), errors.Is(err, results.ErrInvalid),
-		errors.Is(err, results.ErrRules), errors.Is(err, profile.ErrInvalid),
+		errors.Is(err, stats.ErrRules), errors.Is(err, profile.ErrInvalid),
 		errors.Is(err, scenarios.ErrUnknown), errors.Is(err, scenarios.ErrInvalid):
 		return exitUsage
 	}
@@ -39,14 +40,14 @@ func exitCode(err error) int {
 // rule matched no cell (the configuration is wrong), else 1 when a check
 // failed, else 0 (GateReport.Err reports the result in that order of
 // precedence).
-func gateExitCode(rep *results.GateReport) int {
+func gateExitCode(rep *stats.GateReport) int {
 	err := rep.Err()
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, results.ErrSweepFailed):
 		return exitFailed
-	case errors.Is(err, results.ErrRules):
+	case errors.Is(err, stats.ErrRules):
 		return exitUsage
 	}
 	return exitRegression

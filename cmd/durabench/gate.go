@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // cmdGate runs `durabench gate`: checks HEAD (against --baseline) with the
@@ -27,26 +28,26 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := textOrMD(*format); err != nil {
 		return -1, err
 	}
-	var rules []results.Rule
+	var rules []stats.Rule
 	if *rulesFile != "" {
 		fh, err := os.Open(*rulesFile)
 		if err != nil {
 			return -1, usageErr("--rules: %v", err)
 		}
 		defer fh.Close()
-		if rules, err = results.ParseRules(*rulesFile, fh); err != nil {
+		if rules, err = stats.ParseRules(*rulesFile, fh); err != nil {
 			return -1, err
 		}
 	}
 	for _, r := range inline {
-		rule, err := results.ParseRule(r)
+		rule, err := stats.ParseRule(r)
 		if err != nil {
 			return -1, err
 		}
 		rules = append(rules, rule)
 	}
 	if len(rules) == 0 {
-		rules = results.DefaultRules()
+		rules = stats.DefaultRules()
 	}
 	head, err := results.Read(pos[0])
 	if err != nil {
@@ -56,7 +57,7 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	rep, err := results.Gate(head, base, rules)
+	rep, err := stats.Gate(head, base, rules)
 	if err != nil {
 		return -1, err
 	}
