@@ -54,6 +54,10 @@ type Config struct {
 	// External, when set, runs the engine on workers elsewhere: the
 	// driver's engine only starts runs (see External).
 	External External
+	// Target, when set, is the engine under test: the driver starts runs
+	// and resumes hooks through it and hosts no engine (see Target). The
+	// World then only supplies the driver's clock.
+	Target Target
 	// OnRun, when set, is called after every run finished (warm-ups too),
 	// from the engine's task: it must not block.
 	OnRun func(p CellProgress)
@@ -105,32 +109,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	rec := metrics.NewRecorder()
 	hooks := NewHookResumer(rec, cfg.World.Runtime()) // resumes hooks as soon as they exist
-	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: hooks,
-		Concurrency: cfg.EngineConcurrency, Seed: cfg.Seed})
-	if err != nil {
-		return nil, fmt.Errorf("driver: %w", err)
-	}
 	// Runs and the engine keep working through an interruption (grace);
 	// they stop when the cell is over.
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
-	hooks.Bind(runCtx, eng)
-	if cfg.External != nil {
-		detach, err := cfg.External.Attach(runCtx, hooks)
-		if err != nil {
-			return nil, fmt.Errorf("driver: %w", err)
-		}
-		defer detach()
-	} else if err := eng.Start(runCtx); err != nil {
-		return nil, fmt.Errorf("driver: %w", err)
+	starter, err := startEngine(ctx, runCtx, cfg, hooks, rec)
+	if err != nil {
+		return nil, err
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Grace)
-		defer cancel()
-		_ = eng.Stop(stopCtx) // best effort: the cell's figures are already taken
-	}()
+	defer starter.stop()
 
-	d := &cellRun{cfg: cfg, rt: cfg.World.Runtime(), rec: rec, eng: eng, runCtx: runCtx}
+	d := &cellRun{cfg: cfg, rt: cfg.World.Runtime(), rec: rec, eng: starter.runs, runCtx: runCtx}
 	res := &Result{}
 	if cfg.Warmup > 0 {
 		w := d.phase(ctx, "w", cfg.Warmup, true)
@@ -160,11 +149,56 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// runStarter is what starts a cell's runs (the driver's engine, or a
+// target), and how to stop what startEngine started.
+type runStarter struct {
+	runs interface {
+		StartRun(ctx context.Context, id string, p engine.Program) error
+	}
+	stop func()
+}
+
+// startEngine starts the cell's engine: a target's session (no engine
+// here), or the driver's engine — consuming, or only starting runs for
+// external workers whose records it attaches.
+func startEngine(ctx, runCtx context.Context, cfg Config, hooks *HookResumer, rec *metrics.Recorder) (runStarter, error) {
+	if cfg.Target != nil {
+		hooks.Bind(runCtx, cfg.Target)
+		detach, err := cfg.Target.Attach(runCtx, hooks, rec.Fail)
+		if err != nil {
+			return runStarter{}, fmt.Errorf("driver: %w", err)
+		}
+		return runStarter{runs: cfg.Target, stop: detach}, nil
+	}
+	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: hooks,
+		Concurrency: cfg.EngineConcurrency, Seed: cfg.Seed})
+	if err != nil {
+		return runStarter{}, fmt.Errorf("driver: %w", err)
+	}
+	hooks.Bind(runCtx, eng)
+	detach := func() {}
+	if cfg.External != nil {
+		if detach, err = cfg.External.Attach(runCtx, hooks); err != nil {
+			return runStarter{}, fmt.Errorf("driver: %w", err)
+		}
+	} else if err := eng.Start(runCtx); err != nil {
+		return runStarter{}, fmt.Errorf("driver: %w", err)
+	}
+	return runStarter{runs: eng, stop: func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Grace)
+		defer cancel()
+		_ = eng.Stop(stopCtx) // best effort: the cell's figures are already taken
+		detach()
+	}}, nil
+}
+
 type cellRun struct {
-	cfg    Config
-	rt     world.Runtime
-	rec    *metrics.Recorder
-	eng    *engine.Engine
+	cfg Config
+	rt  world.Runtime
+	rec *metrics.Recorder
+	eng interface {
+		StartRun(ctx context.Context, id string, p engine.Program) error
+	}
 	runCtx context.Context
 }
 

@@ -42,7 +42,7 @@ type HookResumer struct {
 	rt  world.Runtime
 
 	mu      sync.Mutex
-	eng     *engine.Engine
+	eng     HookTarget
 	ctx     context.Context
 	pending []hookRef // hooks reported before Bind
 	resumed int
@@ -60,9 +60,15 @@ func NewHookResumer(rec *metrics.Recorder, rt world.Runtime) *HookResumer {
 	return &HookResumer{rec: rec, rt: rt}
 }
 
+// HookTarget resumes hooks: the driver's engine, or a target reached over
+// the target protocol.
+type HookTarget interface {
+	ResumeHook(ctx context.Context, token, resumeID string, payload []byte) error
+}
+
 // Bind sets the engine that resumes hooks and the context resumes run
 // under, and resumes any hook reported before.
-func (h *HookResumer) Bind(ctx context.Context, e *engine.Engine) {
+func (h *HookResumer) Bind(ctx context.Context, e HookTarget) {
 	h.mu.Lock()
 	h.eng, h.ctx = e, ctx
 	pending := h.pending

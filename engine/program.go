@@ -103,6 +103,17 @@ func (p Program) StepCount() int {
 	return n
 }
 
+// StepSeq is the ordinal in the whole run (0-based, stage order) of step
+// index of stage: StepSpan.Seq. A target that reports stages and indexes
+// gets its sequence numbers from here.
+func (p Program) StepSeq(stage, index int) int {
+	seq := 0
+	for i := 0; i < stage && i < len(p.Stages); i++ {
+		seq += stageSteps(p.Stages[i])
+	}
+	return seq + index
+}
+
 func (p Program) encode() []byte {
 	b, err := json.Marshal(p)
 	if err != nil {

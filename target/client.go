@@ -1,0 +1,144 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Timeouts of the client: a request that is not a long poll, and how long
+// a long poll waits on the target (the HTTP timeout adds PollSlack).
+const (
+	RequestTimeout = 10 * time.Second
+	PollWait       = 5 * time.Second
+	PollSlack      = 5 * time.Second
+)
+
+// maxBody bounds what the client reads of one answer: a target that
+// answers garbage fails the call, it cannot exhaust memory.
+const maxBody = 64 << 20
+
+// ErrProtocol is wrapped by every error about what a target answered (a
+// status, a body that does not decode): the target's fault, with its
+// message.
+var ErrProtocol = errors.New("target protocol")
+
+// Client speaks the protocol to one target.
+type Client struct {
+	base string
+	hc   *http.Client
+}
+
+// NewClient returns a client for the target at base (http://host:port).
+func NewClient(base string) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("target URL %q: want http://host:port", base)
+	}
+	return &Client{base: strings.TrimRight(base, "/"), hc: &http.Client{}}, nil
+}
+
+// URL is the target's base URL.
+func (c *Client) URL() string { return c.base }
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e ErrorReply
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b[:min(len(b), 200)]))
+		}
+		return fmt.Errorf("%w: %s %s: %s: %s", ErrProtocol, method, path, resp.Status, e.Error)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%w: %s %s: answer does not decode: %v", ErrProtocol, method, path, err)
+	}
+	return nil
+}
+
+// Info is GET /v1/info.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var i Info
+	if err := c.do(ctx, http.MethodGet, "/v1/info", nil, &i, RequestTimeout); err != nil {
+		return Info{}, err
+	}
+	if i.Protocol != ProtocolVersion {
+		return Info{}, fmt.Errorf("%w: %s speaks protocol %d, durabench %d", ErrProtocol, c.base, i.Protocol, ProtocolVersion)
+	}
+	if i.Engine == "" {
+		return Info{}, fmt.Errorf("%w: %s: info names no engine", ErrProtocol, c.base)
+	}
+	return i, nil
+}
+
+// Start is POST /v1/runs.
+func (c *Client) Start(ctx context.Context, req StartRequest) (StartReply, error) {
+	var r StartReply
+	err := c.do(ctx, http.MethodPost, "/v1/runs", req, &r, RequestTimeout)
+	return r, err
+}
+
+// Timeline is GET /v1/runs/{id}/timeline?after=…&wait=….
+func (c *Client) Timeline(ctx context.Context, run string, after int64, wait time.Duration) (Timeline, error) {
+	var t Timeline
+	path := "/v1/runs/" + url.PathEscape(run) + "/timeline?after=" + strconv.FormatInt(after, 10) + "&wait=" + wait.String()
+	if err := c.do(ctx, http.MethodGet, path, nil, &t, wait+PollSlack); err != nil {
+		return Timeline{}, err
+	}
+	switch t.Status {
+	case StatusRunning, StatusCompleted, StatusFailed:
+	default:
+		return Timeline{}, fmt.Errorf("%w: timeline of %s: status %q", ErrProtocol, run, t.Status)
+	}
+	return t, nil
+}
+
+// Resume is POST /v1/runs/{id}/hooks/{token}.
+func (c *Client) Resume(ctx context.Context, run, token string, req ResumeRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(run)+"/hooks/"+url.PathEscape(token), req, nil, RequestTimeout)
+}
+
+// Clock is GET /v1/clock.
+func (c *Client) Clock(ctx context.Context) (time.Duration, error) {
+	var r ClockReply
+	if err := c.do(ctx, http.MethodGet, "/v1/clock", nil, &r, RequestTimeout); err != nil {
+		return 0, err
+	}
+	return time.Duration(r.Now), nil
+}

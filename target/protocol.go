@@ -1,0 +1,157 @@
+// Package target is the durabench target protocol (v1): how durabench
+// drives an engine under test that it does not host — start a run, long-poll
+// its engine-side timeline, resume its hooks, sample its clock — over HTTP
+// and JSON. docs/target-protocol.md is the specification; this package holds
+// its wire types, a client (Client, and Session, which plugs a target into a
+// sweep's driver), a server that serves any Backend (Serve; the reference
+// engine is one: NewReference), and the conformance checker (Check).
+//
+// Timestamps are integers of nanoseconds on the target's own clock, the one
+// GET /v1/clock reads; the client converts them to the driver's clock with
+// an offset estimated from min-RTT clock samples, wrong by at most RTT/2.
+package target
+
+import (
+	"fmt"
+	"time"
+)
+
+// ProtocolVersion is the protocol version this package speaks.
+const ProtocolVersion = 1
+
+// Info is GET /v1/info: what the target is and what it can run.
+type Info struct {
+	Protocol int    `json:"protocol"`
+	Engine   string `json:"engine"`
+	Version  string `json:"version"`
+	// Clock describes the clock of every timestamp (free text, e.g.
+	// "monotonic ns since the server started").
+	Clock     string     `json:"clock"`
+	Scenarios []Scenario `json:"scenarios"`
+}
+
+// Scenario is a scenario the target supports, with its option limits.
+type Scenario struct {
+	Name string `json:"name"`
+	// Max bounds integer options (e.g. {"branches": 10000}); a cell over a
+	// limit is skipped with the limit as its reason.
+	Max map[string]int `json:"max,omitempty"`
+}
+
+// Supports reports whether info lists scenario name, and why not.
+func (i Info) Supports(name string, opts map[string]string) (bool, string) {
+	for _, s := range i.Scenarios {
+		if s.Name != name {
+			continue
+		}
+		for opt, limit := range s.Max {
+			var v int
+			if _, err := fmt.Sscan(opts[opt], &v); err == nil && v > limit {
+				return false, fmt.Sprintf("%s %s=%d is over its limit %d", i.Engine, opt, v, limit)
+			}
+		}
+		return true, ""
+	}
+	return false, fmt.Sprintf("%s does not support scenario %s", i.Engine, name)
+}
+
+// StartRequest is POST /v1/runs.
+type StartRequest struct {
+	// Run is durabench's run id; the target uses it in every answer.
+	Run      string            `json:"run"`
+	Scenario string            `json:"scenario"`
+	Options  map[string]string `json:"options,omitempty"`
+}
+
+// StartReply answers StartRequest once the engine accepted the run.
+type StartReply struct {
+	Run string `json:"run"`
+	// Accepted is the target's clock when the engine accepted the run.
+	Accepted int64 `json:"accepted"`
+}
+
+// Run statuses in a Timeline.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+// Event kinds in a Timeline.
+const (
+	EventRunStarted    = "run_started"
+	EventStepStarted   = "step_started"
+	EventStepCompleted = "step_completed"
+	EventStepFailed    = "step_failed"
+	EventHookWaiting   = "hook_waiting"
+	EventHookReceived  = "hook_received"
+	EventChunkWritten  = "chunk_written"
+	EventChunkRead     = "chunk_read"
+	EventRunCompleted  = "run_completed"
+	EventRunFailed     = "run_failed"
+)
+
+// Event sources: where an event's timestamp was taken.
+const (
+	SourceHistory = "history" // the engine's own history or log
+	SourceWorker  = "worker"  // the process that ran the step body
+	SourceSDK     = "sdk"     // an SDK hook or interceptor
+)
+
+// Event is one engine-side event of a run.
+type Event struct {
+	// Seq numbers a run's events from 1 in the order the target recorded
+	// them; a timeline poll asks for the events after a Seq.
+	Seq  int64  `json:"seq"`
+	Kind string `json:"kind"`
+	// At is the target's clock, in nanoseconds.
+	At     int64  `json:"at"`
+	Source string `json:"source"`
+	// Stage and Index name a step (or a chunk's stream stage and chunk
+	// index); Attempt is the step's delivery attempt (1 = first).
+	Stage   int `json:"stage,omitempty"`
+	Index   int `json:"index,omitempty"`
+	Attempt int `json:"attempt,omitempty"`
+	// Inline is set on a step that ran in the orchestrator's own task,
+	// with no queue hop before it.
+	Inline bool `json:"inline,omitempty"`
+	// Token is a hook's token; Written a chunk_read's write time (target
+	// clock, ns).
+	Token   string `json:"token,omitempty"`
+	Written int64  `json:"written,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Timeline is GET /v1/runs/{id}/timeline?after=SEQ&wait=DURATION: the
+// run's status and its events after SEQ. The target answers as soon as it
+// has any, or when the run is terminal, or when the wait ends.
+type Timeline struct {
+	Run    string  `json:"run"`
+	Status string  `json:"status"`
+	Error  string  `json:"error,omitempty"`
+	Events []Event `json:"events"`
+}
+
+// Terminal reports whether the timeline's run is over.
+func (t Timeline) Terminal() bool { return t.Status == StatusCompleted || t.Status == StatusFailed }
+
+// ResumeRequest is POST /v1/runs/{id}/hooks/{token}.
+type ResumeRequest struct {
+	// ResumeID makes the resume idempotent: a second resume with the same
+	// id is a no-op.
+	ResumeID string `json:"resume_id"`
+	Payload  []byte `json:"payload,omitempty"`
+}
+
+// ClockReply is GET /v1/clock.
+type ClockReply struct {
+	Now int64 `json:"now"`
+}
+
+// ErrorReply is the body of every non-2xx answer.
+type ErrorReply struct {
+	Error string `json:"error"`
+}
+
+// ns converts a duration on a runtime clock to protocol nanoseconds.
+func ns(d time.Duration) int64 { return int64(d) }

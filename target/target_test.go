@@ -1,0 +1,152 @@
+package target_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/driver"
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/target"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+)
+
+// serveReference serves the reference engine of version v on a mem world
+// over HTTP on loopback.
+func serveReference(t *testing.T, v string) *httptest.Server {
+	t.Helper()
+	ver, err := engine.LookupVersion(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := target.NewServer(context.Background(), target.NewReference(mem.New(world.Options{}), ver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+	})
+	return hs
+}
+
+// runCell runs one cell of scenario (with opts) through the protocol and
+// returns the driver's result.
+func runCell(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int) (*driver.Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := target.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Get(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := sc.Build(scenarios.Values(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := mem.New(world.Options{}) // the driver's clock only
+	defer local.Close()
+	sess, err := target.NewSession(ctx, c, scenario, opts, local.Runtime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pacer, err := driver.NewPacer("closed", 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: prefix, Reps: reps, Warmup: 1,
+		Pacer: pacer, CellTimeout: 30 * time.Second, Target: sess})
+}
+
+// TestReferenceOverTheProtocol: the reference engine served over HTTP runs
+// fan-outs, a hook step and a stream through the driver like the in-process
+// engine: every run finishes, every step body is reported once with a
+// start before its end, hooks are resumed through the protocol, and the
+// timestamps land on the driver's clock inside the run's window.
+func TestReferenceOverTheProtocol(t *testing.T) {
+	hs := serveReference(t, "pending-count")
+	for i, tc := range []struct {
+		scenario string
+		opts     map[string]string
+		steps    int
+	}{
+		{"fanout", map[string]string{"branches": "20"}, 20},
+		{"fanout", map[string]string{"branches": "256"}, 256},
+		{"hook-step", nil, 1},
+		{"sequential", map[string]string{"steps": "30"}, 30},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			res, err := runCell(t, hs.URL, fmt.Sprint("c", i), tc.scenario, tc.opts, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.TimedOut || len(res.Timelines) != 5 {
+				t.Fatalf("timed out %v, %d timelines", res.TimedOut, len(res.Timelines))
+			}
+			for _, tl := range res.Timelines {
+				if !tl.Finished || tl.Failed {
+					t.Fatalf("run %s: finished %v failed %v (%s)", tl.ID, tl.Finished, tl.Failed, tl.Error)
+				}
+				if len(tl.Steps) != tc.steps {
+					t.Fatalf("run %s: %d step bodies, want %d", tl.ID, len(tl.Steps), tc.steps)
+				}
+				for _, s := range tl.Steps {
+					if s.End < s.Start || s.Start < tl.T0-5*time.Millisecond || s.End > tl.Done+5*time.Millisecond {
+						t.Fatalf("run %s step %d.%d: [%v, %v] outside the run [%v, %v]", tl.ID, s.Stage, s.Index, s.Start, s.End, tl.T0, tl.Done)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestUnsupportedAndBrokenTargets: a scenario the target does not know, a
+// target that answers garbage and one that is not there fail runs with the
+// target's message — counted errors, never a hang.
+func TestUnsupportedAndBrokenTargets(t *testing.T) {
+	hs := serveReference(t, "baseline")
+	c, _ := target.NewClient(hs.URL)
+	_, err := c.Start(context.Background(), target.StartRequest{Run: "x", Scenario: "no-such-scenario"})
+	if err == nil || !strings.Contains(err.Error(), "422") {
+		t.Fatalf("unknown scenario: %v, want a 422 naming it", err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := info.Supports("fanout", map[string]string{"branches": "20000"}); ok || !strings.Contains(why, "limit") {
+		t.Fatalf("20,000 branches supported %v (%s); want skipped over its limit", ok, why)
+	}
+
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/clock"):
+			_, _ = w.Write([]byte(`{"now": 1}`))
+		case r.URL.Path == "/v1/runs":
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"run":"x"}`))
+		default:
+			_, _ = w.Write([]byte(`<html>not json</html>`))
+		}
+	}))
+	defer garbage.Close()
+	began := time.Now()
+	_, err = runCell(t, garbage.URL, "g", "fanout", map[string]string{"branches": "4"}, 2)
+	if !errors.Is(err, driver.ErrStart) || !strings.Contains(err.Error(), "does not decode") {
+		t.Fatalf("a cell against garbage: %v; want every run failed with the decode error", err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("garbage took %s to fail", took)
+	}
+}
