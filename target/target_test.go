@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +149,116 @@ func TestUnsupportedAndBrokenTargets(t *testing.T) {
 	}
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("garbage took %s to fail", took)
+	}
+}
+
+// sinkFilter wraps a Backend and rewrites what it reports.
+type sinkFilter struct {
+	target.Backend
+	edit     func(run string, ev *target.Event) bool // false drops the event
+	noFinish bool                                    // never report a run finished
+}
+
+func (f *sinkFilter) Open(ctx context.Context, sink target.Sink) error {
+	return f.Backend.Open(ctx, filteredSink{sink, f.edit, f.noFinish})
+}
+
+type filteredSink struct {
+	target.Sink
+	edit     func(run string, ev *target.Event) bool
+	noFinish bool
+}
+
+func (s filteredSink) Finished(run string, failed bool, msg string) {
+	if !s.noFinish {
+		s.Sink.Finished(run, failed, msg)
+	}
+}
+
+func (s filteredSink) Event(run string, ev target.Event) {
+	if s.edit(run, &ev) {
+		s.Sink.Event(run, ev)
+	}
+}
+
+func serveBackend(t *testing.T, b target.Backend) string {
+	t.Helper()
+	srv, err := target.NewServer(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+	})
+	return hs.URL
+}
+
+func check(t *testing.T, url string, runs int, timeout time.Duration) target.CheckReport {
+	t.Helper()
+	c, err := target.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := target.Check(context.Background(), c, target.CheckOptions{Runs: runs, RunTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func failed(rep target.CheckReport, check string) string {
+	for _, r := range rep.Results {
+		if r.Check == check && !r.Pass {
+			return r.Reason
+		}
+	}
+	return ""
+}
+
+// TestCheck: the checker passes the reference engine on every scenario of
+// the book, and fails, with the reason, a target that drops a step, one
+// whose timestamps are skewed against its clock, and one that never
+// finishes a run.
+func TestCheck(t *testing.T) {
+	ref := func() target.Backend {
+		v, _ := engine.LookupVersion("pending-count")
+		return target.NewReference(mem.New(world.Options{}), v)
+	}
+	rep := check(t, serveBackend(t, ref()), 2, 10*time.Second)
+	var out strings.Builder
+	_ = rep.Write(&out)
+	if !rep.Passed() {
+		t.Fatalf("reference fails the checker:\n%s", out.String())
+	}
+	if len(rep.Results) < 6*len(scenarios.All()) {
+		t.Fatalf("%d checks for %d scenarios", len(rep.Results), len(scenarios.All()))
+	}
+
+	var dropped atomic.Bool
+	drop := check(t, serveBackend(t, &sinkFilter{Backend: ref(), edit: func(_ string, ev *target.Event) bool {
+		if ev.Kind == target.EventStepCompleted && ev.Index == 3 && dropped.CompareAndSwap(false, true) {
+			return false
+		}
+		return true
+	}}), 1, 5*time.Second)
+	if r := failed(drop, "every step exactly once"); !strings.Contains(r, "distinct steps completed") {
+		t.Errorf("a dropped step: reason %q", r)
+	}
+
+	skew := check(t, serveBackend(t, &sinkFilter{Backend: ref(), edit: func(_ string, ev *target.Event) bool {
+		ev.At += int64(2 * time.Second)
+		return true
+	}}), 1, 5*time.Second)
+	if r := failed(skew, "timestamps in the request window"); !strings.Contains(r, "outside") {
+		t.Errorf("a skewed clock: reason %q", r)
+	}
+
+	never := check(t, serveBackend(t, &sinkFilter{Backend: ref(), edit: func(_ string, ev *target.Event) bool {
+		return ev.Kind != target.EventRunCompleted
+	}, noFinish: true}), 1, time.Second)
+	if r := failed(never, "completes"); r == "" {
+		t.Errorf("a target whose runs never finish passes 'completes'")
 	}
 }
