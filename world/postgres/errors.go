@@ -43,8 +43,8 @@ var typedCodes = map[string]error{
 	codeConflict:     world.ErrConflict,
 	codeGone:         world.ErrGone,
 	codePrecondition: world.ErrPrecondition,
-	"23505":          world.ErrConflict, // unique_violation
-	"23503":          world.ErrNotFound, // foreign_key_violation
+	"23505":          world.ErrConflict,  // unique_violation
+	"23503":          world.ErrNotFound,  // foreign_key_violation
 	"40001":          world.ErrTransient, // serialization_failure
 	"40P01":          world.ErrTransient, // deadlock_detected
 	"55P03":          world.ErrTransient, // lock_not_available

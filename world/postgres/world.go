@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -187,6 +188,12 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		w.stopBg()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("pgworld: connect to %s: %w", redactURL(cfg.URL), ctx.Err())
+		}
+		// pgx says the same thing for each address and TLS mode it tried:
+		// the network's own error is enough.
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			err = oe
 		}
 		return nil, fmt.Errorf("pgworld: connect to %s: %w: %w", redactURL(cfg.URL), ErrUnreachable, err)
 	}
