@@ -48,6 +48,8 @@ bench:
 	-$(GO) test -run '^$$' -bench 'FanOutMem' -benchmem -benchtime=20x -count=2 -timeout 4m ./engine/ >> out/bench.txt
 	@echo "bench: each NATS world operation vs the raw JetStream call it wraps"
 	-$(GO) test -run '^$$' -bench . -benchmem -benchtime=1000x -count=3 -timeout 3m ./world/nats/ >> out/bench.txt
+	@echo "bench: each PostgreSQL world operation vs the raw pgx statement it wraps (throwaway server, fsync on)"
+	-$(GO) test -run '^$$' -bench . -benchmem -benchtime=300x -count=3 -timeout 3m ./world/postgres/ >> out/bench.txt
 	@echo "bench: engine vs raw JetStream on embedded NATS"
 	-$(GO) test -run '^$$' -bench 'FanOutNATS' -benchmem -benchtime=5x -timeout 4m ./bench/rawjs/ >> out/bench.txt
 	@echo "bench: closed-loop soak on embedded NATS vs raw JetStream, 64 runs in flight x 256 branches, 10 s each"
