@@ -35,10 +35,15 @@ usage:
                                             explore seeds on the sim world and check the engine's invariants
   durabench worker  --nats-url URL [--concurrency N] [--id NAME]
                                             engine worker for sweep --workers external
+  durabench target  serve reference [--world mem|nats] [--version V] [--addr HOST:PORT]
+                                            serve the built-in engine over the target protocol (prints its URL)
+  durabench target  check URL [--runs N] [--run-timeout D]
+                                            conformance checker for a target (exit 1: a check failed)
 
 durabench COMMAND -h lists every flag of a command.
 
-exit codes: 0 ok · 1 a gate rule failed (or sim --gate found a violation) · 2 usage or input error ·
+exit codes: 0 ok · 1 a gate rule failed (or sim --gate found a violation, or target check a check) ·
+2 usage or input error ·
 3 the sweep itself failed (finished cells are kept) · 130 interrupted
 `
 
@@ -70,11 +75,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = cmdWorker(ctx, args[1:], stdout, stderr)
 	case "sim":
 		code, err = cmdSim(ctx, args[1:], stdout, stderr)
+	case "target":
+		code, err = cmdTarget(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history, sim, worker)", args[0])
+		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history, sim, worker, target)", args[0])
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
