@@ -91,7 +91,7 @@ var rules = []rule{
 	{regexp.MustCompile(`^(Publish|GuardedAppend|PublishConsume|Load|FanOutAppends|FanOutAppendsExternal/.*)$`), "world-ns/op", "raw-ns/op", "world/raw", "", nil, nil},
 	// world/postgres: each world operation next to the raw pgx statement
 	// it wraps (issue 17), no target.
-	{regexp.MustCompile(`^PG(Publish|GuardedAppend|Load|PublishConsume|FanOutAppends)$`), "world-ns/op", "raw-ns/op", "world/raw", "", nil, nil},
+	{regexp.MustCompile(`^PG(Publish|GuardedAppend|Load|PublishConsume|FanOutAppends|FanOutAppendsUnbatched)$`), "world-ns/op", "raw-ns/op", "world/raw", "", nil, nil},
 	// The closed-loop soak (issue 14): steps/s next to the raw floor's.
 	{regexp.MustCompile(`^SoakNATS$`), "steps/s", "floor-steps/s", "engine/floor", "ratio ≥ 0.8",
 		[]check{{"engine/floor", ">=", 0.8}}, nil},

@@ -66,9 +66,14 @@ type bench struct {
 }
 
 func newBench(b *testing.B, opts world.Options) *bench {
+	return newBenchConfig(b, pgworld.Config{Options: opts})
+}
+
+func newBenchConfig(b *testing.B, cfg pgworld.Config) *bench {
 	b.Helper()
 	ctx := context.Background()
-	w, err := pgworld.New(ctx, pgworld.Config{Options: opts, URL: needServer(b)})
+	cfg.URL = needServer(b)
+	w, err := pgworld.New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -263,13 +268,21 @@ func BenchmarkPGPublishConsume(b *testing.B) {
 }
 
 // BenchmarkPGFanOutAppends: 256 concurrent appends to one run (a
-// 256-branch fan-out's step_created burst: the run row's lock orders
-// them) vs 256 concurrent INSERTs into a table without per-run rules (what
-// PostgreSQL does without them). Per append.
-func BenchmarkPGFanOutAppends(b *testing.B) {
+// 256-branch fan-out's step_created burst; the world batches the appends
+// that queue behind the one in flight) vs 256 concurrent INSERTs into a
+// table without per-run rules (what PostgreSQL does without them). Per
+// append.
+func BenchmarkPGFanOutAppends(b *testing.B) { fanOutAppends(b, false) }
+
+// BenchmarkPGFanOutAppendsUnbatched: the same with every append in its own
+// statement (Config.Unbatched): each waits for the run row's lock, and the
+// commit flush of the one before it.
+func BenchmarkPGFanOutAppendsUnbatched(b *testing.B) { fanOutAppends(b, true) }
+
+func fanOutAppends(b *testing.B, unbatched bool) {
 	const branches = 256
 	ctx := context.Background()
-	x := newBench(b, world.Options{})
+	x := newBenchConfig(b, pgworld.Config{Unbatched: unbatched})
 	ins := x.sql(`INSERT INTO %s.fan (run, kind, data) VALUES ($1, 5, $2)`)
 	var p pair
 	b.ResetTimer()

@@ -69,9 +69,17 @@ func (w *World) ListRuns(ctx context.Context) ([]string, error) {
 
 // Append applies world.Log's rules and appends ev, all in the database:
 // one call of the schema's append function, which locks the run's row for
-// its statement, checks the rules in their order, inserts the event at the
-// run's next position and updates the run (position, pending count,
+// its transaction, checks the rules in their order, inserts the event at
+// the run's next position and updates the run (position, pending count,
 // status).
+//
+// Appends to one run that come while one is in flight go together in the
+// next call (unless Config.Unbatched): the function checks and appends
+// them one by one in arrival order, as if each were its own statement, but
+// they share one transaction — one row lock hand-off and one commit flush
+// instead of one each, which is what a burst of a fan-out's appends waits
+// on. Correctness does not depend on it: the row lock orders the appends
+// of every process.
 func (w *World) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
 	op := "append " + ev.Kind.String()
 	if err := w.check(op); err != nil {
@@ -80,22 +88,145 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	if ev.Kind < world.RunCreated || ev.Kind > world.StreamClosed {
 		return world.AppendResult{}, fmt.Errorf("pgworld: append to run %q: invalid event kind %d", run, ev.Kind)
 	}
-	ctx, cancel := w.callCtx(ctx)
+	req := &appendReq{ctx: ctx, ev: ev, guarded: w.caps.Guard && pre.Guarded, last: pre.LastPos, done: make(chan struct{})}
+	if w.cfg.Unbatched {
+		w.appendBatch(run, []*appendReq{req})
+	} else if w.enqueue(run, req) {
+		// This call found the run idle: it sends its own append, and
+		// hands what queued meanwhile to a task of its own.
+		w.flush(run, []*appendReq{req})
+	}
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		return world.AppendResult{}, w.err(ctx, op, ctx.Err())
+	}
+	if req.err != nil {
+		return world.AppendResult{}, fmt.Errorf("pgworld: %s %q to run %q: %w", op, ev.Entity, run, req.err)
+	}
+	return req.res, nil
+}
+
+// maxBatch bounds the events of one append call.
+const maxBatch = 256
+
+// appendReq is one Append waiting for its batch.
+type appendReq struct {
+	ctx     context.Context
+	ev      world.Event
+	guarded bool
+	last    int64
+	res     world.AppendResult
+	err     error
+	done    chan struct{}
+}
+
+// runQueue is the appends of one run waiting for the one in flight.
+type runQueue struct{ waiting []*appendReq }
+
+// enqueue queues req behind the run's append in flight and returns false,
+// or, when none is, marks the run busy and returns true: the caller sends.
+func (w *World) enqueue(run string, req *appendReq) bool {
+	w.amu.Lock()
+	defer w.amu.Unlock()
+	if q, busy := w.appending[run]; busy {
+		q.waiting = append(q.waiting, req)
+		return false
+	}
+	w.appending[run] = &runQueue{}
+	return true
+}
+
+// flush sends batch, then whatever queued for the run meanwhile, on a new
+// task, until the queue is empty and the run idle again.
+func (w *World) flush(run string, batch []*appendReq) {
+	w.appendBatch(run, batch)
+	w.amu.Lock()
+	q := w.appending[run]
+	if len(q.waiting) == 0 {
+		delete(w.appending, run)
+		w.amu.Unlock()
+		return
+	}
+	n := min(len(q.waiting), maxBatch)
+	next := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	w.amu.Unlock()
+	go w.flush(run, next)
+}
+
+// appendBatch appends the requests' events in one call and completes them.
+func (w *World) appendBatch(run string, batch []*appendReq) {
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
+		}
+	}()
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // its caller has gone: do not append for it
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	kinds := make([]int16, len(live))
+	ids := make([]string, len(live))
+	entities := make([]string, len(live))
+	datas := make([][]byte, len(live))
+	guards := make([]bool, len(live))
+	lasts := make([]int64, len(live))
+	for i, r := range live {
+		kinds[i], ids[i], entities[i], datas[i] = int16(r.ev.Kind), r.ev.ID, r.ev.Entity, r.ev.Data
+		guards[i], lasts[i] = r.guarded, r.last
+	}
+	ctx, cancel := w.callCtx(context.Background())
 	defer cancel()
-	var id *string
-	if ev.ID != "" {
-		id = &ev.ID
+	fail := func(err error) {
+		err = w.err(ctx, "append", err)
+		for _, r := range live {
+			r.err = err
+		}
 	}
-	guarded := w.caps.Guard && pre.Guarded
-	var res world.AppendResult
-	var pending int32
-	err := w.pool.QueryRow(ctx, w.q.append, run, int16(ev.Kind), id, ev.Entity, ev.Data, guarded, pre.LastPos).
-		Scan(&res.Pos, &res.Duplicate, &pending)
+	rows, err := w.pool.Query(ctx, w.q.append, run, kinds, ids, entities, datas, guards, lasts)
 	if err != nil {
-		return world.AppendResult{}, w.err(ctx, fmt.Sprintf("%s %q to run %q", op, ev.Entity, run), err)
+		fail(err)
+		return
 	}
-	res.Pending = int(pending)
-	return res, nil
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		if i == len(live) {
+			fail(fmt.Errorf("append: more rows than the %d events", len(live)))
+			return
+		}
+		r := live[i]
+		var pending int32
+		var code, msg string
+		if err := rows.Scan(&r.res.Pos, &r.res.Duplicate, &pending, &code, &msg); err != nil {
+			fail(err)
+			return
+		}
+		r.res.Pending = int(pending)
+		if code != "" {
+			typed, ok := typedCodes[code]
+			if !ok {
+				typed = fmt.Errorf("SQLSTATE %s", code)
+			}
+			r.err = fmt.Errorf("%w (%s: %s)", typed, code, msg)
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		fail(err)
+		return
+	}
+	if i != len(live) {
+		fail(fmt.Errorf("append: %d rows for %d events", i, len(live)))
+	}
 }
 
 // Load returns the run's whole log in position order: one indexed range

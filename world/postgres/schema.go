@@ -10,7 +10,8 @@ import (
 // as an SQL string literal. Every rule of world.Log is checked by the
 // append function in the statement that appends, under the run row's lock
 // (taken by the database, for the statement's transaction): durabench
-// holds no lock of its own.
+// holds no lock of its own, and any number of processes may append to a
+// run.
 const schemaDDL = `
 CREATE SCHEMA IF NOT EXISTS {S};
 
@@ -89,77 +90,107 @@ CREATE TABLE IF NOT EXISTS {S}.chunks (
 	PRIMARY KEY (stream, idx)
 );
 
--- append applies world.Log's rules in their order and appends the event;
--- a broken rule raises its SQLSTATE (DB404, DB409, DB410, DB412; 23505
--- from the steps and hooks keys) and the statement appends nothing.
-CREATE OR REPLACE FUNCTION {S}.append(p_run text, p_kind smallint, p_id text, p_entity text, p_data bytea,
-	p_guard bool, p_last bigint, OUT pos bigint, OUT dup bool, OUT pending int)
+-- append appends a batch of events to one run, in their order: for each,
+-- world.Log's rules in their order, then the event at the run's next
+-- position. A broken rule appends nothing for that event and reports its
+-- SQLSTATE (DB404, DB409, DB410, DB412) in the event's row; the others go
+-- on. One row per event: its position, whether it was a duplicate, the
+-- pending count after it, the SQLSTATE and message of a broken rule.
+CREATE OR REPLACE FUNCTION {S}.append(p_run text, p_kinds smallint[], p_ids text[], p_entities text[],
+	p_datas bytea[], p_guards bool[], p_lasts bigint[])
+RETURNS TABLE (o_pos bigint, o_dup bool, o_pending int, o_code text, o_msg text)
 LANGUAGE plpgsql AS $fn$
-#variable_conflict use_column
 DECLARE
-	r record;
-	s_done bool;
-	n_pending int;
+	v_run record;
+	v_last bigint;
+	v_pending int;
+	v_status smallint;
+	v_kind smallint;
+	v_id text;
+	v_entity text;
+	v_done bool;
 BEGIN
-	-- The run row's lock orders this run's appends; it is held to commit.
-	SELECT status, last_pos, runs.pending AS pending INTO r FROM {S}.runs WHERE id = p_run FOR UPDATE;
+	-- The run row's lock orders this run's appends, from any process; it is
+	-- held to commit.
+	SELECT r.status, r.last_pos, r.pending INTO v_run FROM {S}.runs r WHERE r.id = p_run FOR UPDATE;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION USING ERRCODE = 'DB404', MESSAGE = format('run %s not found', p_run);
+		FOR i IN 1 .. cardinality(p_kinds) LOOP
+			o_pos := 0; o_dup := false; o_pending := 0;
+			o_code := 'DB404'; o_msg := format('run %s not found', p_run);
+			RETURN NEXT;
+		END LOOP;
+		RETURN;
 	END IF;
-	IF p_id IS NOT NULL THEN
-		SELECT e.pos INTO pos FROM {S}.events e WHERE e.run = p_run AND e.id = p_id;
-		IF FOUND THEN
-			dup := true;
-			pending := r.pending;
-			RETURN;
-		END IF;
-	END IF;
-	IF r.status >= 2 THEN
-		RAISE EXCEPTION USING ERRCODE = 'DB410', MESSAGE = format('run %s is finished', p_run);
-	END IF;
-	IF p_guard AND r.last_pos <> p_last THEN
-		RAISE EXCEPTION USING ERRCODE = 'DB412',
-			MESSAGE = format('run %s: last position %s, writer saw %s', p_run, r.last_pos, p_last);
-	END IF;
-	n_pending := r.pending;
-	CASE p_kind
-	WHEN 5 THEN -- step_created; a second one breaks the primary key (23505)
-		INSERT INTO {S}.steps (run, id) VALUES (p_run, p_entity);
-		n_pending := n_pending + 1;
-	WHEN 6, 9 THEN -- step_started, step_retrying
-		SELECT done INTO s_done FROM {S}.steps WHERE run = p_run AND id = p_entity;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION USING ERRCODE = 'DB404', MESSAGE = format('step %s of run %s not created', p_entity, p_run);
-		ELSIF s_done THEN
-			RAISE EXCEPTION USING ERRCODE = 'DB409', MESSAGE = format('step %s of run %s is finished', p_entity, p_run);
-		END IF;
-	WHEN 7, 8 THEN -- step_completed, step_failed
-		UPDATE {S}.steps SET done = true WHERE run = p_run AND id = p_entity AND NOT done;
-		IF NOT FOUND THEN
-			PERFORM 1 FROM {S}.steps WHERE run = p_run AND id = p_entity;
+	v_last := v_run.last_pos;
+	v_pending := v_run.pending;
+	v_status := v_run.status;
+	FOR i IN 1 .. cardinality(p_kinds) LOOP
+		v_kind := p_kinds[i];
+		v_id := nullif(p_ids[i], '');
+		v_entity := p_entities[i];
+		o_pos := 0; o_dup := false; o_pending := v_pending; o_code := NULL; o_msg := NULL;
+		IF v_id IS NOT NULL THEN
+			SELECT e.pos INTO o_pos FROM {S}.events e WHERE e.run = p_run AND e.id = v_id;
 			IF FOUND THEN
-				RAISE EXCEPTION USING ERRCODE = 'DB409', MESSAGE = format('step %s of run %s is finished', p_entity, p_run);
+				o_dup := true;
+				RETURN NEXT;
+				CONTINUE;
 			END IF;
-			RAISE EXCEPTION USING ERRCODE = 'DB404', MESSAGE = format('step %s of run %s not created', p_entity, p_run);
+			o_pos := 0;
 		END IF;
-		n_pending := n_pending - 1;
-	WHEN 10 THEN -- hook_created; a token taken (by any run) breaks the primary key (23505)
-		INSERT INTO {S}.hooks (token, run) VALUES (p_entity, p_run);
-	WHEN 11 THEN -- hook_received
-		PERFORM 1 FROM {S}.hooks WHERE token = p_entity AND run = p_run;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION USING ERRCODE = 'DB404', MESSAGE = format('hook %s of run %s not created', p_entity, p_run);
+		IF v_status >= 2 THEN
+			o_code := 'DB410'; o_msg := format('run %s is finished', p_run);
+		ELSIF p_guards[i] AND v_last <> p_lasts[i] THEN
+			o_code := 'DB412'; o_msg := format('run %s: last position %s, writer saw %s', p_run, v_last, p_lasts[i]);
+		ELSIF v_kind = 5 THEN -- step_created: the primary key finds a second one
+			INSERT INTO {S}.steps (run, id) VALUES (p_run, v_entity) ON CONFLICT DO NOTHING;
+			IF NOT FOUND THEN
+				o_code := 'DB409'; o_msg := format('step %s of run %s already created', v_entity, p_run);
+			ELSE
+				v_pending := v_pending + 1;
+			END IF;
+		ELSIF v_kind IN (6, 9) THEN -- step_started, step_retrying
+			SELECT s.done INTO v_done FROM {S}.steps s WHERE s.run = p_run AND s.id = v_entity;
+			IF NOT FOUND THEN
+				o_code := 'DB404'; o_msg := format('step %s of run %s not created', v_entity, p_run);
+			ELSIF v_done THEN
+				o_code := 'DB409'; o_msg := format('step %s of run %s is finished', v_entity, p_run);
+			END IF;
+		ELSIF v_kind IN (7, 8) THEN -- step_completed, step_failed
+			UPDATE {S}.steps s SET done = true WHERE s.run = p_run AND s.id = v_entity AND NOT s.done;
+			IF FOUND THEN
+				v_pending := v_pending - 1;
+			ELSE
+				PERFORM 1 FROM {S}.steps s WHERE s.run = p_run AND s.id = v_entity;
+				IF FOUND THEN
+					o_code := 'DB409'; o_msg := format('step %s of run %s is finished', v_entity, p_run);
+				ELSE
+					o_code := 'DB404'; o_msg := format('step %s of run %s not created', v_entity, p_run);
+				END IF;
+			END IF;
+		ELSIF v_kind = 10 THEN -- hook_created: the primary key finds a token taken, by any run
+			INSERT INTO {S}.hooks (token, run) VALUES (v_entity, p_run) ON CONFLICT DO NOTHING;
+			IF NOT FOUND THEN
+				o_code := 'DB409'; o_msg := format('hook %s already created', v_entity);
+			END IF;
+		ELSIF v_kind = 11 THEN -- hook_received
+			PERFORM 1 FROM {S}.hooks h WHERE h.token = v_entity AND h.run = p_run;
+			IF NOT FOUND THEN
+				o_code := 'DB404'; o_msg := format('hook %s of run %s not created', v_entity, p_run);
+			END IF;
 		END IF;
-	ELSE
-		NULL;
-	END CASE;
-	pos := r.last_pos + 1;
-	INSERT INTO {S}.events (run, pos, kind, id, entity, data) VALUES (p_run, pos, p_kind, p_id, p_entity, p_data);
-	UPDATE {S}.runs SET last_pos = pos, pending = n_pending,
-		status = CASE p_kind WHEN 2 THEN 1 WHEN 3 THEN 2 WHEN 4 THEN 3 ELSE status END
-	WHERE id = p_run;
-	dup := false;
-	pending := n_pending;
+		IF o_code IS NULL THEN
+			v_last := v_last + 1;
+			INSERT INTO {S}.events (run, pos, kind, id, entity, data) VALUES (p_run, v_last, v_kind, v_id, v_entity, p_datas[i]);
+			v_status := CASE v_kind WHEN 2 THEN 1 WHEN 3 THEN 2 WHEN 4 THEN 3 ELSE v_status END;
+			o_pos := v_last;
+			o_pending := v_pending;
+		END IF;
+		RETURN NEXT;
+	END LOOP;
+	IF v_last <> v_run.last_pos THEN
+		UPDATE {S}.runs r SET last_pos = v_last, pending = v_pending, status = v_status WHERE r.id = p_run;
+	END IF;
 END
 $fn$;
 
@@ -217,7 +248,7 @@ func newQueries(schema, channel string, vtMicros int64) queries {
 INSERT INTO {S}.events (run, pos, kind) SELECT id, 1, 1 FROM r`),
 		getRun:   r.Replace(`SELECT deployment, spec_version, input, status FROM {S}.runs WHERE id = $1`),
 		listRuns: r.Replace(`SELECT id FROM {S}.runs ORDER BY seq`),
-		append:   r.Replace(`SELECT pos, dup, pending FROM {S}.append($1, $2, $3, $4, $5, $6, $7)`),
+		append:   r.Replace(`SELECT o_pos, o_dup, o_pending, coalesce(o_code, ''), coalesce(o_msg, '') FROM {S}.append($1, $2, $3, $4, $5, $6, $7)`),
 		load:     r.Replace(`SELECT pos, kind, coalesce(id, ''), entity, data FROM {S}.events WHERE run = $1 ORDER BY pos`),
 		hookRun:  r.Replace(`SELECT run FROM {S}.hooks WHERE token = $1`),
 

@@ -83,6 +83,10 @@ type Config struct {
 	MaxConns int
 	// ConnectTimeout bounds connecting (default 5 s).
 	ConnectTimeout time.Duration
+	// Unbatched sends every append in its own statement, instead of
+	// batching the appends to one run that arrive while one is in flight
+	// (see World.Append): for comparison.
+	Unbatched bool
 }
 
 var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -140,6 +144,11 @@ type World struct {
 	down     atomic.Bool
 	watching atomic.Bool // a watcher checks the server
 
+	// appending holds, per run with an append in flight, the appends
+	// waiting for it (see World.Append).
+	amu       sync.Mutex
+	appending map[string]*runQueue
+
 	mu      sync.Mutex
 	closed  bool
 	subs    map[*subscription]struct{}
@@ -172,9 +181,10 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 			RetryStyle:        cfg.Options.RetryStyle,
 			VisibilityTimeout: cfg.Options.VisibilityTimeout,
 		},
-		q:       newQueries(cfg.Schema, cfg.Schema, cfg.Options.VisibilityTimeout.Microseconds()),
-		subs:    make(map[*subscription]struct{}),
-		readers: make(map[string]map[chan struct{}]struct{}),
+		q:         newQueries(cfg.Schema, cfg.Schema, cfg.Options.VisibilityTimeout.Microseconds()),
+		subs:      make(map[*subscription]struct{}),
+		readers:   make(map[string]map[chan struct{}]struct{}),
+		appending: make(map[string]*runQueue),
 	}
 	w.bg, w.stopBg = context.WithCancel(context.Background())
 	w.conn, w.connDown = context.WithCancelCause(context.Background())
