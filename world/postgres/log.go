@@ -91,10 +91,8 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	req := &appendReq{ctx: ctx, ev: ev, guarded: w.caps.Guard && pre.Guarded, last: pre.LastPos, done: make(chan struct{})}
 	if w.cfg.Unbatched {
 		w.appendBatch(run, []*appendReq{req})
-	} else if w.enqueue(run, req) {
-		// This call found the run idle: it sends its own append, and
-		// hands what queued meanwhile to a task of its own.
-		w.flush(run, []*appendReq{req})
+	} else {
+		w.appends.do(run, req)
 	}
 	select {
 	case <-req.done:
@@ -107,7 +105,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	return req.res, nil
 }
 
-// maxBatch bounds the events of one append call.
+// maxBatch bounds the calls of one batch (appends, publishes).
 const maxBatch = 256
 
 // appendReq is one Append waiting for its batch.
@@ -119,40 +117,6 @@ type appendReq struct {
 	res     world.AppendResult
 	err     error
 	done    chan struct{}
-}
-
-// runQueue is the appends of one run waiting for the one in flight.
-type runQueue struct{ waiting []*appendReq }
-
-// enqueue queues req behind the run's append in flight and returns false,
-// or, when none is, marks the run busy and returns true: the caller sends.
-func (w *World) enqueue(run string, req *appendReq) bool {
-	w.amu.Lock()
-	defer w.amu.Unlock()
-	if q, busy := w.appending[run]; busy {
-		q.waiting = append(q.waiting, req)
-		return false
-	}
-	w.appending[run] = &runQueue{}
-	return true
-}
-
-// flush sends batch, then whatever queued for the run meanwhile, on a new
-// task, until the queue is empty and the run idle again.
-func (w *World) flush(run string, batch []*appendReq) {
-	w.appendBatch(run, batch)
-	w.amu.Lock()
-	q := w.appending[run]
-	if len(q.waiting) == 0 {
-		delete(w.appending, run)
-		w.amu.Unlock()
-		return
-	}
-	n := min(len(q.waiting), maxBatch)
-	next := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
-	w.amu.Unlock()
-	go w.flush(run, next)
 }
 
 // appendBatch appends the requests' events in one call and completes them.

@@ -12,25 +12,100 @@ import (
 	"github.com/durabench/durabench/world"
 )
 
-// Publish enqueues m in one statement: its id into published (whose
-// primary key drops a second publish of the id: duplicate), the message
-// into queue, visible after opt.Delay, and a NOTIFY for the consumers.
+// Publish enqueues m: its id into published (whose primary key drops a
+// second publish of the id: duplicate), the message into queue, visible
+// after opt.Delay, and a NOTIFY for the consumers, in one statement.
+// Publishes that arrive while one is in flight go together in the next
+// statement (unless Config.Unbatched): one commit and one NOTIFY for the
+// batch — PostgreSQL serializes the commits of notifying transactions, so
+// a fan-out's publishes one by one would queue on it.
 func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
 	if err := w.check("publish"); err != nil {
 		return false, err
 	}
-	ctx, cancel := w.callCtx(ctx)
+	req := &publishReq{ctx: ctx, m: m, delay: max(opt.Delay, 0), done: make(chan struct{})}
+	if w.cfg.Unbatched {
+		w.publishBatch("", []*publishReq{req})
+	} else {
+		w.publishes.do("", req)
+	}
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		return false, w.err(ctx, "publish "+m.ID, ctx.Err())
+	}
+	if req.err != nil {
+		return false, fmt.Errorf("pgworld: publish %s: %w", m.ID, req.err)
+	}
+	return req.dup, nil
+}
+
+// publishReq is one Publish waiting for its batch.
+type publishReq struct {
+	ctx   context.Context
+	m     world.Message
+	delay time.Duration
+	dup   bool
+	err   error
+	done  chan struct{}
+}
+
+// publishBatch publishes the requests' messages in one statement and
+// completes them.
+func (w *World) publishBatch(_ string, batch []*publishReq) {
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
+		}
+	}()
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // its caller has gone: do not publish for it
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ids := make([]string, len(live))
+	runs := make([]string, len(live))
+	bodies := make([][]byte, len(live))
+	delays := make([]int64, len(live))
+	for i, r := range live {
+		ids[i], runs[i], bodies[i], delays[i] = r.m.ID, r.m.Run, r.m.Body, r.delay.Microseconds()
+		r.dup = true // unless the statement says it enqueued it
+	}
+	ctx, cancel := w.callCtx(context.Background())
 	defer cancel()
-	delay := max(opt.Delay, 0).Microseconds()
-	sql := w.q.publishID
-	if m.ID == "" {
-		sql = w.q.publishNoID
+	fail := func(err error) {
+		err = w.err(ctx, "publish", err)
+		for _, r := range live {
+			r.err = err
+		}
 	}
-	tag, err := w.pool.Exec(ctx, sql, m.ID, m.Run, m.Body, delay)
+	rows, err := w.pool.Query(ctx, w.q.publish, ids, runs, bodies, delays)
 	if err != nil {
-		return false, w.err(ctx, "publish "+m.ID, err)
+		fail(err)
+		return
 	}
-	return tag.RowsAffected() == 0, nil
+	defer rows.Close()
+	for rows.Next() {
+		var ord int64
+		if err := rows.Scan(&ord); err != nil {
+			fail(err)
+			return
+		}
+		if ord < 1 || int(ord) > len(live) {
+			fail(fmt.Errorf("publish: row %d of %d", ord, len(live)))
+			return
+		}
+		live[ord-1].dup = false
+	}
+	if err := rows.Err(); err != nil {
+		fail(err)
+	}
 }
 
 // Consume starts a consumer: one task claims up to Concurrency messages at

@@ -223,9 +223,9 @@ type queries struct {
 	createRun, getRun, listRuns string
 	append, load, hookRun       string
 
-	publishID, publishNoID string
-	claim                  string
-	ack, nak, fresh        string
+	publish         string
+	claim           string
+	ack, nak, fresh string
 
 	writeChunk, readChunks, closeStream string
 }
@@ -252,19 +252,26 @@ INSERT INTO {S}.events (run, pos, kind) SELECT id, 1, 1 FROM r`),
 		load:     r.Replace(`SELECT pos, kind, coalesce(id, ''), entity, data FROM {S}.events WHERE run = $1 ORDER BY pos`),
 		hookRun:  r.Replace(`SELECT run FROM {S}.hooks WHERE token = $1`),
 
-		// A publish inserts its id into published (the unique key drops a
-		// second one) and the message, and notifies the consumers, in one
-		// statement: no row back means a duplicate.
-		publishID: r.Replace(`WITH k AS (
-	INSERT INTO {S}.published (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id),
+		// publish enqueues a batch of messages ($1 ids, $2 runs, $3
+		// bodies, $4 delays in µs) in one statement: the first of the
+		// batch's messages with each id goes into published, and, when the
+		// primary key took it, into queue (a message without an id always
+		// does), in the batch's order; one NOTIFY when any did. The rows
+		// are the (1-based) places of the messages enqueued; the others
+		// are duplicates.
+		publish: r.Replace(`WITH m AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[]) WITH ORDINALITY AS m(id, run, body, delay_us, ord)),
+f AS (
+	SELECT DISTINCT ON (CASE WHEN id = '' THEN ord::text ELSE id END) * FROM m
+	ORDER BY CASE WHEN id = '' THEN ord::text ELSE id END, ord),
+k AS (
+	INSERT INTO {S}.published (id) SELECT id FROM f WHERE id <> '' ON CONFLICT DO NOTHING RETURNING id),
+e AS (
+	SELECT * FROM f WHERE id = '' OR id IN (SELECT id FROM k)),
 q AS (
 	INSERT INTO {S}.queue (id, run, body, visible_at)
-	SELECT id, $2, $3, now() + $4::bigint * interval '1 microsecond' FROM k RETURNING seq)
-SELECT pg_notify({CH}, 'q') FROM q`),
-		publishNoID: r.Replace(`WITH q AS (
-	INSERT INTO {S}.queue (id, run, body, visible_at)
-	VALUES ($1, $2, $3, now() + $4::bigint * interval '1 microsecond') RETURNING seq)
-SELECT pg_notify({CH}, 'q') FROM q`),
+	SELECT id, run, body, now() + delay_us * interval '1 microsecond' FROM e ORDER BY ord RETURNING 1)
+SELECT e.ord FROM e, (SELECT pg_notify({CH}, 'q') WHERE EXISTS (SELECT 1 FROM q)) n`),
 		// claim takes up to $1 visible messages (rows other consumers are
 		// claiming are skipped, not waited for), makes them invisible for
 		// the visibility timeout and counts the attempt; the last row (seq

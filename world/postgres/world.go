@@ -83,9 +83,9 @@ type Config struct {
 	MaxConns int
 	// ConnectTimeout bounds connecting (default 5 s).
 	ConnectTimeout time.Duration
-	// Unbatched sends every append in its own statement, instead of
-	// batching the appends to one run that arrive while one is in flight
-	// (see World.Append): for comparison.
+	// Unbatched sends every append and every publish in its own
+	// statement, instead of batching those that arrive while one is in
+	// flight (see World.Append and World.Publish): for comparison.
 	Unbatched bool
 }
 
@@ -144,10 +144,10 @@ type World struct {
 	down     atomic.Bool
 	watching atomic.Bool // a watcher checks the server
 
-	// appending holds, per run with an append in flight, the appends
-	// waiting for it (see World.Append).
-	amu       sync.Mutex
-	appending map[string]*runQueue
+	// appends batches the appends to a run, publishes all publishes (see
+	// World.Append, World.Publish).
+	appends   *coalescer[*appendReq]
+	publishes *coalescer[*publishReq]
 
 	mu      sync.Mutex
 	closed  bool
@@ -181,11 +181,12 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 			RetryStyle:        cfg.Options.RetryStyle,
 			VisibilityTimeout: cfg.Options.VisibilityTimeout,
 		},
-		q:         newQueries(cfg.Schema, cfg.Schema, cfg.Options.VisibilityTimeout.Microseconds()),
-		subs:      make(map[*subscription]struct{}),
-		readers:   make(map[string]map[chan struct{}]struct{}),
-		appending: make(map[string]*runQueue),
+		q:       newQueries(cfg.Schema, cfg.Schema, cfg.Options.VisibilityTimeout.Microseconds()),
+		subs:    make(map[*subscription]struct{}),
+		readers: make(map[string]map[chan struct{}]struct{}),
 	}
+	w.appends = newCoalescer(maxBatch, w.appendBatch)
+	w.publishes = newCoalescer(maxBatch, w.publishBatch)
 	w.bg, w.stopBg = context.WithCancel(context.Background())
 	w.conn, w.connDown = context.WithCancelCause(context.Background())
 	if w.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
