@@ -281,9 +281,9 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 		cmd := exec.CommandContext(ctx, filepath.Join(opt.BinDir, name), args...)
 		cmd.Dir = dir // initdb and postgres complain when they cannot enter the working directory
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "LANG=C", "TZ=UTC"}
-		if as.cred != nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as.cred}
-		}
+		// Its own process group, as the server's: a Ctrl-C on the terminal
+		// is the caller's to handle (ctx cancels the command).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: as.cred}
 		return cmd
 	}
 	if out, err := run("postgres", "--version").Output(); err == nil {
