@@ -2,55 +2,68 @@ package pgworld
 
 import "sync"
 
-// coalescer sends the calls that arrive while one is in flight as one batch
-// afterwards, per key (a run's appends; all publishes). A lone call goes at
-// once, on its caller's task; a burst costs one statement and one commit
-// per batch instead of one per call. It orders nothing the database relies
-// on: every rule is still checked there, whatever else writes.
+// coalescer sends, per key (a run's appends; all publishes), up to
+// inFlight calls at once as they come, and the calls that arrive while
+// that many are in flight as one batch when one returns. A lone call goes
+// at once, on its caller's task; a burst costs one statement and one
+// commit per batch instead of one per call. It orders nothing the database
+// relies on: every rule is still checked there, whatever else writes.
 type coalescer[T any] struct {
 	// send sends one batch and completes its calls.
-	send func(key string, batch []T)
-	max  int // most calls in one batch
+	send     func(key string, batch []T)
+	max      int // most calls in one batch
+	inFlight int // most batches of a key in flight
 
 	mu sync.Mutex
-	// waiting has an entry, possibly empty, for each key with a batch in
-	// flight: the calls that queued behind it.
-	waiting map[string][]T
+	// queues has an entry for each key with a batch in flight: how many
+	// are, and the calls waiting for one to return.
+	queues map[string]*keyQueue[T]
 }
 
-func newCoalescer[T any](max int, send func(key string, batch []T)) *coalescer[T] {
-	return &coalescer[T]{send: send, max: max, waiting: make(map[string][]T)}
+type keyQueue[T any] struct {
+	inFlight int
+	waiting  []T
 }
 
-// do sends item now when key has no batch in flight, and returns after
-// that batch; otherwise it queues item for the next batch and returns at
-// once (send completes it later).
+func newCoalescer[T any](max, inFlight int, send func(key string, batch []T)) *coalescer[T] {
+	return &coalescer[T]{send: send, max: max, inFlight: inFlight, queues: make(map[string]*keyQueue[T])}
+}
+
+// do sends item now when fewer than inFlight batches of key are in flight,
+// and returns after that batch; otherwise it queues item for a later batch
+// and returns at once (send completes it later).
 func (c *coalescer[T]) do(key string, item T) {
 	c.mu.Lock()
-	if q, busy := c.waiting[key]; busy {
-		c.waiting[key] = append(q, item)
+	q := c.queues[key]
+	if q == nil {
+		q = &keyQueue[T]{}
+		c.queues[key] = q
+	}
+	if q.inFlight >= c.inFlight {
+		q.waiting = append(q.waiting, item)
 		c.mu.Unlock()
 		return
 	}
-	c.waiting[key] = nil
+	q.inFlight++
 	c.mu.Unlock()
-	c.flush(key, []T{item})
+	c.flush(key, q, []T{item})
 }
 
 // flush sends batch, then what queued meanwhile on a task of its own, so
 // the caller that sent batch returns.
-func (c *coalescer[T]) flush(key string, batch []T) {
+func (c *coalescer[T]) flush(key string, q *keyQueue[T], batch []T) {
 	c.send(key, batch)
 	c.mu.Lock()
-	q := c.waiting[key]
-	if len(q) == 0 {
-		delete(c.waiting, key)
+	if len(q.waiting) == 0 {
+		if q.inFlight--; q.inFlight == 0 {
+			delete(c.queues, key)
+		}
 		c.mu.Unlock()
 		return
 	}
-	n := min(len(q), c.max)
-	next := q[:n:n]
-	c.waiting[key] = q[n:]
+	n := min(len(q.waiting), c.max)
+	next := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
 	c.mu.Unlock()
-	go c.flush(key, next)
+	go c.flush(key, q, next)
 }

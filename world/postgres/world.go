@@ -58,6 +58,10 @@ const (
 // of hanging.
 const opTimeout = 10 * time.Second
 
+// publishesInFlight is how many publish statements may be in flight at
+// once before publishes batch.
+const publishesInFlight = 4
+
 // safetyPoll is how long a consumer sleeps at most without a
 // notification: it catches a message whose claim was rolled back (a
 // consumer that lost its connection mid-claim) and notifications lost
@@ -185,8 +189,11 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		subs:    make(map[*subscription]struct{}),
 		readers: make(map[string]map[chan struct{}]struct{}),
 	}
-	w.appends = newCoalescer(maxBatch, w.appendBatch)
-	w.publishes = newCoalescer(maxBatch, w.publishBatch)
+	// One batch of a run's appends at a time: the run row's lock would
+	// order them anyway. Publishes are not ordered by a row, only their
+	// commits by NOTIFY's lock: a few overlap.
+	w.appends = newCoalescer(maxBatch, 1, w.appendBatch)
+	w.publishes = newCoalescer(maxBatch, publishesInFlight, w.publishBatch)
 	w.bg, w.stopBg = context.WithCancel(context.Background())
 	w.conn, w.connDown = context.WithCancelCause(context.Background())
 	if w.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
