@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/durabench/durabench/hdr"
 )
 
 // Histogram range: every sample is in microseconds, 1 µs .. 1 h at 3
@@ -77,10 +79,20 @@ func (h *Histogram) Encode() string {
 	return string(b)
 }
 
-// DecodeHistogram parses the text Encode produces.
+// DecodeHistogram parses the text Encode produces. A histogram of another
+// range or precision is refused before it is decoded: decoding allocates
+// what its header declares (100 MB for a 60-byte header, see package hdr).
 func DecodeHistogram(s string) (*Histogram, error) {
 	if s == "" {
 		return nil, fmt.Errorf("metrics: decode histogram: empty")
+	}
+	r, err := hdr.Header([]byte(s))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: decode histogram: %w", err)
+	}
+	if r.Lowest != HistogramLowest || r.Highest != HistogramHighest || r.Digits != HistogramDigits {
+		return nil, fmt.Errorf("metrics: decode histogram: range %v, want %d..%d at %d digits", r,
+			HistogramLowest, HistogramHighest, HistogramDigits)
 	}
 	h, err := hdrhistogram.Decode([]byte(s))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -12,8 +13,13 @@ import (
 	"sync"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/durabench/durabench/hdr"
 )
+
+// maxHDRCounts bounds the counts array of one imported histogram (32 MiB):
+// 1 ns..1 h at 5 significant digits fits, a header that asks for more is
+// refused before it is decoded.
+const maxHDRCounts = 4 << 20
 
 // Unit is the time unit of the values in an imported histogram.
 type Unit time.Duration
@@ -88,6 +94,9 @@ func ParseHDR(source string, data []byte, unit Unit) (*Empirical, error) {
 		}
 		fields := strings.Fields(text)
 		if v, n, ok := valueLine(fields); ok {
+			if v*float64(unit) >= math.MaxInt64 {
+				return nil, fmt.Errorf("hdr %s:%d: %s is past the largest duration (%v)", source, line, fields[0], time.Duration(math.MaxInt64))
+			}
 			d := time.Duration(v * float64(unit))
 			if n > 0 {
 				buckets = append(buckets, bucket{d, d, n})
@@ -98,9 +107,12 @@ func ParseHDR(source string, data []byte, unit Unit) (*Empirical, error) {
 		if !strings.HasPrefix(blob, "HIST") {
 			return nil, fmt.Errorf("hdr %s:%d: neither \"value count\" nor a base64 HDR histogram", source, line)
 		}
-		h, err := hdrhistogram.Decode([]byte(blob))
+		h, err := hdr.Decode([]byte(blob), maxHDRCounts)
 		if err != nil {
 			return nil, fmt.Errorf("hdr %s:%d: %w", source, line, err)
+		}
+		if h.Max() > math.MaxInt64/int64(unit) {
+			return nil, fmt.Errorf("hdr %s:%d: values up to %d are past the largest duration (%v)", source, line, h.Max(), time.Duration(math.MaxInt64))
 		}
 		for _, b := range h.Distribution() {
 			if b.Count > 0 {
