@@ -74,7 +74,7 @@ func onOff(s string) (string, error) {
 // starts (its binaries are installed).
 func probePostgres(ctx context.Context, s Values) error {
 	if s["url"] == "" {
-		if _, err := pgserver.FindBinaries(); err != nil {
+		if _, err := findPGBinaries(); err != nil {
 			return fmt.Errorf("world postgres: %w with --postgres-url", err)
 		}
 		if _, err := localServer(ctx, s["fsync"] == "off"); err != nil {
@@ -90,6 +90,10 @@ func probePostgres(ctx context.Context, s Values) error {
 	}
 	return w.Close()
 }
+
+// findPGBinaries finds the server binaries (a variable for the test of
+// their absence).
+var findPGBinaries = pgserver.FindBinaries
 
 // local holds the throwaway servers of this process, one per fsync
 // setting, shared by every cell: each cell gets its own schema on it. A

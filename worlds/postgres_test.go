@@ -36,6 +36,19 @@ func TestPostgresSettings(t *testing.T) {
 	}
 }
 
+// TestPostgresNotInstalled: with no binaries and no URL the probe's error
+// is one line saying how to install them and naming --postgres-url.
+func TestPostgresNotInstalled(t *testing.T) {
+	defer func(f func() (string, error)) { findPGBinaries = f }(findPGBinaries)
+	findPGBinaries = func() (string, error) { return "", pgserver.ErrNotInstalled }
+	k, _ := Lookup(Postgres)
+	err := k.Probe(context.Background(), k.Defaults())
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "apt-get install postgresql") ||
+		!strings.Contains(err.Error(), "--postgres-url") {
+		t.Errorf("probe without binaries: %v", err)
+	}
+}
+
 // TestPostgresNew: with no URL, cells share one throwaway server, each in
 // its own schema.
 func TestPostgresNew(t *testing.T) {
