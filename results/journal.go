@@ -41,7 +41,15 @@ func OpenJournal(dir string) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("results: journal: %w", err)
 	}
-	keep := int64(bytes.LastIndexByte(data, '\n') + 1)
+	// Keep the complete lines: a torn last line (a crash mid-write, with
+	// or without its newline) is cut, so the next cell starts a line of its
+	// own and the torn one is never read as a cell.
+	j, keep := decodeJournal(path, data)
+	if j.err != nil {
+		// A bad line mid-file is not a crash's: keep every line for
+		// ReadJournal to name it, only an unfinished one is cut.
+		keep = int64(bytes.LastIndexByte(data, '\n') + 1)
+	}
 	if keep < int64(len(data)) {
 		if err := f.Truncate(keep); err != nil {
 			f.Close()
@@ -102,37 +110,59 @@ func (j *Journal) Discard() error {
 }
 
 // ReadJournal returns the cells in the journal at path, in the order they
-// were appended. A torn last line (no newline, or not decodable: a crash
-// mid-write) is ignored; any other bad line is an *InvalidError naming it.
-// A missing journal is an error wrapping fs.ErrNotExist (and ErrInvalid).
+// were appended (see DecodeJournal). A missing journal is an error wrapping
+// fs.ErrNotExist (and ErrInvalid).
 func ReadJournal(path string) ([]Cell, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &InvalidError{File: path, Reason: "cannot read: " + unwrapPath(err), Err: err}
 	}
-	var cells []Cell
-	for n := 1; len(data) > 0; n++ {
-		i := bytes.IndexByte(data, '\n')
+	return DecodeJournal(path, data)
+}
+
+// DecodeJournal returns the cells of a journal's contents; name identifies
+// it in errors. A torn last line (no newline, or not decodable: a crash
+// mid-write) is dropped; any other bad line is an *InvalidError naming it.
+func DecodeJournal(name string, data []byte) ([]Cell, error) {
+	j, _ := decodeJournal(name, data)
+	return j.cells, j.err
+}
+
+type journalContents struct {
+	cells []Cell
+	err   error
+}
+
+// decodeJournal decodes data and returns, as keep, the length of its
+// complete, decodable lines: what is past it is a torn last line.
+func decodeJournal(name string, data []byte) (j journalContents, keep int64) {
+	rest := data
+	for n := 1; len(rest) > 0; n++ {
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break // torn: the write of the last line never finished
 		}
-		line := bytes.TrimSpace(data[:i])
-		data = data[i+1:]
-		if len(line) == 0 {
-			continue
-		}
-		var c Cell
-		name := fmt.Sprintf("%s:%d", path, n)
-		if err := decodeJSON(name, line, &c); err != nil {
-			if len(bytes.TrimSpace(data)) == 0 {
-				break // the last line: torn
+		line := bytes.TrimSpace(rest[:i])
+		rest = rest[i+1:]
+		if len(line) > 0 {
+			var c Cell
+			at := fmt.Sprintf("%s:%d", name, n)
+			if err := decodeJSON(at, line, &c); err != nil {
+				if len(bytes.TrimSpace(rest)) == 0 {
+					break // the last line: torn
+				}
+				j.err = err
+				return j, keep
 			}
-			return nil, err
+			// A line that decodes was written whole: if it is not a
+			// cell, the journal is not one.
+			if err := validateCell(at, "cell", &c); err != nil {
+				j.err = err
+				return j, keep
+			}
+			j.cells = append(j.cells, c)
 		}
-		if err := validateCell(name, "cell", &c); err != nil {
-			return nil, err
-		}
-		cells = append(cells, c)
+		keep = int64(len(data) - len(rest))
 	}
-	return cells, nil
+	return j, keep
 }

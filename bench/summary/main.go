@@ -130,42 +130,9 @@ func main() {
 // read parses the files (stdin when none) and returns the benchmarks in
 // the order they first appear, and a header naming the machine.
 func read(files []string) ([]*bench, string, error) {
-	var order []*bench
-	byName := map[string]*bench{}
-	var cpu, goos, goarch string
-	scan := func(r io.Reader, name string) error {
-		br := benchfmt.NewReader(r, name)
-		for br.Scan() {
-			res, ok := br.Result().(*benchfmt.Result)
-			if !ok {
-				continue // syntax errors are non-benchmark lines of go test
-			}
-			cpu, goos, goarch = or(res.GetConfig("cpu"), cpu), or(res.GetConfig("goos"), goos), or(res.GetConfig("goarch"), goarch)
-			base, parts := res.Name.Parts()
-			full := string(base)
-			for _, p := range parts {
-				if p[0] == '/' {
-					full += string(p)
-				}
-			}
-			b := byName[full]
-			if b == nil {
-				b = &bench{name: full, values: map[string][]float64{}}
-				byName[full] = b
-				order = append(order, b)
-			}
-			for _, v := range res.Values {
-				unit, val := v.Unit, v.Value
-				if v.OrigUnit != "" { // as written, e.g. ns/op rather than sec/op
-					unit, val = v.OrigUnit, v.OrigValue
-				}
-				b.values[unit] = append(b.values[unit], val)
-			}
-		}
-		return br.Err()
-	}
+	var c collector
 	if len(files) == 0 {
-		if err := scan(os.Stdin, "stdin"); err != nil {
+		if err := c.scan(os.Stdin, "stdin"); err != nil {
 			return nil, "", err
 		}
 	}
@@ -174,14 +141,61 @@ func read(files []string) ([]*bench, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		err = scan(fh, f)
+		err = c.scan(fh, f)
 		fh.Close()
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", f, err)
 		}
 	}
-	header := strings.TrimSpace(strings.Join([]string{goos + "/" + goarch, strings.TrimSpace(cpu)}, ", "))
-	return order, header, nil
+	return c.order, c.header(), nil
+}
+
+// collector gathers benchmark results from `go test -bench` outputs.
+type collector struct {
+	order             []*bench
+	byName            map[string]*bench
+	cpu, goos, goarch string
+}
+
+// scan adds the results in r, named name in errors.
+func (c *collector) scan(r io.Reader, name string) error {
+	if c.byName == nil {
+		c.byName = map[string]*bench{}
+	}
+	br := benchfmt.NewReader(r, name)
+	for br.Scan() {
+		res, ok := br.Result().(*benchfmt.Result)
+		if !ok {
+			continue // syntax errors are non-benchmark lines of go test
+		}
+		c.cpu, c.goos, c.goarch = or(res.GetConfig("cpu"), c.cpu), or(res.GetConfig("goos"), c.goos), or(res.GetConfig("goarch"), c.goarch)
+		base, parts := res.Name.Parts()
+		full := string(base)
+		for _, p := range parts {
+			if p[0] == '/' {
+				full += string(p)
+			}
+		}
+		b := c.byName[full]
+		if b == nil {
+			b = &bench{name: full, values: map[string][]float64{}}
+			c.byName[full] = b
+			c.order = append(c.order, b)
+		}
+		for _, v := range res.Values {
+			unit, val := v.Unit, v.Value
+			if v.OrigUnit != "" { // as written, e.g. ns/op rather than sec/op
+				unit, val = v.OrigUnit, v.OrigValue
+			}
+			b.values[unit] = append(b.values[unit], val)
+		}
+	}
+	return br.Err()
+}
+
+// header names the machine the results were measured on.
+func (c *collector) header() string {
+	return strings.TrimSpace(strings.Join([]string{c.goos + "/" + c.goarch, strings.TrimSpace(c.cpu)}, ", "))
 }
 
 func or(a, b string) string {

@@ -192,7 +192,7 @@ func decodeChunk(b []byte) (typ byte, c world.Chunk, err error) {
 	typ = b[0]
 	b = b[1:]
 	idx, k := binary.Uvarint(b)
-	if k <= 0 {
+	if k <= 0 || idx > math.MaxInt32 {
 		return 0, c, fmt.Errorf("natsworld: malformed chunk body")
 	}
 	b = b[k:]
