@@ -16,6 +16,7 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/world"
+	natsworld "github.com/durabench/durabench/world/nats"
 )
 
 // Defaults of CoordinatorConfig.
@@ -37,7 +38,9 @@ const (
 
 // CoordinatorConfig configures the driver side.
 type CoordinatorConfig struct {
-	URL, Creds string
+	// URL of the NATS server or cluster; Auth its TLS and credentials.
+	URL  string
+	Auth natsworld.Auth
 	// Expect is the number of workers a cell needs (>= 1).
 	Expect int
 	// Wait bounds the wait for them (default DefaultWait).
@@ -78,7 +81,7 @@ func Dial(ctx context.Context, cfg CoordinatorConfig) (*Coordinator, error) {
 		cfg.Silence = DefaultSilence
 	}
 	d := &Coordinator{cfg: cfg}
-	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench driver", &d.errs)
+	nc, err := dial(ctx, cfg.URL, cfg.Auth, "durabench driver", &d.errs)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +162,7 @@ func (d *Coordinator) Workers(ctx context.Context) ([]Hello, error) {
 				who = " (" + strings.Join(ids, ", ") + ")"
 			}
 			return nil, fmt.Errorf("%w: %d of %d answered on %s within %v%s; start them with: durabench worker --nats-url URL",
-				ErrNoWorkers, len(seen), d.cfg.Expect, d.nc.ConnectedUrlRedacted(), d.cfg.Wait, who)
+				ErrNoWorkers, len(seen), d.cfg.Expect, natsworld.RedactURL(d.nc.ConnectedUrl()), d.cfg.Wait, who)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -35,8 +35,9 @@ const (
 
 // WorkerConfig configures a worker.
 type WorkerConfig struct {
-	// URL of the NATS server or cluster; Creds an optional credentials file.
-	URL, Creds string
+	// URL of the NATS server or cluster; Auth its TLS and credentials.
+	URL  string
+	Auth natsworld.Auth
 	// ID names the worker in records and results (default host-pid); it is
 	// sanitised into one subject token.
 	ID string
@@ -104,7 +105,7 @@ func Connect(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		return nil, err
 	}
 	var errs asyncErrors
-	nc, err := dial(ctx, cfg.URL, cfg.Creds, "durabench worker "+cfg.ID, &errs)
+	nc, err := dial(ctx, cfg.URL, cfg.Auth, "durabench worker "+cfg.ID, &errs)
 	if err != nil {
 		return nil, err
 	}
@@ -140,39 +141,16 @@ func (a *asyncErrors) since(before int64) world.Incidents {
 }
 
 // dial connects to url within natsworld.DefaultConnectTimeout; errs counts
-// the connection's asynchronous errors.
-func dial(ctx context.Context, url, creds, name string, errs *asyncErrors) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name), nats.Timeout(natsworld.DefaultConnectTimeout),
-		nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.ErrorHandler(errs.handle)}
-	if creds != "" {
-		if _, err := os.Stat(creds); err != nil {
-			return nil, fmt.Errorf("cluster: creds file: %w", err)
-		}
-		opts = append(opts, nats.UserCredentials(creds))
+// the connection's asynchronous errors. The error wraps
+// natsworld.ErrUnreachable or natsworld.ErrAuth and names the server,
+// never a secret.
+func dial(ctx context.Context, url string, auth natsworld.Auth, name string, errs *asyncErrors) (*nats.Conn, error) {
+	nc, err := natsworld.Dial(ctx, url, auth, natsworld.DefaultConnectTimeout, nats.Name(name),
+		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.ErrorHandler(errs.handle))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	type result struct {
-		nc  *nats.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		nc, err := nats.Connect(url, opts...)
-		done <- result{nc, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, fmt.Errorf("cluster: connect to %s: %w: %w", url, natsworld.ErrUnreachable, r.err)
-		}
-		return r.nc, nil
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.nc != nil {
-				r.nc.Close()
-			}
-		}()
-		return nil, fmt.Errorf("cluster: connect to %s: %w", url, ctx.Err())
-	}
+	return nc, nil
 }
 
 // ID is the worker's id.
@@ -214,7 +192,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.nc.Flush(); err != nil {
 		return fmt.Errorf("cluster: hello: %w", err)
 	}
-	w.logf("ready on %s (concurrency %d)", w.nc.ConnectedUrlRedacted(), w.cfg.Concurrency)
+	w.logf("ready on %s (concurrency %d)", natsworld.RedactURL(w.nc.ConnectedUrl()), w.cfg.Concurrency)
 
 	<-ctx.Done()
 	for _, s := range subs {
@@ -323,7 +301,7 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 	w.mu.Unlock()
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	nw, err := natsworld.New(octx, natsworld.Config{Options: spec.Options, URL: w.cfg.URL, Creds: w.cfg.Creds,
+	nw, err := natsworld.New(octx, natsworld.Config{Options: spec.Options, URL: w.cfg.URL, Auth: w.cfg.Auth,
 		Storage: spec.Storage, Replicas: spec.Replicas, Prefix: spec.Prefix, Keep: true})
 	if err != nil {
 		return fmt.Errorf("open world: %w", err)

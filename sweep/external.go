@@ -93,7 +93,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	defer w.close()           // after the workers let go of the streams (End below)
 	prefix := p.cellPrefix(c) // the streams newWorld created, which the workers open
 	nats := c.WorldSettings
-	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: nats["url"], Creds: nats["creds"],
+	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: nats["url"], Auth: worlds.NATSAuth(nats),
 		Expect: p.External.Expect, Wait: p.External.Wait})
 	if err != nil {
 		return results.Cell{}, nil, err

@@ -196,6 +196,10 @@ func (p *Plan) setFromNode(file, key string, v *yaml.Node) error {
 	f, _ := lookupField(name)
 	vals, err := scalars(v, f.list, fieldKinds[name])
 	if err != nil {
+		if worldFlags[name].Secret {
+			// The message would quote the value: a password or token.
+			return fileError(file, v, key, "want a single string (quote it)")
+		}
 		return fileError(file, v, key, "%s", err)
 	}
 	if err := p.set(name, vals, UsageError{File: file, Line: v.Line, Field: key}); err != nil {

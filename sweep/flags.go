@@ -96,6 +96,22 @@ func defaultNote(p *Plan, name string) string {
 	return " (default " + d + ")"
 }
 
+// PrintableFlag returns how the value of flag name (without dashes) may
+// be printed, e.g. in the command that resumes a sweep: a secret's (a
+// password, a token) as <hidden>, a URL without its credentials.
+func PrintableFlag(name, value string) string {
+	s, ok := worldFlags[name]
+	switch {
+	case !ok:
+		return value
+	case s.Secret:
+		return "<hidden>"
+	case s.Redact != nil:
+		return s.Redact(value)
+	}
+	return value
+}
+
 // File is the -f sweep file, if any.
 func (f *Flags) File() string { return f.file }
 
@@ -121,6 +137,9 @@ func (f *Flags) Plan() (*Plan, error) {
 			vals = splitList(raw)
 		}
 		at := UsageError{Flag: "--" + fl.Name, Value: raw}
+		if worldFlags[fl.Name].Secret {
+			at.Value = "" // a password or token is never printed
+		}
 		if e := p.set(fl.Name, vals, at); e != nil {
 			at.Err = e
 			err = &at

@@ -105,8 +105,10 @@ const (
 	Bool   Type = "bool"
 )
 
-// Setting is one setting of a world: flag --<world>-<Name> (or Flag) and
-// sweep-file key <world>.<Name>, e.g. --nats-url and nats.url.
+// Setting is one setting of a world: flag --<world>-<Name> (or Flag; an
+// underscore in Name is a dash in the flag) and sweep-file key
+// <world>.<Name>, e.g. --nats-url and nats.url, --nats-tls-ca and
+// nats.tls_ca.
 type Setting struct {
 	Name string
 	// Flag is the flag's name when it is not <world>-<Name>.
@@ -122,6 +124,10 @@ type Setting struct {
 	// through Redact when set (a URL's password).
 	Record bool
 	Redact func(string) string
+	// Secret marks a credential (a password, a token): its value is never
+	// written anywhere — not recorded (Record must be false), not in an
+	// error message, not by durabench list.
+	Secret bool
 }
 
 // FlagName is the flag that sets s on k.
@@ -129,7 +135,7 @@ func (k *Kind) FlagName(s Setting) string {
 	if s.Flag != "" {
 		return s.Flag
 	}
-	return k.Name + "-" + s.Name
+	return k.Name + "-" + strings.ReplaceAll(s.Name, "_", "-")
 }
 
 // parse checks a value of the setting against its Type and Parse, and
@@ -190,6 +196,18 @@ func (v Values) Int(name string) int { n, _ := strconv.Atoi(v[name]); return n }
 // Bool returns a Bool setting's value.
 func (v Values) Bool(name string) bool { b, _ := strconv.ParseBool(v[name]); return b }
 
+// Secrets returns the values of k's Secret settings that are set in v:
+// what must never be written anywhere.
+func (k *Kind) Secrets(v Values) []string {
+	var out []string
+	for _, s := range k.Settings {
+		if s.Secret && v[s.Name] != "" {
+			out = append(out, v[s.Name])
+		}
+	}
+	return out
+}
+
 // Clone returns a copy of v.
 func (v Values) Clone() Values {
 	c := make(Values, len(v))
@@ -218,6 +236,9 @@ func Register(k *Kind) {
 	for _, s := range k.Settings {
 		if _, err := s.parse(s.Default); err != nil && s.Default != "" {
 			panic("worlds: " + k.Name + "." + s.Name + ": bad default: " + err.Error())
+		}
+		if s.Secret && (s.Record || s.Default != "" || s.Parse != nil) {
+			panic("worlds: " + k.Name + "." + s.Name + ": a secret is neither recorded, nor defaulted, nor parsed")
 		}
 	}
 	registry[k.Name] = k

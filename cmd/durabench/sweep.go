@@ -125,19 +125,25 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 }
 
 // resumeArgs is the sweep command line without --out/--resume, to print
-// how to resume.
+// how to resume. A password or token is printed <hidden>, a URL without
+// its credentials: give them again.
 func resumeArgs(args []string) string {
 	out := []string{"sweep"}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name := strings.TrimLeft(a, "-")
-		if n, _, ok := strings.Cut(name, "="); ok {
+		if n, v, ok := strings.Cut(name, "="); ok {
 			if n == "out" || n == "resume" {
 				continue
 			}
+			a = a[:len(a)-len(v)] + sweep.PrintableFlag(n, v)
 		} else if a != name && (name == "out" || name == "resume") {
 			i++
 			continue
+		} else if a != name && i+1 < len(args) && sweep.PrintableFlag(name, args[i+1]) != args[i+1] {
+			out = append(out, a)
+			i++
+			a = sweep.PrintableFlag(name, args[i])
 		}
 		if strings.ContainsAny(a, " \t'\"") {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"

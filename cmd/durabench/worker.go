@@ -12,14 +12,31 @@ import (
 
 	"github.com/durabench/durabench/cluster"
 	natsworld "github.com/durabench/durabench/world/nats"
+	"github.com/durabench/durabench/worlds"
 )
 
 // cmdWorker runs `durabench worker`: an engine worker for sweeps run with
 // --workers external, until SIGINT or SIGTERM.
 func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("worker", stderr)
-	url := fs.String("nats-url", "", "NATS server or cluster the driver uses (required)")
-	creds := fs.String("nats-creds", "", "NATS credentials file")
+	// The connection settings are the nats world's (--nats-url, TLS,
+	// credentials), parsed and checked the same way.
+	kind, err := worlds.Lookup(worlds.NATS)
+	if err != nil {
+		return exitFailed, err
+	}
+	nats := kind.Defaults()
+	for _, name := range worlds.NATSConnection {
+		for _, st := range kind.Settings {
+			if st.Name == name {
+				help := st.Help
+				if name == "url" {
+					help = "NATS server or cluster the driver uses (required)"
+				}
+				fs.Func(kind.FlagName(st), help, func(v string) error { return kind.Set(nats, name, v) })
+			}
+		}
+	}
 	concurrency := fs.Int("concurrency", 0, "queue deliveries handled at once (default 64)")
 	id := fs.String("id", "", "worker name in records and results (default host-pid)")
 	flush := fs.Duration("flush-interval", cluster.DefaultFlushInterval, "how often buffered timeline records are sent to the driver")
@@ -32,8 +49,12 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if len(pos) > 0 {
 		return -1, usageErr("worker takes no arguments, got %q (flags start with --)", pos[0])
 	}
-	if *url == "" {
+	if nats["url"] == "" {
 		return -1, usageErr("worker needs --nats-url (the NATS server or cluster the driver uses)")
+	}
+	auth := worlds.NATSAuth(nats)
+	if err := auth.Check(); err != nil {
+		return -1, usageErr("nats: %v", err)
 	}
 	if *concurrency < 0 {
 		return -1, usageErr("--concurrency %d: must be >= 1", *concurrency)
@@ -49,10 +70,10 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		<-sctx.Done()
 		stop()
 	}()
-	w, err := cluster.Connect(sctx, cluster.WorkerConfig{URL: *url, Creds: *creds, ID: *id,
+	w, err := cluster.Connect(sctx, cluster.WorkerConfig{URL: nats["url"], Auth: auth, ID: *id,
 		Concurrency: *concurrency, FlushInterval: *flush, StopTimeout: *stopTimeout, StatusEvery: *status, Log: stderr})
 	if err != nil {
-		if errors.Is(err, natsworld.ErrUnreachable) {
+		if errors.Is(err, natsworld.ErrUnreachable) || errors.Is(err, natsworld.ErrAuth) {
 			return -1, usageErr("--nats-url: %v", err)
 		}
 		return exitFailed, err

@@ -87,7 +87,7 @@ func TestConfigErrors(t *testing.T) {
 		{"prefix", natsworld.Config{Prefix: "a.b"}, `prefix "a.b"`},
 		{"replicas embedded", natsworld.Config{Replicas: 3}, "replicas 3"},
 		{"retry style", natsworld.Config{Options: world.Options{RetryStyle: "again"}}, `retry style "again"`},
-		{"creds", natsworld.Config{URL: "nats://127.0.0.1:1", Creds: "/nonexistent.creds"}, "/nonexistent.creds"},
+		{"creds", natsworld.Config{URL: "nats://127.0.0.1:1", Auth: natsworld.Auth{CredsFile: "/nonexistent.creds"}}, "/nonexistent.creds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := natsworld.New(context.Background(), tc.cfg)

@@ -48,7 +48,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
 	"sync"
@@ -81,8 +80,9 @@ type Config struct {
 	// URL of an external server or cluster (comma-separated URLs allowed).
 	// Empty runs an embedded server in-process.
 	URL string
-	// Creds is a NATS credentials file for the external connection.
-	Creds string
+	// Auth secures and authenticates the external connection (TLS, and
+	// user/password, a token, an NKey or a credentials file).
+	Auth Auth
 	// Storage is StorageFile (default) or StorageMemory.
 	Storage string
 	// Replicas is the replica count of every stream (default 1; must be 1
@@ -132,6 +132,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.URL == "" && c.Replicas != 1 {
 		return c, fmt.Errorf("natsworld: replicas %d: the embedded server is a single node, use 1", c.Replicas)
+	}
+	if c.URL == "" && c.Auth != (Auth{}) {
+		return c, errors.New("natsworld: TLS and credentials apply to an external server (a URL)")
 	}
 	if c.Prefix == "" {
 		var b [4]byte
@@ -341,65 +344,20 @@ func (w *World) startEmbedded() error {
 	return nil
 }
 
-// redactURL hides passwords and tokens in u for messages.
-func redactURL(u string) string {
-	pu, err := url.Parse(u)
-	if err != nil || pu.User == nil {
-		return u
-	}
-	return pu.Redacted()
-}
-
 func (w *World) connect(ctx context.Context) error {
-	opts := []nats.Option{
+	nc, err := Dial(ctx, w.cfg.URL, w.cfg.Auth, w.cfg.ConnectTimeout, append([]nats.Option{
 		nats.Name("durabench"),
-		nats.Timeout(w.cfg.ConnectTimeout),
 		// Calls made while disconnected fail at once (ErrConnectionLost)
 		// instead of queueing in a reconnect buffer.
 		nats.ReconnectBufSize(-1),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+	}, w.connOptions()...)...)
+	if err != nil {
+		return err
 	}
-	opts = append(opts, w.connOptions()...)
-	if w.cfg.Creds != "" {
-		if _, err := os.Stat(w.cfg.Creds); err != nil {
-			return fmt.Errorf("natsworld: creds file %s: %w", w.cfg.Creds, err)
-		}
-		opts = append(opts, nats.UserCredentials(w.cfg.Creds))
-	}
-	type result struct {
-		nc  *nats.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		nc, err := nats.Connect(w.cfg.URL, opts...)
-		done <- result{nc, err}
-	}()
-	timer := time.NewTimer(w.cfg.ConnectTimeout)
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return fmt.Errorf("natsworld: connect to %s: %w: %w", redactURL(w.cfg.URL), ErrUnreachable, r.err)
-		}
-		w.nc = r.nc
-		return nil
-	case <-timer.C:
-		go func() {
-			if r := <-done; r.nc != nil {
-				r.nc.Close()
-			}
-		}()
-		return fmt.Errorf("natsworld: connect to %s: %w: no answer within %s", redactURL(w.cfg.URL), ErrUnreachable, w.cfg.ConnectTimeout)
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.nc != nil {
-				r.nc.Close()
-			}
-		}()
-		return fmt.Errorf("natsworld: connect to %s: %w", redactURL(w.cfg.URL), ctx.Err())
-	}
+	w.nc = nc
+	return nil
 }
 
 // setup creates the streams and consumers; CreateOrUpdate makes it
@@ -516,7 +474,7 @@ func (w *World) awaitLeader(ctx context.Context, c jetstream.Consumer) error {
 func (w *World) setupErr(what string, err error) error {
 	where := "embedded server"
 	if w.cfg.URL != "" {
-		where = redactURL(w.cfg.URL)
+		where = RedactURL(w.cfg.URL)
 	}
 	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 		return fmt.Errorf("natsworld: %s: JetStream is not enabled on %s: %w", what, where, err)

@@ -36,6 +36,8 @@ type Spec struct {
 	// ClusterPort and Routes make the server a cluster node.
 	ClusterPort int    `json:"cluster_port,omitempty"`
 	Routes      string `json:"routes,omitempty"`
+	// Security secures and authenticates the server's clients.
+	Security Security `json:"security,omitzero"`
 }
 
 // Main runs the test binary as a nats-server when it was re-executed as
@@ -60,6 +62,10 @@ func runChild(specJSON string) int {
 	if spec.ClusterPort > 0 {
 		opts.Cluster = server.ClusterOpts{Name: "durabench", Host: "127.0.0.1", Port: spec.ClusterPort}
 		opts.Routes = server.RoutesFromStr(spec.Routes)
+	}
+	if err := spec.Security.apply(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "security:", err)
+		return 2
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
