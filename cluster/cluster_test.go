@@ -27,6 +27,9 @@ var bin string
 
 func TestMain(m *testing.M) {
 	natstest.Main()
+	if slices.ContainsFunc(os.Args, func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
+		os.Exit(m.Run()) // a fuzzing worker process runs fuzz targets only: no binary
+	}
 	dir, err := os.MkdirTemp("", "durabench-cluster-")
 	if err != nil {
 		panic(err)

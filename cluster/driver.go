@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -93,9 +94,10 @@ func Dial(ctx context.Context, cfg CoordinatorConfig) (*Coordinator, error) {
 func (d *Coordinator) Close() { d.nc.Close() }
 
 // Workers asks every worker to say hello, repeatedly, until at least
-// cfg.Expect distinct workers answered or cfg.Wait passed. It returns the
-// workers sorted by id; the error wraps ErrNoWorkers on timeout.
-func (d *Coordinator) Workers(ctx context.Context) ([]Hello, error) {
+// cfg.Expect distinct workers free for sweep (serving none, or sweep)
+// answered or cfg.Wait passed. It returns those workers sorted by id; the
+// error wraps ErrNoWorkers on timeout and names the busy ones.
+func (d *Coordinator) Workers(ctx context.Context, sweep string) ([]Hello, error) {
 	inbox := d.nc.NewRespInbox()
 	ch := make(chan *nats.Msg, 256)
 	sub, err := d.nc.ChanSubscribe(inbox, ch)
@@ -104,6 +106,7 @@ func (d *Coordinator) Workers(ctx context.Context) ([]Hello, error) {
 	}
 	defer sub.Unsubscribe()
 	seen := map[string]Hello{}
+	busy := map[string]string{} // worker -> the sweep it serves
 	warned := map[string]bool{}
 	var mismatched []string
 	deadline := time.NewTimer(d.cfg.Wait)
@@ -138,6 +141,12 @@ func (d *Coordinator) Workers(ctx context.Context) ([]Hello, error) {
 				return nil, fmt.Errorf("%w: two workers answer as %s (%s pid %d and %s pid %d): give them distinct --id",
 					ErrWorker, h.ID, prev.Host, prev.PID, h.Host, h.PID)
 			}
+			if h.Serving != "" && h.Serving != sweep {
+				busy[h.ID] = h.Serving
+				delete(seen, h.ID)
+				continue
+			}
+			delete(busy, h.ID)
 			seen[h.ID] = h
 			if len(seen) >= d.cfg.Expect && settle == nil {
 				settle = time.After(100 * time.Millisecond)
@@ -156,6 +165,9 @@ func (d *Coordinator) Workers(ctx context.Context) ([]Hello, error) {
 			sort.Strings(ids)
 			if len(mismatched) > 0 {
 				ids = append(ids, "ignored: "+strings.Join(mismatched, ", ")+" (another durabench build)")
+			}
+			for _, id := range slices.Sorted(maps.Keys(busy)) {
+				ids = append(ids, fmt.Sprintf("busy: %s serves sweep %s", id, busy[id]))
 			}
 			who := ""
 			if len(ids) > 0 {
@@ -247,7 +259,7 @@ type finished struct {
 // estimates each one's clock offset against rt (the driver's runtime clock,
 // on which the cell's anchors are taken). Every worker must accept the cell.
 func (d *Coordinator) Open(ctx context.Context, spec CellSpec, rt world.Runtime) (*Session, error) {
-	hellos, err := d.Workers(ctx)
+	hellos, err := d.Workers(ctx, spec.Sweep)
 	if err != nil {
 		return nil, err
 	}

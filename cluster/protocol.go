@@ -17,6 +17,19 @@
 //	<S>.rec.<prefix>        worker -> driver: record batches (binary, see appendBatchHeader)
 //	<S>.d.<prefix>          worker request, the driver answers while the cell lasts
 //
+// A worker serves one driver at a time: the sweep whose cell it opens
+// first (CellSpec.Sweep, the prefix of every cell of that sweep) owns it
+// until its last open cell ends, and it says so in its hello (Serving). An
+// announcement whose prefix is not under its sweep, whose driver subject is
+// not its cell's, or that comes from another sweep while the worker is
+// owned, is refused; a message that does not decode, names an operation it
+// does not know or a cell it does not have is dropped. Either way nothing
+// runs, and the worker counts it (Worker.Dropped, its log). The driver
+// counts record batches that do not decode or come from a worker that is
+// not in the cell (Report.BadBatches). Who may publish on these subjects at
+// all is the NATS server's business: give workers and drivers their own
+// users with permissions on <S>.> (docs/security.md).
+//
 // Clocks: at cell start the driver estimates each worker's clock offset
 // from round trips (EstimateOffset, the min-RTT sample) and sends it back;
 // the worker's engine then takes every timestamp on the driver's clock
@@ -28,8 +41,10 @@ package cluster
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -49,7 +64,7 @@ var ErrWorker = errors.New("durabench worker failed")
 
 // Protocol versions the messages below and the record batches; a driver
 // uses only workers that speak its version.
-const Protocol = 3
+const Protocol = 4
 
 // Hello is what a worker says about itself.
 type Hello struct {
@@ -58,6 +73,9 @@ type Hello struct {
 	Host        string `json:"host,omitempty"`
 	PID         int    `json:"pid,omitempty"`
 	Concurrency int    `json:"concurrency"`
+	// Serving is the sweep whose cells the worker runs now ("" when it
+	// is free): a driver of another sweep does not count it.
+	Serving string `json:"serving,omitempty"`
 }
 
 // Bye is what a worker says when it stops (on a signal): its counts in
@@ -70,7 +88,10 @@ type Bye struct {
 // CellSpec announces one cell to a worker: everything it needs to open the
 // cell's world and engine.
 type CellSpec struct {
-	// Prefix is the nats world prefix of the cell (its streams).
+	// Sweep begins the prefix of every cell of the driver's sweep: the
+	// worker serves one sweep at a time. Prefix is the nats world prefix
+	// of the cell (its streams): Sweep and more.
+	Sweep  string `json:"sweep"`
 	Prefix string `json:"prefix"`
 	// Label is the cell's description, for the worker's log.
 	Label    string          `json:"label,omitempty"`
@@ -93,6 +114,34 @@ type CellSpec struct {
 	// worker that gets no answer for DriverTimeout stops the cell by itself
 	// (the driver died).
 	Driver string `json:"driver,omitempty"`
+}
+
+// prefixRE is what a sweep's and a cell's prefix are made of: one subject
+// token, and a stream name's part.
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// check reports why an announcement is not one this worker may run: its
+// prefixes are not names, its cell is not under its sweep, or its driver
+// subject is not its cell's under root.
+func (s CellSpec) check(root string) error {
+	switch {
+	case !prefixRE.MatchString(s.Sweep) || !prefixRE.MatchString(s.Prefix):
+		return fmt.Errorf("sweep %q or cell %q is not a prefix", s.Sweep, s.Prefix)
+	case !strings.HasPrefix(s.Prefix, s.Sweep) || s.Prefix == s.Sweep:
+		return fmt.Errorf("cell %s is not under its sweep %s", s.Prefix, s.Sweep)
+	case s.Driver != subjDriver(root, s.Prefix):
+		return fmt.Errorf("cell %s names driver subject %q, not its own", s.Prefix, s.Driver)
+	}
+	return nil
+}
+
+// decodeCellSpec decodes and checks an announcement on root.
+func decodeCellSpec(root string, b []byte) (CellSpec, error) {
+	var spec CellSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return spec, fmt.Errorf("does not decode: %w", err)
+	}
+	return spec, spec.check(root)
 }
 
 // DriverTimeout is how long a worker keeps a cell open without an answer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -96,6 +97,58 @@ type Worker struct {
 	mu     sync.Mutex
 	cells  map[string]*workerCell
 	closed bool
+	// owner is the sweep the worker serves while claims (its open cells
+	// and those opening) is above 0.
+	owner  string
+	claims int
+
+	dropped atomic.Int64
+}
+
+// errStopping refuses a cell while the worker stops.
+var errStopping = errors.New("worker is stopping")
+
+// Dropped is the number of messages the worker dropped or refused: they
+// did not decode, or did not belong to a cell of the sweep it serves.
+func (w *Worker) Dropped() int64 { return w.dropped.Load() }
+
+// drop counts a message that is not run and logs why (the first ten, then
+// every thousandth: a flood of garbage must not flood the log).
+func (w *Worker) drop(subject, why string) {
+	if n := w.dropped.Add(1); n <= 10 || n%1000 == 0 {
+		w.logf("dropped a message on %s: %s (%d dropped so far)", subject, why, n)
+	}
+}
+
+// claim makes the worker serve sweep for one more cell, unless it serves
+// another; release undoes a claim.
+func (w *Worker) claim(sweep string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errStopping
+	}
+	if w.claims > 0 && w.owner != sweep {
+		return fmt.Errorf("worker %s serves sweep %s (another driver)", w.cfg.ID, w.owner)
+	}
+	w.owner = sweep
+	w.claims++
+	return nil
+}
+
+func (w *Worker) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.claims--; w.claims == 0 {
+		w.owner = ""
+	}
+}
+
+// serving is the sweep the worker serves now ("" when free).
+func (w *Worker) serving() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.owner
 }
 
 // Connect connects a worker to NATS and returns it; Run serves cells. The
@@ -174,7 +227,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = s.Unsubscribe()
 		}
 	}()
-	s, err := w.nc.Subscribe(subjDiscover(root), func(m *nats.Msg) { _ = m.Respond(hello) })
+	s, err := w.nc.Subscribe(subjDiscover(root), func(m *nats.Msg) {
+		h := w.hello
+		h.Serving = w.serving()
+		b, _ := json.Marshal(h)
+		_ = m.Respond(b)
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe: %w", err)
 	}
@@ -234,9 +292,10 @@ func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
 	op := m.Subject[len(subjWorker(w.cfg.Subject, w.cfg.ID))+1:]
 	switch op {
 	case "cell":
-		var spec CellSpec
-		if err := json.Unmarshal(m.Data, &spec); err != nil {
-			respondJSON(m, Reply{Error: "bad cell announcement: " + err.Error()})
+		spec, err := decodeCellSpec(w.cfg.Subject, m.Data)
+		if err != nil {
+			w.drop(m.Subject, "cell announcement "+err.Error())
+			respondJSON(m, Reply{Error: "refused: " + err.Error()})
 			return
 		}
 		if err := w.open(ctx, spec); err != nil {
@@ -248,6 +307,7 @@ func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
 	case "clock":
 		c := w.cell(string(m.Data))
 		if c == nil {
+			w.drop(m.Subject, "clock of a cell it does not have")
 			_ = m.Respond(nil)
 			return
 		}
@@ -257,6 +317,7 @@ func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
 		prefix, off, ok := decodeShift(m.Data)
 		c := w.cell(prefix)
 		if !ok || c == nil {
+			w.drop(m.Subject, "clock shift that does not decode or names a cell it does not have")
 			_ = m.Respond(nil)
 			return
 		}
@@ -265,6 +326,11 @@ func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
 	case "end":
 		c := w.cell(string(m.Data))
 		if c == nil {
+			// A cell that stopped already (its driver went silent) or
+			// never opened here: nothing to stop, the answer says so.
+			if !prefixRE.Match(m.Data) {
+				w.drop(m.Subject, "end of something that is not a cell")
+			}
 			respondJSON(m, WorkerStats{ID: w.cfg.ID})
 			return
 		}
@@ -272,6 +338,8 @@ func (w *Worker) serve(ctx context.Context, m *nats.Msg) {
 		w.logf("cell %s ended: %d deliveries, %d redeliveries, %d step bodies", c.spec.Prefix,
 			st.Deliveries, st.Redeliveries, st.Steps)
 		respondJSON(m, st)
+	default:
+		w.drop(m.Subject, fmt.Sprintf("unknown operation %.40q", op))
 	}
 }
 
@@ -287,18 +355,24 @@ func (w *Worker) cell(prefix string) *workerCell {
 }
 
 // open opens the cell's world (the driver's streams, kept on close: the
-// driver owns them) and starts an engine on it.
-func (w *Worker) open(ctx context.Context, spec CellSpec) error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return fmt.Errorf("worker is stopping")
-	}
-	if _, ok := w.cells[spec.Prefix]; ok {
-		w.mu.Unlock()
+// driver owns them) and starts an engine on it, unless the worker serves
+// another sweep.
+func (w *Worker) open(ctx context.Context, spec CellSpec) (err error) {
+	if c := w.cell(spec.Prefix); c != nil && c.spec.Sweep == spec.Sweep {
 		return nil // a repeated announcement: the cell is open
 	}
-	w.mu.Unlock()
+	if err := w.claim(spec.Sweep); err != nil {
+		if !errors.Is(err, errStopping) {
+			w.drop(subjWorker(w.cfg.Subject, w.cfg.ID)+".cell", "cell "+spec.Prefix+": "+err.Error())
+		}
+		return err
+	}
+	claimed := true // until a cell holds the claim: its stop releases it
+	defer func() {
+		if err != nil && claimed {
+			w.release()
+		}
+	}()
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	nw, err := natsworld.New(octx, natsworld.Config{Options: spec.Options, URL: w.cfg.URL, Auth: w.cfg.Auth,
@@ -341,8 +415,9 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) error {
 	w.mu.Lock()
 	if w.closed { // a signal came while the cell was opening
 		w.mu.Unlock()
-		c.stop(w.cfg.StopTimeout)
-		return fmt.Errorf("worker is stopping")
+		claimed = false
+		c.stop(w.cfg.StopTimeout) // releases the claim
+		return errStopping
 	}
 	w.cells[spec.Prefix] = c
 	w.mu.Unlock()
@@ -440,6 +515,7 @@ func (c *workerCell) stop(timeout time.Duration) WorkerStats {
 		c.w.mu.Lock()
 		delete(c.w.cells, c.spec.Prefix)
 		c.w.mu.Unlock()
+		c.w.release()
 		close(c.stopped)
 	})
 	<-c.stopped

@@ -101,7 +101,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	defer d.Close()
 	// A profile file, and the hdr files it or the fault overrides name,
 	// live on the driver: the workers get the copies read in Validate.
-	spec := cluster.CellSpec{Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
+	spec := cluster.CellSpec{Sweep: p.sweepPrefix(), Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
 		Options: c.WorldOptions, Storage: nats["storage"], Replicas: nats.Int("replicas"),
 		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed}
 	cell, err := d.Open(ctx, spec, w.Runtime())
