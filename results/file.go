@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -142,6 +143,18 @@ func Write(path string, f *File) error {
 	return writeAtomic(path, append(data, '\n'))
 }
 
+// RemoveTemp removes what an interrupted Write of path left: its
+// temporary files (a process killed mid-write cannot remove its own).
+func RemoveTemp(path string) error {
+	tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
+	return nil
+}
+
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -157,6 +170,14 @@ func writeAtomic(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if failpoint != "" {
+		half := len(data) / 2
+		if _, err = tmp.Write(data[:half]); err != nil {
+			return fmt.Errorf("results: write %s: %w", tmp.Name(), err)
+		}
+		atFailpoint("results-write", tmp)
+		data = data[half:]
+	}
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("results: write %s: %w", tmp.Name(), err)
 	}

@@ -76,6 +76,14 @@ func (j *Journal) Append(cell Cell) error {
 		return fmt.Errorf("results: journal %s: closed", j.path)
 	}
 	// One write per line: a crash leaves at most one torn line, at the end.
+	if failpoint != "" {
+		half := len(line) / 2
+		if _, err := j.f.Write(line[:half]); err != nil {
+			return fmt.Errorf("results: journal %s: %w", j.path, err)
+		}
+		atFailpoint("journal-append", j.f)
+		line = line[half:]
+	}
 	if _, err := j.f.Write(line); err != nil {
 		return fmt.Errorf("results: journal %s: %w", j.path, err)
 	}

@@ -82,6 +82,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, &UsageError{Flag: "--out", Err: err}
 	}
+	// A sweep killed while writing its results (SIGKILL, a power cut)
+	// left their temporary files.
+	_ = results.RemoveTemp(filepath.Join(cfg.Out, ResultsName))
+	_ = os.Remove(filepath.Join(cfg.Out, ReportName) + ".tmp")
 	if !cfg.Resume {
 		// A fresh sweep into a used directory must not mix with, or look
 		// like, the earlier sweep's files.

@@ -48,7 +48,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -162,8 +161,8 @@ type World struct {
 	rt   *world.Real
 	caps world.Capabilities
 
-	srv      *server.Server // embedded only
-	storeDir string         // embedded only
+	srv   *server.Server // embedded only
+	store *store         // embedded only
 	nc       *nats.Conn
 	js       jetstream.JetStream
 
@@ -311,16 +310,16 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 }
 
 func (w *World) startEmbedded() error {
-	dir, err := os.MkdirTemp("", "durabench-nats-")
+	st, err := newStore()
 	if err != nil {
-		return fmt.Errorf("natsworld: store dir: %w", err)
+		return err
 	}
-	w.storeDir = dir
+	w.store = st
 	opts := &server.Options{
 		ServerName: "durabench-embedded",
 		DontListen: true,
 		JetStream:  true,
-		StoreDir:   dir,
+		StoreDir:   st.dir,
 		NoSigs:     true,
 		NoLog:      true,
 		// The engine drives hundreds of concurrent publishes; the default
@@ -545,8 +544,8 @@ func (w *World) shutdown() {
 		w.srv.Shutdown()
 		w.srv.WaitForShutdown()
 	}
-	if w.storeDir != "" {
-		_ = os.RemoveAll(w.storeDir)
+	if w.store != nil {
+		w.store.remove()
 	}
 }
 
