@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // msgKind is what a queue message asks the engine to do.
@@ -175,8 +176,15 @@ func atoi(s string) (int, bool) {
 func createEventID(step string) string   { return "c/" + step }
 func completeEventID(step string) string { return "d/" + step }
 func stepMessageID(run, step string) string {
-	return "step/" + run + "/" + step
+	return stepMessagePrefix + run + "/" + step
 }
+
+const stepMessagePrefix = "step/"
+
+// IsStepMessage reports whether a queue message ID is a step's execution
+// message (the others invoke the orchestrator), so that tools timing the
+// world's calls can tell a stage's dispatch from a run's start.
+func IsStepMessage(id string) bool { return strings.HasPrefix(id, stepMessagePrefix) }
 func hookToken(run string, stage int) string { return run + "/h" + strconv.Itoa(stage) }
 func streamName(run string, stage int) string {
 	return run + "/s" + strconv.Itoa(stage)

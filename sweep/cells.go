@@ -53,6 +53,8 @@ type CellPlan struct {
 	// Seed is the plan seed mixed with the key, so a cell's randomness does
 	// not depend on the cells before it (a resumed sweep reproduces it).
 	Seed int64
+	// wrap, when set, wraps the cell's world outside its profile (Measure).
+	wrap func(world.World) world.World
 }
 
 // Label is the cell's short description for progress lines.
@@ -130,9 +132,7 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 								ProfileName: prof, Profile: profiles[prof].prof, ProfileFiles: profiles[prof].files,
 								Pacer: pacer}
 							c.Key = cellKey(s.Name, full, v.Name, sw.String(), kind.Name, prof)
-							sum := sha256.Sum256([]byte(c.Key))
-							c.Hash = hex.EncodeToString(sum[:5])
-							c.Seed = p.Seed ^ int64(binary.BigEndian.Uint64(sum[8:16])&(1<<62-1))
+							c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
 							guard := p.Guard
 							if on, set := sw.Guard(); set {
 								guard = on
@@ -155,6 +155,16 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 	}
 	return out, nil
 }
+
+// keyDigest returns the hash of a cell's key and its seed under the plan
+// seed: the seed mixed with the key, so a cell's randomness does not depend
+// on the cells before it.
+func keyDigest(key string, planSeed int64) (hash string, seed int64) {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:5]), planSeed ^ keyBits(sum)
+}
+
+func keyBits(sum [32]byte) int64 { return int64(binary.BigEndian.Uint64(sum[8:16]) & (1<<62 - 1)) }
 
 // optionValues are the values the plan gives option name of scenario sp:
 // the scenario's own, else the plan-wide option, else the branch counts.

@@ -86,6 +86,9 @@ func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 		cw.run = r.Run
 	}
 	cw.World = profile.Wrap(base, c.Profile, c.Seed)
+	if c.wrap != nil {
+		cw.World = c.wrap(cw.World)
+	}
 	cw.close = cw.World.Close
 	return cw, nil
 }
