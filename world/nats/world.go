@@ -163,8 +163,8 @@ type World struct {
 
 	srv   *server.Server // embedded only
 	store *store         // embedded only
-	nc       *nats.Conn
-	js       jetstream.JetStream
+	nc    *nats.Conn
+	js    jetstream.JetStream
 
 	// Stream names and subjects.
 	logStream, queueStream, chunkStream string
