@@ -39,6 +39,8 @@ usage:
                                             serve the built-in engine over the target protocol (prints its URL)
   durabench target  check URL [--runs N] [--run-timeout D]
                                             conformance checker for a target (exit 1: a check failed)
+  durabench calibrate TABLE [--base PROFILE] [--seed N] [--out FILE] [--check]
+                                            fit a latency/fault profile to observed figures on the sim world
 
 durabench COMMAND -h lists every flag of a command.
 
@@ -77,11 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = cmdSim(ctx, args[1:], stdout, stderr)
 	case "target":
 		code, err = cmdTarget(ctx, args[1:], stdout, stderr)
+	case "calibrate":
+		err = cmdCalibrate(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history, sim, worker, target)", args[0])
+		err = usageErr("unknown command %q (sweep, report, list, compare, gate, history, sim, worker, target, calibrate)", args[0])
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -82,6 +82,9 @@ func TestBadInput(t *testing.T) {
 		"negative-reps.yaml":   "reps: -1\n",
 		"unknown-version.yaml": "versions: [baseline, turbo]\n",
 		"syntax.yaml":          "versions: [baseline\n",
+		"table-stat.yaml":      "cells:\n  - version: baseline\n    branches: 64\n    metrics:\n      ttls: {p51: 1s}\n",
+		"table-version.yaml":   "cells:\n  - version: turbo\n    metrics: {ttls: {p50: 1s}}\n",
+		"table.yaml":           "profile: table\ncells:\n  - version: baseline\n    branches: 4\n    metrics: {ttls: {p50: 100ms}}\n",
 	}
 	for name, body := range yamls {
 		write(t, dir, name, body)
@@ -118,12 +121,19 @@ func TestBadInput(t *testing.T) {
 		{"bad status", []string{"report", "--status", "done"}, []string{"--status done"}},
 		{"status with results", []string{"report", "--status", "running", corrupt}, []string{"no results file"}},
 		{"commit without status", []string{"report", corrupt, "--commit", "abc"}, []string{"--commit"}},
+		{"table statistic", []string{"calibrate", "table-stat.yaml"}, []string{"table-stat.yaml:5:", "cells[0].metrics.ttls.p51", "unknown statistic"}},
+		{"table version", []string{"calibrate", "table-version.yaml"}, []string{"table-version.yaml:2:", "cells[0].version", `unknown version "turbo"`}},
+		{"missing table", []string{"calibrate", "nope.yaml"}, []string{"nope.yaml"}},
+		{"no table", []string{"calibrate"}, []string{"calibrate needs one table"}},
+		{"unknown base", []string{"calibrate", "table.yaml", "--base", "moon"}, []string{"--base", "moon"}},
+		{"format without check", []string{"calibrate", "table.yaml", "--format", "md"}, []string{"--format applies to --check only"}},
+		{"bad parallel", []string{"calibrate", "table.yaml", "--parallel", "0"}, []string{"--parallel 0"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, "out-"+strings.ReplaceAll(c.name, " ", "-"))
 			args := c.args
-			if args[0] == "sweep" {
+			if args[0] == "sweep" || args[0] == "calibrate" {
 				args = append(args, "--out", out)
 			}
 			r := durabench(t, dir, args...)

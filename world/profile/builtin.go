@@ -16,7 +16,7 @@ import (
 var builtinFS embed.FS
 
 // names lists the named profiles, from fastest to slowest.
-var names = []string{"none", "lan", "cloud"}
+var names = []string{"none", "lan", "cloud-v1", "cloud"}
 
 // Names returns the names of the profiles that ship with durabench, from
 // fastest to slowest.
