@@ -1,7 +1,7 @@
 //go:build acceptance
 
 // The acceptance checks of issue 7 on real sweeps: the reference engine on
-// the sim world with the cloud profile, in virtual time. Slow (about a
+// the sim world with the hand-set cloud-v1 profile, in virtual time. Slow (about a
 // hundred sweeps), so behind a build tag:
 //
 //	go test -tags acceptance -run SimAcceptance -v -timeout 1h ./stats/
@@ -25,12 +25,12 @@ import (
 
 // simSweep runs the acceptance matrix: fan-out at 20, 64 and 256 branches
 // for the resilient and pending-count versions, 30 runs a cell, on the sim
-// world with the cloud profile and faults (profile overrides) on top.
+// world with the cloud-v1 profile and faults (profile overrides) on top.
 func simSweep(t *testing.T, seed int64, faults string) *results.File {
 	t.Helper()
 	p := sweep.DefaultPlan()
 	p.Worlds = []string{"sim"}
-	p.Profiles = []string{"cloud"}
+	p.Profiles = []string{"cloud-v1"}
 	p.Faults = faults
 	p.Branches = []int{20, 64, 256}
 	p.Versions = nil
@@ -57,7 +57,7 @@ func simSweep(t *testing.T, seed int64, faults string) *results.File {
 		// The overrides stand in for a code change that slows one world
 		// operation: label the cells as the base's so they are compared.
 		for i := range f.Cells {
-			f.Cells[i].Profile = "cloud"
+			f.Cells[i].Profile = "cloud-v1"
 		}
 	}
 	return f
@@ -68,8 +68,8 @@ var pairsFlag = flag.Int("pairs", 20, "sweep pairs of the sim acceptance test")
 func TestSimAcceptance(t *testing.T) {
 	pairs := *pairsFlag
 	// 20% and 2% more latency on every append (step_created, step_started,
-	// step_completed, ...): the cloud profile's default op, lognormal with
-	// median 25 ms and p99 75 ms.
+	// step_completed, ...): the cloud-v1 profile's default op, lognormal
+	// with median 25 ms and p99 75 ms.
 	slower := map[string]string{
 		"+20%": "default.latency=lognormal:30ms:90ms",
 		"+2%":  "default.latency=lognormal:25.5ms:76.5ms",

@@ -164,7 +164,7 @@ var fields = []field{
 	}},
 	// Profiles and faults are read, and checked, once in Validate: a
 	// fault override depends on the profile it applies to.
-	{"profile", true, "latency/fault profiles: none, lan, cloud, or a profile file", func(p *Plan, v []string) error {
+	{"profile", true, "latency/fault profiles: " + strings.Join(profile.Names(), ", ") + ", or a profile file", func(p *Plan, v []string) error {
 		p.Profiles = dedup(v)
 		return nil
 	}},

@@ -29,7 +29,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	guard := fs.Bool("guard", false, "the world enforces the precondition guard")
 	retry := fs.String("retry-style", "redeliver", "redeliver or fresh")
 	vt := fs.Duration("visibility-timeout", world.DefaultVisibilityTimeout, "visibility timeout")
-	prof := fs.String("profile", "", "latency/fault profile (none, lan, cloud or a file); default: 1–5 ms jitter per call")
+	prof := fs.String("profile", "", "latency/fault profile ("+strings.Join(profile.Names(), ", ")+" or a file); default: 1–5 ms jitter per call")
 	faults := fs.String("faults", "", "profile overrides, e.g. step_created.transient=2% (implies faults are expected)")
 	atPosition := fs.Bool("pending-at-position", false, "a mint-ordered log counts pending steps only up to the appended position (instead of an atomic counter)")
 	replay := fs.Int64("replay", 0, "replay one seed (with exactly one --log, --scenario and --versions) and write its trace")
