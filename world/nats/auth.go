@@ -185,7 +185,9 @@ func classify(err error, auth Auth) error {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrSecureConnRequired),
 		errors.Is(err, nats.ErrSecureConnWanted), errors.As(err, &certErr),
-		strings.Contains(err.Error(), "tls: "), strings.Contains(err.Error(), "x509: "):
+		// A server that refuses the client's certificate may just close
+		// the connection after the handshake (TLS 1.3): "tls error".
+		strings.Contains(err.Error(), "tls: "), strings.Contains(err.Error(), "tls error"), strings.Contains(err.Error(), "x509: "):
 		kind = ErrAuth
 	}
 	msg := err.Error()
