@@ -117,41 +117,6 @@ func (c *Cell) reps(t *Table) (reps, warmup int) {
 // unset marks a cell's Warmup the table left to its default (0 is a value).
 const unset = -1
 
-// SweepCommand is the `durabench sweep` command that measures the cell's
-// results figures (TTLS, skew, stalls) under the profile named prof with
-// plan seed seed.
-func (c *Cell) SweepCommand(t *Table, prof string, seed int64) string {
-	reps, warmup := c.reps(t)
-	args := []string{"durabench sweep --world sim --profile " + prof, "--scenario " + c.Scenario}
-	for _, k := range sortedKeys(c.Options) {
-		if k == "branches" {
-			args = append(args, "--branches "+c.Options[k])
-		} else {
-			args = append(args, "--option "+k+"="+c.Options[k])
-		}
-	}
-	sw := c.Switches
-	if sw == "" {
-		sw = "none"
-	}
-	args = append(args, "--versions "+c.Version, "--switches "+sw)
-	if c.RetryStyle != "" {
-		args = append(args, "--retry-style "+string(c.RetryStyle))
-	}
-	if c.VisibilityTimeout > 0 {
-		args = append(args, "--visibility-timeout "+c.VisibilityTimeout.String())
-	}
-	args = append(args, "--reps "+strconv.Itoa(reps))
-	if warmup != sweep.DefaultPlan().Warmup {
-		args = append(args, "--warmup "+strconv.Itoa(warmup))
-	}
-	args = append(args, "--cell-timeout "+strings.TrimSuffix(CellTimeout.String(), "0m0s"))
-	if seed != sweep.DefaultPlan().Seed {
-		args = append(args, "--seed "+strconv.FormatInt(seed, 10))
-	}
-	return strings.Join(args, " ")
-}
-
 // measure runs cell i under prof and returns its figures' values, in the
 // order of its Figures.
 func (r *runner) measure(ctx context.Context, i int, prof *profile.Profile) ([]float64, error) {

@@ -54,7 +54,8 @@ type Cell struct {
 	// (zero: the sweep's defaults).
 	RetryStyle        world.RetryStyle
 	VisibilityTimeout time.Duration
-	// Reps and Warmup override the table's.
+	// Reps and Warmup override the table's; 0 runs and a warm-up of -1
+	// (unset) take the table's.
 	Reps, Warmup int
 	// Note says where the figures come from.
 	Note    string
