@@ -34,6 +34,7 @@ type Range struct {
 	Counts int64
 }
 
+// String is "lowest..highest at N digits".
 func (r Range) String() string {
 	return fmt.Sprintf("%d..%d at %d digits", r.Lowest, r.Highest, r.Digits)
 }
