@@ -185,6 +185,7 @@ const stepMessagePrefix = "step/"
 // message (the others invoke the orchestrator), so that tools timing the
 // world's calls can tell a stage's dispatch from a run's start.
 func IsStepMessage(id string) bool { return strings.HasPrefix(id, stepMessagePrefix) }
+
 func hookToken(run string, stage int) string { return run + "/h" + strconv.Itoa(stage) }
 func streamName(run string, stage int) string {
 	return run + "/s" + strconv.Itoa(stage)

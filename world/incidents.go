@@ -32,21 +32,6 @@ func (i Incidents) Total() int64 {
 	return i.Dropped + i.SlowConsumer + i.Timeouts + i.Gaps + i.Disconnects + i.Reconnects + i.AsyncErrors + i.Transient
 }
 
-// Sub returns the incidents counted since before (the counts are
-// cumulative over a world's life).
-func (i Incidents) Sub(before Incidents) Incidents {
-	out := Incidents{
-		Dropped: i.Dropped - before.Dropped, SlowConsumer: i.SlowConsumer - before.SlowConsumer,
-		Timeouts: i.Timeouts - before.Timeouts, Gaps: i.Gaps - before.Gaps,
-		Disconnects: i.Disconnects - before.Disconnects, Reconnects: i.Reconnects - before.Reconnects,
-		AsyncErrors: i.AsyncErrors - before.AsyncErrors, Transient: i.Transient - before.Transient,
-	}
-	if i.Last != before.Last {
-		out.Last = i.Last
-	}
-	return out
-}
-
 // Add returns the sum of i and o (Last from o when it has one).
 func (i Incidents) Add(o Incidents) Incidents {
 	i.Dropped += o.Dropped

@@ -184,7 +184,7 @@ type incidents struct {
 	reconnect  atomic.Int64
 	asyncErrs  atomic.Int64
 	transient  atomic.Int64
-	lastAsync  atomic.Pointer[string] // the last incident's error, for a person to read
+	last       atomic.Pointer[string] // the last incident's error, for a person to read
 }
 
 // Incidents returns the world's incident counts so far.
@@ -200,7 +200,7 @@ func (w *World) Incidents() world.Incidents {
 		AsyncErrors:  i.asyncErrs.Load(),
 		Transient:    i.transient.Load(),
 	}
-	if p := i.lastAsync.Load(); p != nil {
+	if p := i.last.Load(); p != nil {
 		out.Last = *p
 	}
 	return out
@@ -214,7 +214,7 @@ func (w *World) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
 	if sub != nil {
 		msg = fmt.Sprintf("%s (subscription %s)", msg, sub.Subject)
 	}
-	w.incidents.lastAsync.Store(&msg)
+	w.incidents.last.Store(&msg)
 	if !errors.Is(err, nats.ErrSlowConsumer) {
 		w.incidents.asyncErrs.Add(1)
 		return
@@ -240,5 +240,5 @@ func (w *World) count(err error) {
 		w.incidents.transient.Add(1)
 	}
 	msg := err.Error()
-	w.incidents.lastAsync.Store(&msg)
+	w.incidents.last.Store(&msg)
 }
