@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -69,27 +68,13 @@ func cmdTargetServe(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return exitFailed, fmt.Errorf("world %s: %w", *worldName, err)
 	}
-	srv, err := target.NewServer(ctx, target.NewReference(w, v))
-	if err != nil {
-		_ = w.Close()
-		return exitFailed, err
-	}
-	defer func() { _ = srv.Close(context.Background()) }()
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return -1, usageErr("--addr %s: %v", *addr, err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-sctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(shutdown)
-	}()
-	fmt.Fprintf(stdout, "http://%s\n", ln.Addr())
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := target.Serve(sctx, *addr, target.NewReference(w, v), stdout); err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "listen" {
+			return -1, usageErr("--addr %s: %v", *addr, err)
+		}
 		return exitFailed, err
 	}
 	return exitOK, nil

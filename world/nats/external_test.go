@@ -286,3 +286,82 @@ func TestCloseDeletesStreams(t *testing.T) {
 		t.Fatalf("after Close without Keep: streams %v left", got)
 	}
 }
+
+// TestStoppedConsumerHandsBack: a consumer stopped while messages stream
+// in (what a cluster worker does on SIGTERM) hands back every message it
+// holds — buffered, and those the server sent for its outstanding pull
+// requests — so a consumer in another process takes them at once. The
+// visibility timeout is a minute: a message left to it fails the test.
+func TestStoppedConsumerHandsBack(t *testing.T) {
+	srv := natstest.Start(t, natstest.Spec{Name: "handback"})
+	testStoppedConsumerHandsBack(t, srv.URL, srv.URL, 1)
+}
+
+// TestStoppedConsumerHandsBackCluster: the same with R3 streams, the two
+// consumers on different nodes of a three-node cluster.
+func TestStoppedConsumerHandsBackCluster(t *testing.T) {
+	if os.Getenv("DURABENCH_NATS_CLUSTER") != "1" {
+		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster suite")
+	}
+	urls := strings.Split(natstest.StartCluster(t), ",")
+	testStoppedConsumerHandsBack(t, urls[0], urls[2], 3)
+}
+
+func testStoppedConsumerHandsBack(t *testing.T, urlA, urlB string, replicas int) {
+	ctx := context.Background()
+	opts := world.Options{VisibilityTimeout: time.Minute}
+	prefix := fmt.Sprintf("handback%d", time.Now().UnixNano())
+	open := func(url string) *natsworld.World {
+		w, err := natsworld.New(ctx, natsworld.Config{Options: opts, URL: url, Replicas: replicas, Prefix: prefix})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		return w
+	}
+	wa, wb := open(urlA), open(urlB)
+	const n = 200
+	for round := range 5 {
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		done := make(chan struct{})
+		h := func(_ context.Context, d world.Delivery) error {
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			seen[d.Message.ID] = true
+			if len(seen) == n {
+				close(done)
+			}
+			return nil
+		}
+		a, err := wa.Consume(ctx, world.ConsumeOptions{Concurrency: 4}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := wb.Consume(ctx, world.ConsumeOptions{Concurrency: 4}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := make(chan struct{})
+		for i := range n {
+			m := world.Message{ID: fmt.Sprintf("m%d.%d", round, i), Run: "r", Body: []byte("x")}
+			if _, err := wb.Publish(ctx, m, world.PublishOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if i == n/4+round*10 {
+				go func() { _ = a.Stop(ctx); close(stopped) }()
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			mu.Lock()
+			t.Fatalf("round %d: %d of %d messages handled 20 s on: the rest wait for the visibility timeout", round, len(seen), n)
+		}
+		<-stopped
+		if err := b.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

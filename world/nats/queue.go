@@ -90,8 +90,8 @@ type subscription struct {
 	ctx     context.Context // handlers' context; cancelled by Close
 	cancel  context.CancelFunc
 	slots   chan struct{}
-	ready   jetstream.MessagesContext
-	delayed jetstream.MessagesContext
+	ready   *puller
+	delayed *puller
 
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -118,22 +118,22 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 		stopping: make(chan struct{}),
 	}
 	var err error
-	s.ready, err = w.ready.Messages(jetstream.PullMaxMessages(min(opt.Concurrency, maxPull)))
+	s.ready, err = newPuller(w.nc, w.queueStream, "ready", min(opt.Concurrency, maxPull), w.shared)
 	if err != nil {
 		cancel()
 		return nil, w.err(ctx, op, err)
 	}
-	s.delayed, err = w.delayed.Messages(jetstream.PullMaxMessages(64))
+	s.delayed, err = newPuller(w.nc, w.queueStream, "delayed", 64, w.shared)
 	if err != nil {
-		s.ready.Stop()
+		s.ready.stop(0)
 		cancel()
 		return nil, w.err(ctx, op, err)
 	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		s.ready.Stop()
-		s.delayed.Stop()
+		s.ready.stop(0)
+		s.delayed.stop(0)
 		cancel()
 		return nil, fmt.Errorf("natsworld: %s: %w", op, world.ErrClosed)
 	}
@@ -153,22 +153,21 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 	return s, nil
 }
 
-// halt stops pulling; buffered, never-handled messages are nak'ed so they
-// come back at once instead of after the visibility timeout.
+// halt stops pulling. Each loop then stops its puller, which hands back
+// (nak) every message delivered to it and not handled — buffered, or sent
+// by the server for a request still open — so they come back at once
+// instead of after the visibility timeout.
 func (s *subscription) halt() {
 	s.stopOnce.Do(func() {
+		s.ready.quit()
+		s.delayed.quit()
 		close(s.stopping)
-		if s.w.nc.IsConnected() {
-			s.ready.Drain()
-			s.delayed.Drain()
-		} else {
-			// Draining needs the server; without it, drop the buffer
-			// (the server redelivers after the visibility timeout).
-			s.ready.Stop()
-			s.delayed.Stop()
-		}
 	})
 }
+
+// stopLimit bounds how long a stopping puller waits for its open pull
+// requests to end (they expire within pullExpiry).
+const stopLimit = pullExpiry + pullGrace
 
 // Stop stops pulling and waits for running handlers.
 func (s *subscription) Stop(ctx context.Context) error {
@@ -207,16 +206,17 @@ func (s *subscription) pull() {
 		select {
 		case s.slots <- struct{}{}:
 		case <-s.stopping:
-			s.drain(s.ready)
+			s.ready.stop(stopLimit)
 			return
 		}
-		msg, err := s.ready.Next(jetstream.NextMaxWait(NextWait))
-		if err != nil {
+		msg, err := s.ready.next(NextWait)
+		if msg == nil {
 			<-s.slots
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || s.isStopping() {
+			if s.isStopping() {
+				s.ready.stop(stopLimit)
 				return
 			}
-			if !errors.Is(err, nats.ErrTimeout) {
+			if err != nil {
 				s.pause()
 			}
 			continue
@@ -235,17 +235,6 @@ func (s *subscription) pull() {
 	}
 }
 
-// drain naks what the iterator still buffers after Drain.
-func (s *subscription) drain(it jetstream.MessagesContext) {
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			return
-		}
-		_ = msg.Nak()
-	}
-}
-
 // pause backs off after a pull error (server gone, leader change).
 func (s *subscription) pause() {
 	t := time.NewTimer(100 * time.Millisecond)
@@ -256,13 +245,13 @@ func (s *subscription) pause() {
 	}
 }
 
-func (s *subscription) handle(msg jetstream.Msg) {
+func (s *subscription) handle(msg *nats.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Nak()
 		return
 	}
-	m, err := decodeMessage(msg.Data())
+	m, err := decodeMessage(msg.Data)
 	if err != nil {
 		// Not ours: drop it rather than redeliver it forever.
 		_ = msg.Term()
@@ -281,9 +270,9 @@ func (s *subscription) handle(msg jetstream.Msg) {
 }
 
 // retry applies the world's retry style to a failed delivery.
-func (s *subscription) retry(msg jetstream.Msg, meta *jetstream.MsgMetadata, d world.Delivery) {
+func (s *subscription) retry(msg *nats.Msg, meta *nats.MsgMetadata, d world.Delivery) {
 	opts := s.w.cfg.Options
-	prior, _ := strconv.Atoi(msg.Headers().Get(hdrFailures))
+	prior, _ := strconv.Atoi(msg.Header.Get(hdrFailures))
 	failures := prior + int(meta.NumDelivered)
 	delay := opts.RetryDelay
 	for i := 1; i < failures && delay < opts.VisibilityTimeout; i++ {
@@ -319,12 +308,13 @@ func (s *subscription) move() {
 	var moving sync.WaitGroup
 	defer moving.Wait()
 	for {
-		msg, err := s.delayed.Next(jetstream.NextMaxWait(NextWait))
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || s.isStopping() {
+		msg, err := s.delayed.next(NextWait)
+		if msg == nil {
+			if s.isStopping() {
+				s.delayed.stop(stopLimit)
 				return
 			}
-			if !errors.Is(err, nats.ErrTimeout) {
+			if err != nil {
 				s.pause()
 			}
 			continue
@@ -333,7 +323,7 @@ func (s *subscription) move() {
 			_ = msg.Nak()
 			continue
 		}
-		hdr := msg.Headers()
+		hdr := msg.Header
 		readyAt, _ := strconv.ParseInt(hdr.Get(hdrReadyAt), 10, 64)
 		if wait := time.Until(time.Unix(0, readyAt)); wait > 0 {
 			_ = msg.NakWithDelay(wait)
@@ -349,15 +339,15 @@ func (s *subscription) move() {
 	}
 }
 
-func (s *subscription) forward(msg jetstream.Msg) {
+func (s *subscription) forward(msg *nats.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Nak()
 		return
 	}
-	hdr := msg.Headers()
+	hdr := msg.Header
 	out := nats.NewMsg(s.w.subjReady)
-	out.Data = msg.Data()
+	out.Data = msg.Data
 	if v := hdr.Get(hdrFailures); v != "" {
 		out.Header.Set(hdrFailures, v)
 	}

@@ -1,0 +1,241 @@
+package target
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// An adapter is an executable named ExecutablePrefix+name (for example
+// durabench-target-goworkflows), built from its own Go module under
+// targets/<name>/. durabench starts it as
+//
+//	durabench-target-<name> --addr 127.0.0.1:0 [adapter flags…]
+//
+// and the adapter, once its engine is up and it listens, prints its base URL
+// (http://127.0.0.1:PORT) as the first line of stdout; its log goes to
+// stderr. SIGTERM (or SIGINT) stops it: it stops serving, stops its engine
+// and removes what it started, then exits 0. Main does all of that around an
+// adapter's Backend.
+const ExecutablePrefix = "durabench-target-"
+
+// Serve serves b over the protocol on addr until ctx is done: it opens b,
+// listens, writes its URL and a newline to ready, and serves; when ctx ends
+// it shuts the HTTP server down and closes b.
+func Serve(ctx context.Context, addr string, b Backend, ready io.Writer) error {
+	srv, err := NewServer(ctx, b)
+	if err != nil {
+		_ = b.Close(context.Background())
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Close(cctx)
+	}()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(shutdown)
+	}()
+	if _, err := fmt.Fprintf(ready, "http://%s\n", ln.Addr()); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Main is an adapter executable's main. setup declares the adapter's own
+// flags on fs and returns the function that builds its backend once the
+// flags are parsed. Main adds --addr, serves until SIGINT or SIGTERM, and
+// exits: 0 after a clean stop, 2 on bad flags, 1 when the engine fails.
+func Main(name string, setup func(fs *flag.FlagSet) func(ctx context.Context) (Backend, error)) {
+	fs := flag.NewFlagSet(ExecutablePrefix+name, flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "address to listen on (port 0: a free port)")
+	build := setup(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%s%s: unexpected argument %q\n", ExecutablePrefix, name, fs.Arg(0))
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b, err := build(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s%s: %v\n", ExecutablePrefix, name, err)
+		os.Exit(1)
+	}
+	if err := Serve(ctx, *addr, b, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s%s: %v\n", ExecutablePrefix, name, err)
+		os.Exit(1)
+	}
+}
+
+// ErrNoAdapter is returned by Find when no executable for a name exists.
+var ErrNoAdapter = errors.New("no adapter executable")
+
+// Find returns the adapter executable for name: next to the running
+// durabench binary first (make engines puts both in bin/), then on PATH.
+func Find(name string) (string, error) {
+	exe := ExecutablePrefix + name
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), exe)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(exe); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("target %s: %w %s next to durabench or on PATH (make engines builds the bundled ones into bin/)",
+		name, ErrNoAdapter, exe)
+}
+
+// Plugin is a running adapter process.
+type Plugin struct {
+	Name string
+	URL  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	log  *tailBuffer
+}
+
+// StartTimeout bounds how long an adapter may take to print its URL
+// (starting an embedded Temporal server or PostgreSQL takes seconds).
+const StartTimeout = 2 * time.Minute
+
+// Launch starts the adapter at path with args and waits until it prints
+// its URL. Its stderr goes to logw (and its last lines into errors).
+func Launch(ctx context.Context, name, path string, args []string, logw io.Writer) (*Plugin, error) {
+	cmd := exec.Command(path, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	p := &Plugin{Name: name, cmd: cmd, done: make(chan struct{}), log: &tailBuffer{max: 4096}}
+	if logw == nil {
+		logw = io.Discard
+	}
+	cmd.Stderr = io.MultiWriter(logw, p.log)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("target %s: start %s: %w", name, path, err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		first := true
+		for sc.Scan() {
+			if first {
+				urls <- strings.TrimSpace(sc.Text())
+				first = false
+				continue
+			}
+			fmt.Fprintln(logw, sc.Text())
+		}
+		if first {
+			close(urls)
+		}
+	}()
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	timer := time.NewTimer(StartTimeout)
+	defer timer.Stop()
+	select {
+	case u, ok := <-urls:
+		if ok && strings.HasPrefix(u, "http") {
+			p.URL = u
+			return p, nil
+		}
+		p.Stop()
+		return nil, fmt.Errorf("target %s: %s printed %q, not its URL%s", name, path, u, p.log.tail())
+	case <-p.done:
+		return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
+	case <-timer.C:
+		p.Stop()
+		return nil, fmt.Errorf("target %s: %s not ready after %v%s", name, path, StartTimeout, p.log.tail())
+	case <-ctx.Done():
+		p.Stop()
+		return nil, ctx.Err()
+	}
+}
+
+// Stop sends SIGTERM and waits up to 30 s for the adapter to exit, then
+// kills it. It returns the adapter's exit error, if any.
+func (p *Plugin) Stop() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return p.err
+}
+
+// Log returns the last lines the adapter wrote to stderr.
+func (p *Plugin) Log() string { return p.log.String() }
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// tail is the buffer's last lines as an error suffix ("" when empty).
+func (t *tailBuffer) tail() string {
+	s := strings.TrimSpace(t.String())
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	return "; its log ends:\n  " + strings.Join(lines[max(0, len(lines)-8):], "\n  ")
+}
