@@ -417,29 +417,17 @@ func percentileLine(vals []int64) plotter.XYs {
 func useLogY(lo, hi float64) bool { return lo > 0 && hi/lo > 30 }
 
 // axisTicks labels an axis plainly ("0.5", "20", "1000") or, for a
-// millisecond axis, with units ("500µs", "20ms", "2s"); on a log axis it
-// puts major ticks at 1, 2, 5 × 10ⁿ, easier to read than plot.LogTicks'
-// exponents.
+// millisecond axis, with units ("500µs", "20ms", "2s"), at 1-2-5 steps: on a
+// linear axis the step that gives 4 to 8 labels (linearTicks), on a log axis
+// 1, 2, 5 × 10ⁿ (logTicks), easier to read than plot.LogTicks' exponents.
 type axisTicks struct{ log, ms bool }
 
 func (t axisTicks) Ticks(min, max float64) []plot.Tick {
 	var ts []plot.Tick
 	if t.log {
-		for e := math.Floor(math.Log10(min)) - 1; e <= math.Ceil(math.Log10(max))+1; e++ {
-			for _, m := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9} {
-				v := m * math.Pow(10, e)
-				if v < min || v > max {
-					continue
-				}
-				tk := plot.Tick{Value: v}
-				if m == 1 || m == 2 || m == 5 {
-					tk.Label = "x"
-				}
-				ts = append(ts, tk)
-			}
-		}
+		ts = logTicks(min, max)
 	} else {
-		ts = plot.DefaultTicks{}.Ticks(min, max)
+		ts = linearTicks(min, max, !t.ms)
 	}
 	for i := range ts {
 		if ts[i].Label == "" {
@@ -598,12 +586,12 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	branches := map[float64]bool{}
-	type endLabel struct {
+	type end struct {
 		y    float64
 		text string
 		col  color.Color
 	}
-	var ends []endLabel
+	var ends []end
 	for _, s := range all {
 		l, sc, err := plotter.NewLinePoints(s.pts)
 		if err != nil {
@@ -628,7 +616,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		}
 		if !s.base {
 			last := s.pts[len(s.pts)-1]
-			ends = append(ends, endLabel{last.Y, s.name + " " + stats.FormatMicros(last.Y*1000), s.col})
+			ends = append(ends, end{last.Y, s.name + " " + stats.FormatMicros(last.Y*1000), s.col})
 		}
 	}
 	addSwitchKey(p, g.Cells)
@@ -651,44 +639,17 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		return p, nil
 	}
 	setLogY(p, lo, hi)
-	// End-of-line labels at the widest fan-out, spread apart vertically
-	// (in log space, the axis' space) so close values stay readable; each
-	// keeps its line's colour.
-	slices.SortFunc(ends, func(a, b endLabel) int { return cmp.Compare(a.y, b.y) })
-	top := math.Log(p.Y.Max)
-	gap := (top - math.Log(p.Y.Min)) * 15 / 480 // a label's height in log units (~480 px of data)
-	pos := make([]float64, len(ends))
-	for i, e := range ends {
-		pos[i] = math.Log(e.y)
-		if i > 0 {
-			pos[i] = math.Max(pos[i], pos[i-1]+gap)
-		}
+	// End-of-line labels at the widest fan-out, each in its line's colour,
+	// placed when the chart is drawn so that none overlaps another.
+	el := &endLabels{x: x1 * 1.08}
+	for _, e := range ends {
+		sty := p.Y.Tick.Label
+		sty.Color = e.col
+		sty.Font.Size = font.Length(11)
+		sty.XAlign, sty.YAlign = draw.XLeft, draw.YCenter
+		el.labels = append(el.labels, endLabel{y: e.y, text: e.text, style: sty})
 	}
-	// Labels pushed past the top slide back down together.
-	for i := len(pos) - 1; i >= 0; i-- {
-		limit := top - gap/2
-		if i < len(pos)-1 {
-			limit = pos[i+1] - gap
-		}
-		pos[i] = math.Min(pos[i], limit)
-	}
-	var xy plotter.XYLabels
-	for i, e := range ends {
-		xy.XYs = append(xy.XYs, plotter.XY{X: x1 * 1.08, Y: math.Exp(pos[i])})
-		xy.Labels = append(xy.Labels, e.text)
-	}
-	labels, err := plotter.NewLabels(xy)
-	if err != nil {
-		return nil, err
-	}
-	for i := range labels.TextStyle {
-		labels.TextStyle[i].Color = ends[i].col
-		labels.TextStyle[i].Font.Size = font.Length(11)
-		labels.TextStyle[i].YAlign = draw.YCenter
-	}
-	ymin, ymax := p.Y.Min, p.Y.Max
-	p.Add(labels)
-	p.Y.Min, p.Y.Max = ymin, ymax // labels never widen the axis
+	p.Add(el)
 	return p, nil
 }
 
