@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -58,6 +59,8 @@ type Config struct {
 	MaxBranches int
 	// Logger is DBOS's logger (nil: warnings and errors to stderr).
 	Logger *slog.Logger
+	// Log receives the adapter's own start-up lines (nil: none).
+	Log io.Writer
 }
 
 // Backend is DBOS Transact Go served over the target protocol. Every run is
@@ -144,6 +147,7 @@ func (b *Backend) Open(ctx context.Context, sink target.Sink) error {
 		}
 		b.pg = pg
 		dbURL = pg.URL()
+		b.logf("%s: throwaway server in %s on 127.0.0.1:%d (fsync %s)", pg.Version(), pg.Dir(), pg.Port(), onOff(!b.cfg.NoFsync))
 	}
 	dbURL, err := withPoolSize(dbURL, b.cfg.Pool)
 	if err != nil {
@@ -169,7 +173,21 @@ func (b *Backend) Open(ctx context.Context, sink target.Sink) error {
 		return fmt.Errorf("dbos launch: %w", err)
 	}
 	b.dctx = dctx
+	b.logf("dbos %s launched (system database pool %d connections)", dbosVersion(), b.cfg.Pool)
 	return nil
+}
+
+func (b *Backend) logf(format string, a ...any) {
+	if b.cfg.Log != nil {
+		fmt.Fprintf(b.cfg.Log, format+"\n", a...)
+	}
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // withPoolSize sets pool_max_conns on a PostgreSQL URL or key=value DSN

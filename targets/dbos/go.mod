@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/dbos-inc/dbos-transact-golang v1.8.0
 	github.com/durabench/durabench v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
 )
 
 require (
@@ -12,7 +13,6 @@ require (
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	golang.org/x/sync v0.24.0 // indirect

@@ -26,7 +26,7 @@ func main() { target.Main("dbos", setup) }
 
 // setup declares the adapter's flags and returns the backend's builder.
 func setup(fs *flag.FlagSet) func(ctx context.Context) (target.Backend, error) {
-	cfg := Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg := Config{Log: os.Stderr, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	fs.StringVar(&cfg.PGURL, "pg-url", "", "PostgreSQL URL of a running server for DBOS's system database (default: start a throwaway server from the system's binaries)")
 	fs.IntVar(&cfg.Pool, "pool", DefaultPool, "DBOS system-database connection pool size (pgxpool MaxConns)")
 	fs.BoolVar(&cfg.NoFsync, "pg-no-fsync", false, "throwaway server only: fsync, synchronous_commit and full_page_writes off (not what a user's server runs)")
