@@ -59,16 +59,28 @@ type Config struct {
 	// World then only supplies the driver's clock.
 	Target Target
 	// OnRun, when set, is called after every run finished (warm-ups too),
-	// from the engine's task: it must not block.
+	// from the engine's task, and at the end of each phase once per run it
+	// gave up (unfinished at the timeout): it must not block.
 	OnRun func(p CellProgress)
 }
 
 // CellProgress reports how far a cell is; Config.OnRun receives one after
-// every finished run.
+// every finished run and, at the end of a phase, one for each run the
+// phase gave up.
 type CellProgress struct {
-	Warmup      bool
-	Done, Total int
+	Warmup bool
+	// Done counts the phase's finished runs, Total its planned runs and
+	// Started those started so far (Started − Done are in flight).
+	Done, Total, Started int
+	// Run is the run the report is about, as recorded: finished, or given
+	// up at the phase's end (Finished false, Cut set). Read it, never
+	// change it: it may share its slices with the cell's Result.
+	Run *metrics.RunTimeline
 }
+
+// Finished reports whether p is about a run that finished (not one given
+// up at the phase's end).
+func (p CellProgress) Finished() bool { return p.Run == nil || p.Run.Finished }
 
 // Result is what one cell produced.
 type Result struct {
@@ -253,7 +265,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	var doneCount int
 	var phaseOver bool
 	var doneMu sync.Mutex
-	onDone := func() {
+	onDone := func(id string) {
 		st.finishOne(rt)
 		if d.cfg.OnRun != nil {
 			doneMu.Lock()
@@ -266,6 +278,12 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			doneCount++
 			p := CellProgress{Warmup: warmup, Done: doneCount, Total: n}
 			doneMu.Unlock()
+			st.mu.Lock()
+			p.Started = st.started
+			st.mu.Unlock()
+			if tl, ok := d.rec.Snapshot(id, rt.Now()); ok {
+				p.Run = &tl
+			}
 			d.cfg.OnRun(p)
 		}
 	}
@@ -310,7 +328,8 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			}
 			sched := epoch + at
 			// The anchor t0 is the schedule, registered before StartRun.
-			if err := d.rec.Begin(ids[i], sched, steps, onDone); err != nil {
+			id := ids[i]
+			if err := d.rec.Begin(id, sched, steps, func() { onDone(id) }); err != nil {
 				return // a duplicate id is a driver bug; stop pacing
 			}
 			st.mu.Lock()
@@ -319,7 +338,6 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.sched = append(st.sched, sched)
 			st.lag = append(st.lag, 0)
 			st.mu.Unlock()
-			id := ids[i]
 			rt.Go(func() {
 				actual := rt.Now()
 				st.mu.Lock()
@@ -363,6 +381,10 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 		tl, _ := d.rec.Snapshot(ids[i], end)
 		if !tl.Finished {
 			complete = false
+			if d.cfg.OnRun != nil {
+				cut := tl
+				d.cfg.OnRun(CellProgress{Warmup: warmup, Done: doneCount, Total: n, Started: started, Run: &cut})
+			}
 		}
 		r.timelines = append(r.timelines, tl)
 	}

@@ -25,6 +25,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	resume := fs.String("resume", "", "finish the interrupted sweep in DIR: run only its missing cells")
 	quiet := fs.Bool("quiet", false, "no progress and no table: print only the output paths")
 	progress := fs.String("progress", "auto", "auto (bars on a terminal, lines otherwise), bars, lines or none")
+	obs := bindObservers(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return -1, err
@@ -62,6 +63,10 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := plan.Probe(ctx); err != nil {
 		return -1, err
 	}
+	if err := obs.start(stderr); err != nil {
+		return -1, err
+	}
+	defer obs.close()
 
 	// The first Ctrl-C (or SIGTERM) interrupts the sweep gracefully; once it
 	// is caught, a second one kills the process the default way.
@@ -94,6 +99,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	default:
 		prog = sweep.NoProgress{}
 	}
+	prog = obs.wrap(prog)
 	res, err := sweep.Run(sctx, sweep.Config{Plan: plan, Out: dir, Resume: *resume != "", Progress: prog})
 	if res == nil {
 		return -1, err
