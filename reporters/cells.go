@@ -56,6 +56,7 @@ func groupScenarios(f *results.File) []scenarioGroup {
 		slices.SortStableFunc(cells, func(a, b *results.Cell) int {
 			return cmp.Or(
 				cmp.Compare(a.Branches, b.Branches),
+				cmp.Compare(a.Target, b.Target),
 				cmp.Compare(a.Steps, b.Steps),
 				cmp.Compare(planIndex(versions, a.Version), planIndex(versions, b.Version)),
 				cmp.Compare(a.Version, b.Version),
@@ -108,6 +109,9 @@ func cellIndex(f *results.File) map[stats.CellKey]*results.Cell {
 // whole key.
 type labeler struct {
 	branches, steps, version, switches, world, profile, options bool
+	// targets is set when foreign targets' cells are in the file: the
+	// built-in engine's cells then say "reference".
+	targets bool
 }
 
 func newLabeler(files ...*results.File) labeler {
@@ -131,6 +135,7 @@ func newLabeler(files ...*results.File) labeler {
 			add("world", c.World)
 			add("profile", c.Profile)
 			add("options", optionsLabel(c.Options))
+			add("target", c.Target)
 		}
 	}
 	varies := func(dim string) bool { return len(seen[dim]) > 1 }
@@ -143,6 +148,7 @@ func newLabeler(files ...*results.File) labeler {
 		world:    varies("world"),
 		profile:  varies("profile"),
 		options:  varies("options"),
+		targets:  varies("target"),
 	}
 }
 
@@ -155,14 +161,23 @@ func (l labeler) label(c *results.Cell) string {
 	if l.steps && c.Steps > 0 {
 		parts = append(parts, fmt.Sprintf("%d steps", c.Steps))
 	}
-	if l.version {
-		parts = append(parts, c.Version)
-	}
-	if l.switches && len(c.Switches) > 0 {
-		parts = append(parts, strings.Join(c.Switches, ","))
-	}
-	if l.world || l.profile {
-		parts = append(parts, c.World+"/"+c.Profile)
+	if c.Target != "" {
+		// A foreign target has no version, switches or world of ours.
+		parts = append(parts, c.Target)
+	} else {
+		if l.version {
+			v := c.Version
+			if l.targets {
+				v = "reference " + v
+			}
+			parts = append(parts, v)
+		}
+		if l.switches && len(c.Switches) > 0 {
+			parts = append(parts, strings.Join(c.Switches, ","))
+		}
+		if l.world || l.profile {
+			parts = append(parts, c.World+"/"+c.Profile)
+		}
 	}
 	if l.options && len(c.Options) > 0 {
 		parts = append(parts, optionsLabel(c.Options))

@@ -119,6 +119,7 @@ func (m *markdown) render(d detail) string {
 		sb.WriteString(Marker + "\n")
 	}
 	m.header(&sb)
+	m.engines(&sb)
 	for _, g := range m.groups {
 		m.scenario(&sb, g, d)
 	}

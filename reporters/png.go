@@ -85,7 +85,7 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 	for _, g := range c.groups {
 		for _, fam := range cellFamilies(g.Cells) {
 			p, err := c.cdf(g, fam)
-			save("cdf-"+slug(g.Name, familyName(fam[0])+".png"), p, err)
+			save("cdf-"+slug(g.Name, familyLabel(fam)+".png"), p, err)
 		}
 	}
 	for _, g := range c.groups {
@@ -116,7 +116,7 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 		}
 		for _, fam := range cellFamiliesBy(g.Cells, false) {
 			p, err := c.skew(g, fam)
-			save("skew-"+slug(g.Name, familyName(fam[0])+".png"), p, err)
+			save("skew-"+slug(g.Name, familyLabel(fam)+".png"), p, err)
 		}
 	}
 	return files, errors.Join(errs...)
@@ -228,7 +228,16 @@ type charts struct {
 	baseF  *results.File
 	lab    labeler
 	groups []scenarioGroup
-	colour map[string]color.Color // by version
+	colour map[string]color.Color // by engineOf
+}
+
+// engineOf names the engine a cell measured, as charts label and colour
+// it: the foreign target's name, or the built-in engine's version.
+func engineOf(c *results.Cell) string {
+	if c.Target != "" {
+		return c.Target
+	}
+	return c.Version
 }
 
 func newCharts(f, baseline *results.File) *charts {
@@ -241,9 +250,9 @@ func newCharts(f, baseline *results.File) *charts {
 		if x == nil {
 			continue
 		}
-		for _, cell := range x.Cells {
-			if !slices.Contains(versions, cell.Version) {
-				versions = append(versions, cell.Version)
+		for i := range x.Cells {
+			if e := engineOf(&x.Cells[i]); !slices.Contains(versions, e) {
+				versions = append(versions, e)
 			}
 		}
 	}
@@ -257,7 +266,7 @@ func newCharts(f, baseline *results.File) *charts {
 // without its switch set): the cells a chart draws side by side.
 func familyKey(c *results.Cell, switches bool) stats.CellKey {
 	k := cellKey(c)
-	k.Version = ""
+	k.Version, k.Target = "", ""
 	if !switches {
 		k.Switches = ""
 	}
@@ -270,8 +279,15 @@ func cellFamilies(cells []*results.Cell) [][]*results.Cell { return cellFamilies
 func cellFamiliesBy(cells []*results.Cell, switches bool) [][]*results.Cell {
 	idx := map[stats.CellKey]int{}
 	var out [][]*results.Cell
+	// Foreign targets have no world or profile of ours: with them in the
+	// file, a family is every engine at one point of the scenario, so
+	// their lines overlay the built-in engine's.
+	engines := slices.ContainsFunc(cells, func(c *results.Cell) bool { return c.Target != "" })
 	for _, c := range cells {
 		k := familyKey(c, switches)
+		if engines {
+			k.World, k.Profile = "", ""
+		}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
@@ -281,6 +297,16 @@ func cellFamiliesBy(cells []*results.Cell, switches bool) [][]*results.Cell {
 		out[i] = append(out[i], c)
 	}
 	return out
+}
+
+// familyLabel describes a family; one that spans engines (foreign targets
+// next to the built-in engine) names no world.
+func familyLabel(fam []*results.Cell) string {
+	c := *fam[0]
+	if slices.ContainsFunc(fam, func(x *results.Cell) bool { return x.Target != "" }) {
+		c.World = ""
+	}
+	return familyName(&c)
 }
 
 // familyName describes a cell family: "256-branches", "50-steps-rsd=0".
@@ -298,7 +324,9 @@ func familyName(c *results.Cell) string {
 	if len(c.Options) > 0 {
 		parts = append(parts, optionsLabel(c.Options))
 	}
-	parts = append(parts, c.World+"/"+c.Profile)
+	if c.World != "" {
+		parts = append(parts, c.World+"/"+c.Profile)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -471,7 +499,7 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 		return nil, nil
 	}
 	title := metricTitle(name)
-	p := c.newPlot(fmt.Sprintf("%s distribution — %s, %s", title, g.Name, familyName(fam[0])),
+	p := c.newPlot(fmt.Sprintf("%s distribution — %s, %s", title, g.Name, familyLabel(fam)),
 		"percentile (log scale: each tick adds a nine)", title)
 	p.Y.Tick.Marker = axisTicks{ms: true}
 	p.X.Scale = percentileScale{}
@@ -499,12 +527,12 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 		return nil
 	}
 	for _, cell := range fam {
-		col := c.colour[cell.Version]
-		if err := add(cell.Version, samples(cell.Metrics[name]), headStyle(col)); err != nil {
+		col := c.colour[engineOf(cell)]
+		if err := add(engineOf(cell), samples(cell.Metrics[name]), headStyle(col)); err != nil {
 			return nil, err
 		}
 		if b := c.base[cellKey(cell)]; b != nil {
-			if err := add(cell.Version+" ("+c.baseLabel()+")", samples(b.Metrics[name]), baseStyle(col)); err != nil {
+			if err := add(engineOf(cell)+" ("+c.baseLabel()+")", samples(b.Metrics[name]), baseStyle(col)); err != nil {
 				return nil, err
 			}
 		}
@@ -545,20 +573,23 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 			if !ok || m.Count == 0 || cell.Branches == 0 {
 				continue
 			}
-			k := cell.Version + "|" + switchSet(cell) + "|" + cell.World + "|" + cell.Profile
+			k := engineOf(cell) + "|" + switchSet(cell) + "|" + cell.World + "|" + cell.Profile
 			s := byLine[k]
 			if s == nil {
-				name := cell.Version
+				name := engineOf(cell)
+				if c.lab.targets && cell.Target == "" {
+					name = "reference " + name
+				}
 				if len(cell.Switches) > 0 {
 					name += " " + shortSwitches(cell.Switches)
 				}
-				if c.lab.world || c.lab.profile {
+				if (c.lab.world || c.lab.profile) && cell.Target == "" {
 					name += " " + cell.World + "/" + cell.Profile
 				}
 				if _, ok := switchIdx[switchSet(cell)]; !ok {
 					switchIdx[switchSet(cell)] = len(switchIdx)
 				}
-				s = &series{name: name, col: c.colour[cell.Version], base: base, shape: switchIdx[switchSet(cell)]}
+				s = &series{name: name, col: c.colour[engineOf(cell)], base: base, shape: switchIdx[switchSet(cell)]}
 				byLine[k] = s
 				order = append(order, k)
 			}
@@ -737,7 +768,7 @@ func binOf(edges []float64, x float64) int {
 // skew draws per-run skew as one box per version and switch set, with the
 // baseline's box beside it, for one fan-out width.
 func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
-	p := c.newPlot(fmt.Sprintf("Skew per run — %s, %s", g.Name, familyName(fam[0])), "", "skew: latest − earliest branch start")
+	p := c.newPlot(fmt.Sprintf("Skew per run — %s, %s", g.Name, familyLabel(fam)), "", "skew: latest − earliest branch start")
 	p.Y.Tick.Marker = axisTicks{ms: true}
 	var names []string
 	width := vg.Points(28)
@@ -746,12 +777,12 @@ func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) 
 	}
 	hasBase, drawn := false, false
 	for i, cell := range fam {
-		label := cell.Version
+		label := engineOf(cell)
 		if len(cell.Switches) > 0 {
 			label += "\n" + shortSwitches(cell.Switches)
 		}
 		names = append(names, label)
-		col := c.colour[cell.Version]
+		col := c.colour[engineOf(cell)]
 		box := func(m results.Metric, offset vg.Length, fill color.Color, line draw.LineStyle) (*plotter.BoxPlot, error) {
 			vals := samples(m)
 			if len(vals) == 0 {

@@ -30,6 +30,7 @@ type BuildOptions struct {
 func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell {
 	col := metrics.Collect(timelines, opt.Metrics)
 	c := Cell{
+		Target: id.Target, Engine: id.Engine, EngineVersion: id.EngineVersion,
 		Scenario: id.Scenario, Branches: id.Branches, Steps: id.Steps, Options: id.Options,
 		Version: id.Version, Switches: id.Switches, World: id.World, Profile: id.Profile,
 		Runs:      col.Runs + len(opt.Unstarted),

@@ -313,9 +313,12 @@ func validateCell(name, at string, c *Cell) error {
 	bad := func(field, format string, args ...any) error {
 		return &InvalidError{File: name, Field: at + "." + field, Reason: fmt.Sprintf(format, args...)}
 	}
-	for _, f := range [...]struct{ name, v string }{
-		{"scenario", c.Scenario}, {"version", c.Version}, {"world", c.World}, {"profile", c.Profile},
-	} {
+	required := []struct{ name, v string }{{"scenario", c.Scenario}, {"profile", c.Profile}}
+	if c.Target == "" {
+		// A foreign target's cell has no version or world of durabench's.
+		required = append(required, struct{ name, v string }{"version", c.Version}, struct{ name, v string }{"world", c.World})
+	}
+	for _, f := range required {
 		if f.v == "" {
 			return bad(f.name, "missing")
 		}

@@ -78,8 +78,12 @@ type Plan struct {
 	// ran in the driver.
 	Workers       string `json:"workers,omitempty"`
 	ExpectWorkers int    `json:"expect_workers,omitempty"`
-	// Targets are p75/p90/p99 targets in milliseconds per metric.
+	// Targets are p75/p90/p99 latency objectives in milliseconds per
+	// metric (the sweep file's objectives:).
 	Targets map[string][3]float64 `json:"targets,omitempty"`
+	// Engines are the engines under test as the plan named them
+	// (--targets); absent when only the built-in engine ran.
+	Engines []string `json:"engines,omitempty"`
 }
 
 // VersionSpec is an engine version with its feature set.
@@ -101,7 +105,21 @@ type WorldOptions struct {
 
 // Cell is one point of the matrix.
 type Cell struct {
-	Scenario string            `json:"scenario"`
+	// Target is the engine under test when it was not the built-in one
+	// (the --targets name; a URL target's host:port). Such a cell has no
+	// version, switches or world of durabench's.
+	Target string `json:"target,omitempty"`
+	// Engine and EngineVersion are what the target said it is (its
+	// GET /v1/info).
+	Engine        string `json:"engine,omitempty"`
+	EngineVersion string `json:"engine_version,omitempty"`
+	// Skipped is why the target did not run the cell (a scenario it does
+	// not support, an option over its limit): the cell has no runs.
+	Skipped string `json:"skipped,omitempty"`
+	// ClockErrorUS bounds the error of the target's timestamps once
+	// converted to the driver's clock (half the best clock round trip).
+	ClockErrorUS float64 `json:"clock_error_us,omitempty"`
+	Scenario     string  `json:"scenario"`
 	Branches int               `json:"branches,omitempty"`
 	Steps    int               `json:"steps,omitempty"`
 	Options  map[string]string `json:"options,omitempty"`

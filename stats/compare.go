@@ -21,6 +21,8 @@ var ErrMethodology error = &inputError{"results measured with different methodol
 // CellKey identifies a cell of the matrix across sweeps: two cells with the
 // same key measured the same thing and can be compared.
 type CellKey struct {
+	// Target is the foreign engine under test ("" for the built-in one).
+	Target   string
 	Scenario string
 	Branches int
 	Steps    int
@@ -38,6 +40,7 @@ type CellKey struct {
 // KeyOf returns the key of c.
 func KeyOf(c *results.Cell) CellKey {
 	return CellKey{
+		Target:   c.Target,
 		Scenario: c.Scenario,
 		Branches: c.Branches,
 		Steps:    c.Steps,
@@ -92,6 +95,10 @@ func (k CellKey) fields() [][2]string {
 	if k.Options != "" {
 		f = append(f, [2]string{"options", k.Options})
 	}
+	if k.Target != "" {
+		// A foreign target: no version, switches or world of ours.
+		return append(f, [2]string{"target", k.Target}, [2]string{"profile", k.Profile})
+	}
 	return append(f,
 		[2]string{"version", k.Version},
 		[2]string{"switches", k.Switches},
@@ -111,9 +118,15 @@ func (k CellKey) String() string {
 }
 
 // Get returns the key's value for a selector field name (scenario, branches,
-// steps, options, version, switches, world, profile).
+// steps, options, target, version, switches, world, profile; target is
+// "reference" for the built-in engine).
 func (k CellKey) Get(field string) (string, bool) {
 	switch field {
+	case "target":
+		if k.Target == "" {
+			return "reference", true
+		}
+		return k.Target, true
 	case "scenario":
 		return k.Scenario, true
 	case "branches":
@@ -144,7 +157,7 @@ func (k CellKey) cmp(o CellKey) int {
 	if k.Steps != o.Steps {
 		return k.Steps - o.Steps
 	}
-	for _, p := range [][2]string{{k.Options, o.Options}, {k.Version, o.Version}, {k.Switches, o.Switches}, {k.World, o.World}, {k.Profile, o.Profile}} {
+	for _, p := range [][2]string{{k.Options, o.Options}, {k.Target, o.Target}, {k.Version, o.Version}, {k.Switches, o.Switches}, {k.World, o.World}, {k.Profile, o.Profile}} {
 		if c := strings.Compare(p[0], p[1]); c != 0 {
 			return c
 		}

@@ -70,7 +70,7 @@ type Match struct {
 
 // Selector fields, stats, counts, units and operators of the rule language.
 var (
-	selectorFields = []string{"scenario", "branches", "steps", "version", "switches", "world", "profile"}
+	selectorFields = []string{"scenario", "branches", "steps", "target", "version", "switches", "world", "profile"}
 	ruleStats      = []string{"min", "p50", "p75", "p90", "p99", "max", "mean"}
 	ruleCounts     = []string{"stalls", "errors", "runs"}
 	// ruleUnits maps a unit to its size in microseconds.

@@ -82,7 +82,7 @@ func TestParseRulesMalformed(t *testing.T) {
 		{"< 200ms", "rules.txt:1:1: expected a metric (e.g. ttls) or a count (stalls, errors, runs)"},
 		{"ttls{scenario=fanout.p90 < 1.1x baseline", "rules.txt:1:5: unterminated selector: missing '}'"},
 		{"ttls{}.p90 < 1.1x baseline", "rules.txt:1:6: empty selector"},
-		{"ttls{color=red}.p90 < 1.1x baseline", "rules.txt:1:6: unknown selector field \"color\" (want scenario, branches, steps, version, switches, world, profile)"},
+		{"ttls{color=red}.p90 < 1.1x baseline", "rules.txt:1:6: unknown selector field \"color\" (want scenario, branches, steps, target, version, switches, world, profile)"},
 		{"ttls{scenario}.p90 < 1.1x baseline", "rules.txt:1:14: expected '=' after scenario"},
 		{"ttls{scenario=}.p90 < 1.1x baseline", "rules.txt:1:15: expected a value for scenario"},
 		{"ttls{branches=many}.p90 < 1.1x baseline", "rules.txt:1:15: branches must be a whole number, not \"many\""},

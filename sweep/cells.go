@@ -22,6 +22,11 @@ import (
 // ready to run (results.Cell is what running it measured). Its fields are
 // values; running it looks nothing up.
 type CellPlan struct {
+	// Target is the engine under test when it is not the built-in one
+	// (nil: the reference engine, in-process on World). A target cell has
+	// no version, switches or profile of durabench's, and World only gives
+	// the driver its clock.
+	Target   *TargetSpec
 	Scenario *scenarios.Scenario
 	// Options are the scenario's complete option values (defaults filled
 	// in, canonical spelling).
@@ -66,6 +71,10 @@ func (c CellPlan) Label() string {
 			continue
 		}
 		fmt.Fprintf(&b, " %s=%s", k, c.Options[k])
+	}
+	if c.Target != nil {
+		fmt.Fprintf(&b, " target %s", c.Target.Name)
+		return b.String()
 	}
 	fmt.Fprintf(&b, " %s", c.Version.Name)
 	if sw := c.Switches.String(); sw != "none" {
@@ -114,6 +123,29 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 				}
 			}
 			combos = next
+		}
+		for _, spec := range p.foreignTargets() {
+			clockKind, err := worlds.Lookup("mem")
+			if err != nil {
+				return nil, err
+			}
+			for _, combo := range combos {
+				if err := p.checkSize(s, sp, s.ApplyDefaults(combo), clockKind, limit, how); err != nil {
+					return nil, err
+				}
+				prog, full, err := s.Build(combo)
+				if err != nil {
+					return nil, &UsageError{Err: err}
+				}
+				c := CellPlan{Target: &spec, Scenario: s, Options: full, Program: prog, World: clockKind,
+					ProfileName: "none", Pacer: pacer}
+				c.Key = cellKey(s.Name, full, "", "none", "", "none") + " target=" + spec.Name
+				c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
+				out = append(out, c)
+			}
+		}
+		if !p.hasReference() {
+			continue
 		}
 		for _, kind := range kinds {
 			for _, prof := range p.Profiles {
@@ -220,7 +252,11 @@ func KeyOf(c results.Cell) string {
 		opts = s.ApplyDefaults(opts)
 		_ = s.Validate(opts) // canonical spelling; a foreign option just won't match
 	}
-	return cellKey(c.Scenario, opts, c.Version, sw, c.World, c.Profile)
+	key := cellKey(c.Scenario, opts, c.Version, sw, c.World, c.Profile)
+	if c.Target != "" {
+		key += " target=" + c.Target
+	}
+	return key
 }
 
 func sortedKeys[V any](m map[string]V) []string {

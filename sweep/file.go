@@ -40,9 +40,9 @@ var fileKeys = map[string]string{
 
 // Special keys the file decodes itself.
 const (
-	keyOptions = "options"
-	keyCustom  = "custom_versions"
-	keyTargets = "targets"
+	keyOptions    = "options"
+	keyCustom     = "custom_versions"
+	keyObjectives = "objectives"
 )
 
 func fieldForKey(key string) (string, bool) {
@@ -59,7 +59,7 @@ func fieldForKey(key string) (string, bool) {
 
 // fileKeyNames lists every top-level key the file accepts.
 func fileKeyNames() []string {
-	keys := append([]string{keyOptions, keyCustom, keyTargets}, worldNames()...)
+	keys := append([]string{keyOptions, keyCustom, keyObjectives}, worldNames()...)
 	for _, f := range fields {
 		if _, world := worldFlags[f.name]; world {
 			continue // under its world's key
@@ -128,8 +128,14 @@ func (p *Plan) parseFile(file string, data []byte) error {
 				p.setOrigin("option "+name, o)
 			}
 			return nil
-		case keyTargets:
-			return p.decodeTargets(file, v)
+		case keyObjectives:
+			return p.decodeObjectives(file, keyObjectives, v)
+		case "targets":
+			if v.Kind == yaml.MappingNode {
+				// The latency objectives' old name: a mapping cannot be a
+				// list of engines.
+				return p.decodeObjectives(file, "targets", v)
+			}
 		case "scenarios":
 			return p.decodeScenarios(file, v)
 		}
@@ -355,15 +361,16 @@ func (p *Plan) decodeScenarios(file string, v *yaml.Node) error {
 	return nil
 }
 
-// decodeTargets reads `metric: [p75, p90, p99]` in milliseconds.
-func (p *Plan) decodeTargets(file string, v *yaml.Node) error {
+// decodeObjectives reads `metric: [p75, p90, p99]` in milliseconds (under
+// key: objectives, or targets as a mapping, their old name).
+func (p *Plan) decodeObjectives(file, key string, v *yaml.Node) error {
 	if v.Kind != yaml.MappingNode {
-		return fileError(file, v, keyTargets, "want a mapping of metric: [p75, p90, p99] (ms)")
+		return fileError(file, v, key, "want a mapping of metric: [p75, p90, p99] (ms)")
 	}
-	p.Targets = map[string][3]float64{}
+	p.Objectives = map[string][3]float64{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
-		field := keyTargets + "." + k.Value
+		field := key + "." + k.Value
 		vals, err := scalars(val, true, kFloat)
 		if err != nil {
 			return fileError(file, val, field, "%s", err)
@@ -378,7 +385,7 @@ func (p *Plan) decodeTargets(file string, v *yaml.Node) error {
 				return fileError(file, val, field, "target %s must be > 0", s)
 			}
 		}
-		p.Targets[k.Value] = t
+		p.Objectives[k.Value] = t
 	}
 	return nil
 }

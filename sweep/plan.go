@@ -72,8 +72,12 @@ type Plan struct {
 	WorldSettings map[string]worlds.Values
 	// External says where the engine runs (see ExternalSettings).
 	External ExternalSettings
-	// Targets are p75/p90/p99 targets in ms per metric.
-	Targets map[string][3]float64
+	// Targets are the engines under test (default: reference, the
+	// built-in engine on each world); see TargetSpec.
+	Targets []TargetSpec
+	// Objectives are p75/p90/p99 latency objectives in ms per metric (the
+	// report marks cells over them).
+	Objectives map[string][3]float64
 
 	// origins records where the user set each field (a flag, or a file's
 	// line), so that a default never causes an error (e.g. the default
@@ -88,6 +92,8 @@ type Plan struct {
 	// of the same plan on one server, or a crashed sweep's leftovers, never
 	// share one.
 	sweepID string
+	// live are the foreign targets Run reached, by name.
+	live map[string]*liveTarget
 }
 
 // resolution is the plan resolved: every name looked up and every file read
@@ -104,6 +110,7 @@ type resolution struct {
 func DefaultPlan() *Plan {
 	return &Plan{
 		Scenarios:         []ScenarioPlan{{Name: "fanout"}},
+		Targets:           []TargetSpec{{Name: Reference}},
 		Branches:          []int{20, 64, 256},
 		Versions:          engine.Versions(),
 		Switches:          []engine.SwitchSet{{}, {Values: map[string]string{engine.SwitchResilientStepDispatch: "0"}}},
@@ -153,6 +160,7 @@ var fields = []field{
 		}
 		return nil
 	}},
+	{"targets", true, "engines under test: reference (the built-in engine on each world), an adapter name (runs durabench-target-NAME; 'NAME --flag=value' passes it flags) or a target URL", setTargets},
 	{"world", true, "worlds: " + strings.Join(worldNames(), ", ") + " (see durabench list)", func(p *Plan, v []string) error {
 		for _, w := range v {
 			if _, err := worlds.Lookup(w); err != nil {

@@ -107,6 +107,25 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	p.sweepID = hex.EncodeToString(id[:])
 
+	if len(p.foreignTargets()) > 0 {
+		logs := filepath.Join(cfg.Out, "targets.log")
+		lf, err := os.OpenFile(logs, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, &UsageError{Flag: "--out", Err: err}
+		}
+		defer lf.Close()
+		live, closeTargets, err := p.openTargets(ctx, lf)
+		if err != nil {
+			var ue *UsageError
+			if errors.As(err, &ue) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %w (adapter logs: %s)", results.ErrSweepFailed, err, logs)
+		}
+		defer closeTargets()
+		p.live = live
+	}
+
 	f := results.NewFile(ctx, p.resultsPlan(), time.Now())
 	// Virtual figures only when every cell's clock is virtual.
 	f.VirtualTime = !slices.ContainsFunc(cells, func(c CellPlan) bool { return !c.World.VirtualTime })
@@ -210,6 +229,9 @@ func writeReport(path string, f *results.File) error {
 
 // runCell runs one cell on a fresh world.
 func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
+	if c.Target != nil {
+		return p.runCellTarget(ctx, c, prog)
+	}
 	if p.External.Enabled() {
 		return p.runCellExternal(ctx, c, prog)
 	}
@@ -273,6 +295,9 @@ func (c CellPlan) declared(rc results.Cell) results.Cell {
 func (c CellPlan) identity() results.Cell {
 	id := results.Cell{Scenario: c.Scenario.Name, Version: c.Version.Name,
 		Switches: c.Switches.List(), World: c.World.Name, Profile: c.ProfileName}
+	if c.Target != nil {
+		id.Target, id.Version, id.Switches, id.World = c.Target.Name, "", nil, ""
+	}
 	// Branches and steps have fields of their own; other options are kept
 	// when they differ from the scenario's default, so labels stay short.
 	for k, v := range c.Options {
@@ -353,6 +378,7 @@ func (p *Plan) compatible(rp results.Plan) error {
 		{"switches", fmt.Sprint(rp.Switches), fmt.Sprint(mine.Switches)},
 		{"worlds", fmt.Sprint(rp.Worlds), fmt.Sprint(mine.Worlds)},
 		{"profiles", fmt.Sprint(rp.Profiles), fmt.Sprint(mine.Profiles)},
+		{"targets", fmt.Sprint(rp.Engines), fmt.Sprint(mine.Engines)},
 	} {
 		if s.old != s.new {
 			return fmt.Errorf("the earlier sweep ran with %s %v, this one with %v (resume with the same -f file and flags)", s.name, s.old, s.new)
@@ -367,7 +393,7 @@ func (p *Plan) resultsPlan() results.Plan {
 		Branches: p.Branches, Worlds: p.Worlds, Profiles: p.Profiles,
 		Reps: p.Reps, Warmup: p.Warmup, Pace: p.Pace, Rate: p.Rate,
 		CellTimeoutMS: p.CellTimeout.Milliseconds(), StallThresholdMS: p.StallThreshold.Milliseconds(),
-		Seed: p.Seed, Targets: p.Targets,
+		Seed: p.Seed, Targets: p.Objectives,
 		WorldOptions: results.WorldOptions{Guard: p.Guard, RetryStyle: string(p.RetryStyle),
 			VisibilityTimeoutMS: p.VisibilityTimeout.Milliseconds()},
 	}
@@ -392,6 +418,11 @@ func (p *Plan) resultsPlan() results.Plan {
 		}
 		if p.Faults != "" {
 			rp.Options["faults"] = p.Faults
+		}
+	}
+	if len(p.foreignTargets()) > 0 {
+		for _, t := range p.Targets {
+			rp.Engines = append(rp.Engines, t.String())
 		}
 	}
 	for _, v := range p.Versions {

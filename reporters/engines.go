@@ -1,0 +1,89 @@
+package reporters
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/results"
+)
+
+// engineLabel names the engine a cell measured in the engines table: a
+// foreign target with what it said it is, or the built-in engine's version
+// and world.
+func engineLabel(c *results.Cell) string {
+	if c.Target != "" {
+		if c.Engine == "" {
+			return c.Target
+		}
+		return fmt.Sprintf("%s (%s %s)", c.Target, c.Engine, c.EngineVersion)
+	}
+	s := "reference " + c.Version
+	if len(c.Switches) > 0 {
+		s += " " + shortSwitches(c.Switches)
+	}
+	return s + " · " + c.World
+}
+
+// hasTargets reports whether f holds cells of foreign targets.
+func hasTargets(f *results.File) bool {
+	for i := range f.Cells {
+		if f.Cells[i].Target != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// engines writes the engines table — every engine side by side, per
+// scenario and size, on TTFS, TTLS and skew p50/p99 — and the cells a
+// target skipped with its reason. Only for files with foreign targets.
+func (m *markdown) engines(sb *strings.Builder) {
+	if !hasTargets(m.f) {
+		return
+	}
+	sb.WriteString("### Engines\n\n")
+	sb.WriteString("| scenario | size | engine | TTFS p50 | TTFS p99 | TTLS p50 | TTLS p99 | skew p50 | skew p99 | runs | stalls | errors |\n")
+	sb.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	var skipped []string
+	for _, g := range m.groups {
+		for _, c := range g.Cells {
+			if c.Skipped != "" {
+				skipped = append(skipped, fmt.Sprintf("`%s %s` on %s: %s", g.Name, cellSize(c), engineLabel(c), c.Skipped))
+				continue
+			}
+			pq := func(name string) (string, string) {
+				mt, ok := c.Metrics[name]
+				if !ok || mt.Count == 0 {
+					return "-", "-"
+				}
+				return fmtUS(mt.P50), fmtUS(mt.P99)
+			}
+			f50, f99 := pq(metrics.TTFS)
+			l50, l99 := pq(metrics.TTLS)
+			s50, s99 := pq(metrics.Skew)
+			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
+				g.Name, cellSize(c), engineLabel(c), f50, f99, l50, l99, s50, s99, c.Runs, c.Stalls, c.Errors)
+		}
+	}
+	if len(skipped) > 0 {
+		sb.WriteString("\nSkipped (the target does not run them):\n")
+		for _, s := range skipped {
+			sb.WriteString("- " + s + "\n")
+		}
+	}
+	sb.WriteString("\nEach engine's figures come from its own engine-side timestamps, converted to the driver's clock (targets: the " +
+		"offset of the best of 16 clock round trips, error at most half that round trip, per cell in results.json).\n\n")
+}
+
+// cellSize is a cell's size as the engines table shows it: "256 br",
+// "100 steps", or "-".
+func cellSize(c *results.Cell) string {
+	switch {
+	case c.Branches > 0:
+		return fmt.Sprintf("%d br", c.Branches)
+	case c.Steps > 0:
+		return fmt.Sprintf("%d steps", c.Steps)
+	}
+	return "-"
+}
