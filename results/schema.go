@@ -118,15 +118,15 @@ type Cell struct {
 	Skipped string `json:"skipped,omitempty"`
 	// ClockErrorUS bounds the error of the target's timestamps once
 	// converted to the driver's clock (half the best clock round trip).
-	ClockErrorUS float64 `json:"clock_error_us,omitempty"`
-	Scenario     string  `json:"scenario"`
-	Branches int               `json:"branches,omitempty"`
-	Steps    int               `json:"steps,omitempty"`
-	Options  map[string]string `json:"options,omitempty"`
-	Version  string            `json:"version"`
-	Switches []string          `json:"switches"`
-	World    string            `json:"world"`
-	Profile  string            `json:"profile"`
+	ClockErrorUS float64           `json:"clock_error_us,omitempty"`
+	Scenario     string            `json:"scenario"`
+	Branches     int               `json:"branches,omitempty"`
+	Steps        int               `json:"steps,omitempty"`
+	Options      map[string]string `json:"options,omitempty"`
+	Version      string            `json:"version"`
+	Switches     []string          `json:"switches"`
+	World        string            `json:"world"`
+	Profile      string            `json:"profile"`
 	// Runs is the number of measured runs (warm-ups excluded), including
 	// failed and stalled ones.
 	Runs   int `json:"runs"`
