@@ -360,8 +360,11 @@ func stepName(stage, index int) string { return fmt.Sprintf("step-%d.%d", stage,
 // sleeps the program's fixed body time in between.
 func (b *Backend) body(in Input, stage, index int) dbos.Step[int] {
 	return func(ctx context.Context) (int, error) {
+		// Inline: DBOS runs a step in the workflow's own process, in its
+		// goroutine (RunAsStep) or one it spawned (dbos.Go); only workflows
+		// go through queues.
 		ev := target.Event{Kind: target.EventStepStarted, At: b.at(), Source: target.SourceWorker,
-			Stage: stage, Index: index, Attempt: b.attempt(in.Run, stage, index)}
+			Stage: stage, Index: index, Attempt: b.attempt(in.Run, stage, index), Inline: true}
 		b.sink.Event(in.Run, ev)
 		if d := in.Program.Body.Fixed; d > 0 {
 			t := time.NewTimer(d)

@@ -126,8 +126,8 @@ func TestInProcess(t *testing.T) {
 				started[ev.Index]++
 			case target.EventStepCompleted:
 				completed[ev.Index]++
-				if ev.Stage != 0 || ev.Attempt != 1 || ev.Source != target.SourceWorker {
-					t.Errorf("step %d: stage %d attempt %d source %s", ev.Index, ev.Stage, ev.Attempt, ev.Source)
+				if ev.Stage != 0 || ev.Attempt != 1 || ev.Source != target.SourceWorker || !ev.Inline {
+					t.Errorf("step %d: stage %d attempt %d source %s inline %t", ev.Index, ev.Stage, ev.Attempt, ev.Source, ev.Inline)
 				}
 			case target.EventStepFailed, target.EventRunFailed:
 				t.Errorf("%s: %+v", run, ev)
