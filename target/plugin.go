@@ -173,15 +173,22 @@ func Launch(ctx context.Context, name, path string, args []string, logw io.Write
 			p.URL = u
 			return p, nil
 		}
-		p.Stop()
+		if !ok { // stdout closed: it is exiting
+			select {
+			case <-p.done:
+				return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
+			case <-time.After(5 * time.Second):
+			}
+		}
+		_ = p.Stop()
 		return nil, fmt.Errorf("target %s: %s printed %q, not its URL%s", name, path, u, p.log.tail())
 	case <-p.done:
 		return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
 	case <-timer.C:
-		p.Stop()
+		_ = p.Stop()
 		return nil, fmt.Errorf("target %s: %s not ready after %v%s", name, path, StartTimeout, p.log.tail())
 	case <-ctx.Done():
-		p.Stop()
+		_ = p.Stop()
 		return nil, ctx.Err()
 	}
 }

@@ -37,8 +37,9 @@ usage:
                                             engine worker for sweep --workers external
   durabench target  serve reference [--world mem|nats] [--version V] [--addr HOST:PORT]
                                             serve the built-in engine over the target protocol (prints its URL)
-  durabench target  check URL [--runs N] [--run-timeout D]
-                                            conformance checker for a target (exit 1: a check failed)
+  durabench target  check reference|NAME|URL [--runs N] [--run-timeout D] [--log FILE]
+                                            conformance checker for a target: the built-in engine, an
+                                            adapter (durabench-target-NAME) or a URL (exit 1: a check failed)
   durabench calibrate TABLE [--base PROFILE] [--seed N] [--out FILE] [--check]
                                             fit a latency/fault profile to observed figures on the sim world
 

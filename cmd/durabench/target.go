@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -9,10 +10,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/sweep"
 	"github.com/durabench/durabench/target"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/worlds"
@@ -21,14 +24,14 @@ import (
 // cmdTarget runs `durabench target serve|check`.
 func cmdTarget(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
-		return -1, usageErr("target needs a subcommand: serve reference, or check URL")
+		return -1, usageErr("target needs a subcommand: serve reference, or check reference|NAME|URL")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
 		// Both subcommands' flags.
 		fmt.Fprintln(stdout, "durabench target serve reference [flags]:")
 		_, _ = cmdTargetServe(ctx, []string{"-h"}, stdout, stdout)
-		fmt.Fprintln(stdout, "durabench target check URL [flags]:")
+		fmt.Fprintln(stdout, "durabench target check reference|NAME|URL [flags]:")
 		_, _ = cmdTargetCheck(ctx, []string{"-h"}, stdout, stdout)
 		return -1, flag.ErrHelp
 	case "serve":
@@ -36,7 +39,7 @@ func cmdTarget(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	case "check":
 		return cmdTargetCheck(ctx, args[1:], stdout, stderr)
 	}
-	return -1, usageErr("target %s: unknown subcommand (serve reference, or check URL)", args[0])
+	return -1, usageErr("target %s: unknown subcommand (serve reference, or check reference|NAME|URL)", args[0])
 }
 
 // cmdTargetServe serves the built-in engine over the target protocol until
@@ -87,17 +90,52 @@ func cmdTargetCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlagSet("target check", stderr)
 	runs := fs.Int("runs", 3, "runs per scenario")
 	timeout := fs.Duration("run-timeout", 30*time.Second, "how long one run may take")
+	logFile := fs.String("log", "", "write an adapter's log (its stderr) to FILE")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return -1, err
 	}
 	if len(pos) != 1 {
-		return -1, usageErr("target check takes one target URL (http://host:port)")
+		return -1, usageErr("target check takes one target: reference, an adapter name ('NAME --flag=value' passes it flags) or a URL (http://host:port)")
 	}
 	if *runs < 1 || *timeout <= 0 {
 		return -1, usageErr("--runs must be >= 1 and --run-timeout > 0")
 	}
-	c, err := target.NewClient(pos[0])
+	spec, err := sweep.ParseTarget(pos[0])
+	if err != nil {
+		return -1, usageErr("%v", err)
+	}
+	base := spec.URL
+	switch {
+	case spec.IsReference():
+		u, stop, err := serveReference(ctx)
+		if err != nil {
+			return exitFailed, err
+		}
+		defer stop()
+		base = u
+	case base == "":
+		path, err := target.Find(spec.Name)
+		if err != nil {
+			return -1, usageErr("%v", err)
+		}
+		var logw io.Writer = io.Discard
+		if *logFile != "" {
+			f, err := os.Create(*logFile)
+			if err != nil {
+				return -1, usageErr("--log: %v", err)
+			}
+			defer f.Close()
+			logw = f
+		}
+		pl, err := target.Launch(ctx, spec.Name, path, spec.Args, logw)
+		if err != nil {
+			return exitFailed, err
+		}
+		defer func() { _ = pl.Stop() }()
+		base = pl.URL
+	}
+	c, err := target.NewClient(base)
 	if err != nil {
 		return -1, usageErr("%v", err)
 	}
@@ -112,4 +150,37 @@ func cmdTargetCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		return exitRegression, nil
 	}
 	return exitOK, nil
+}
+
+// serveReference serves the built-in engine (pending-count on the mem
+// world) over the protocol on a loopback port, for `target check
+// reference`; stop shuts it down.
+func serveReference(ctx context.Context) (url string, stop func(), err error) {
+	kind, err := worlds.Lookup("mem")
+	if err != nil {
+		return "", nil, err
+	}
+	w, err := kind.New(ctx, worlds.Config{Settings: kind.Defaults(), SoleWriter: true})
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := engine.LookupVersion("pending-count")
+	if err != nil {
+		_ = w.Close()
+		return "", nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- target.Serve(sctx, "127.0.0.1:0", target.NewReference(w, v), pw)
+		_ = pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		return "", nil, fmt.Errorf("serve reference: %w", <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	return strings.TrimSpace(line), func() { cancel(); <-done }, nil
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/durabench/durabench/results"
 )
 
 // TestTargetServeAndCheck: `durabench target serve reference` prints its
@@ -43,5 +47,102 @@ func TestTargetServeAndCheck(t *testing.T) {
 	r = durabench(t, dir, "target", "check", "http://127.0.0.1:1")
 	if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "127.0.0.1:1") {
 		t.Fatalf("check of nothing: exit %d, stderr %q; want one line naming the URL, exit 2", r.code, r.stderr)
+	}
+}
+
+// buildAdapter builds the test adapter (target/testdata/adapter: the
+// built-in engine behind target.Main) next to the durabench binary, where
+// `--targets testref` finds it.
+func buildAdapter(t *testing.T) {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(bin), "durabench-target-testref")
+	if _, err := os.Stat(out); err == nil {
+		return
+	}
+	if b, err := exec.Command("go", "build", "-o", out, "../../target/testdata/adapter").CombinedOutput(); err != nil {
+		t.Fatalf("go build adapter: %v\n%s", err, b)
+	}
+}
+
+// TestSweepTargetsSideBySide: `--targets reference,testref` starts the
+// adapter executable found next to durabench, runs the built-in engine and
+// the target on the same cells, and writes one results file: the target's
+// cells carry what it said it is, a scenario it does not declare is skipped
+// with the reason (not an error), and the report has the engines table.
+func TestSweepTargetsSideBySide(t *testing.T) {
+	buildAdapter(t)
+	dir := t.TempDir()
+	r := durabench(t, dir, "sweep", "--targets", "reference,testref --scenarios=fanout", "--scenario", "fanout,sequential",
+		"--world", "mem", "--branches", "8,32", "--option", "steps=5", "--versions", "pending-count", "--switches", "none",
+		"--reps", "3", "--warmup", "1", "--out", "out")
+	if r.code != 0 {
+		t.Fatalf("sweep exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	f, err := results.Read(filepath.Join(dir, "out", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref, tgt, skipped int
+	for _, c := range f.Cells {
+		switch {
+		case c.Target == "":
+			ref++
+		case c.Skipped != "":
+			skipped++
+			if c.Scenario != "sequential" || !strings.Contains(c.Skipped, "does not support scenario sequential") || c.Runs != 0 {
+				t.Errorf("skipped cell %s: %q, %d runs", c.Scenario, c.Skipped, c.Runs)
+			}
+		default:
+			tgt++
+			if c.Target != "testref" || c.Engine != "testref" || c.EngineVersion != "pending-count" || c.Version != "" || c.World != "" {
+				t.Errorf("target cell: target %q engine %q %q, version %q world %q", c.Target, c.Engine, c.EngineVersion, c.Version, c.World)
+			}
+			if c.Runs != 3 || c.Errors != 0 || c.Stalls != 0 || c.Metrics["ttls"].Count != 3 {
+				t.Errorf("target cell %d br: %d runs, %d errors, %d stalls, %d TTLS samples; want 3 clean runs",
+					c.Branches, c.Runs, c.Errors, c.Stalls, c.Metrics["ttls"].Count)
+			}
+			if c.ClockErrorUS <= 0 {
+				t.Errorf("target cell %d br: no clock error bound", c.Branches)
+			}
+		}
+	}
+	if ref != 3 || tgt != 2 || skipped != 1 {
+		t.Fatalf("%d reference cells, %d target cells, %d skipped; want 3, 2 and 1", ref, tgt, skipped)
+	}
+	rep, err := os.ReadFile(filepath.Join(dir, "out", "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Engines", "testref (testref pending-count)", "reference pending-count · mem",
+		"Skipped (the target does not run them)", "32 br · testref"} {
+		if !strings.Contains(string(rep), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if f.Plan.Engines == nil || f.Plan.Engines[1] != "testref --scenarios=fanout" {
+		t.Errorf("plan engines %q", f.Plan.Engines)
+	}
+}
+
+// TestTargetCheckByName: `target check NAME` starts the adapter and checks
+// it; a name with no executable, or an adapter that dies before it is
+// ready, is one clear error, exit 2 or 3, never a hang.
+func TestTargetCheckByName(t *testing.T) {
+	buildAdapter(t)
+	dir := t.TempDir()
+	r := durabench(t, dir, "target", "check", "testref", "--runs", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "target: testref pending-count") || !strings.Contains(r.stdout, "PASS") {
+		t.Fatalf("check testref: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = durabench(t, dir, "target", "check", "nosuch")
+	if r.code != 2 || !strings.Contains(r.stderr, "durabench-target-nosuch") {
+		t.Fatalf("check nosuch: exit %d, stderr %q; want exit 2 naming the executable", r.code, r.stderr)
+	}
+	r = durabench(t, dir, "sweep", "--targets", "testref --no-such-flag", "--world", "mem", "--reps", "1", "--warmup", "0", "--out", "out")
+	if r.code == 0 || !strings.Contains(r.stderr, "exited before it was ready") || !strings.Contains(r.stderr, "no-such-flag") {
+		t.Fatalf("sweep with a broken adapter: exit %d, stderr %q; want the adapter's own error", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "results.json")); err == nil {
+		t.Errorf("a sweep whose target never started wrote results.json")
 	}
 }
