@@ -27,8 +27,9 @@ const (
 	// (20 connections when the URL does not set pool_max_conns).
 	DefaultPool = 20
 	// DefaultMaxBranches is the largest fan-out declared in /v1/info: the
-	// largest the tests run (256) and that was run by hand (1024, README).
-	DefaultMaxBranches = 1024
+	// largest run by hand with every step exactly once (README; the tests
+	// run 256).
+	DefaultMaxBranches = 4096
 	// appName is the DBOS application name (it names the workflows' owner).
 	appName = "durabench"
 	// workflowName is the one registered workflow: it interprets a
