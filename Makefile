@@ -5,7 +5,7 @@
 GO ?= go
 OUT ?= out/default
 
-.PHONY: run test tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate
+.PHONY: run test tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines test-targets
 
 build:
 	$(GO) build -o bin/durabench ./cmd/durabench
@@ -30,6 +30,22 @@ tidy-check:
 # stays out of durabench's own module graph.
 lint-workflows:
 	cd tools && $(GO) tool actionlint ../.github/workflows/*.yml
+
+# Target adapters (docs/targets.md): each targets/NAME/ is a Go module of its
+# own (an engine's dependencies never enter durabench's module or binary) that
+# builds the executable durabench-target-NAME; `durabench sweep --targets NAME`
+# finds it next to bin/durabench.
+engines: build
+	@for d in targets/*/; do n=$$(basename $$d); echo "engines: bin/durabench-target-$$n"; \
+	  $(GO) build -C $$d -o ../../bin/durabench-target-$$n . || exit 1; done
+
+# Each adapter module: tidy, vetted, its tests (the conformance checker
+# in-process and through its executable, race detector on), then
+# `durabench target check` against the executable make engines built.
+test-targets: engines
+	@for d in targets/*/; do n=$$(basename $$d); echo "test-targets: $$n"; \
+	  (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -timeout 15m ./...) || exit 1; \
+	  ./bin/durabench target check $$n --runs 2 || exit 1; done
 
 # The three-node NATS cluster runs (slower; CI runs them): the world's
 # conformance suite, and a distributed sweep (driver + two durabench workers).
@@ -56,6 +72,8 @@ bench:
 	-DURABENCH_SOAK=10s $(GO) test -run '^$$' -bench 'SoakNATS' -benchtime=1x -timeout 5m ./bench/rawjs/ >> out/bench.txt
 	@echo "bench: sim world throughput, 256 branches"
 	-$(GO) test -run '^$$' -bench 'FanOut256' -benchmem -benchtime=20x -timeout 2m ./simcheck/ >> out/bench.txt
+	@echo "bench: a fan-out cell of the built-in engine on embedded NATS, directly and through the target protocol"
+	-$(GO) test -run '^$$' -bench 'ProtocolOverhead' -benchtime=20x -count=2 -timeout 3m ./target/ >> out/bench.txt
 	@echo "bench: extraction and rendering of a 10,000-run results file"
 	-$(GO) test -run '^$$' -bench 'PerfReport10k' -benchmem -benchtime=3x -timeout 2m ./reporters/ >> out/bench.txt
 	@echo
@@ -90,7 +108,7 @@ FUZZTIME ?= 30s
 fuzz:
 	@mkdir -p out/fuzz && : > out/fuzz/summary.txt
 	@fail=0; \
-	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./tools/' | xargs -n1 dirname | sort -u); do \
+	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./tools/\|^./targets/' | xargs -n1 dirname | sort -u); do \
 	  for t in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 	    log=out/fuzz/$$(echo $${pkg#./} | tr / -)-$$t.txt; \
 	    if $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x $$pkg > $$log 2>&1; then res=ok; else res=FAIL; fail=1; fi; \

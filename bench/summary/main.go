@@ -97,6 +97,10 @@ var rules = []rule{
 		[]check{{"engine/floor", ">=", 0.8}}, nil},
 	{regexp.MustCompile(`^FanOut256/`), "runs/s", "", "", "≥ 100 runs/s",
 		[]check{{"runs/s", ">=", 100}}, nil},
+	// The target protocol (issue 15): one fan-out cell of the built-in
+	// engine on embedded NATS, directly and through the protocol.
+	{regexp.MustCompile(`^ProtocolOverhead/`), "protocol-ttls-p50-us", "direct-ttls-p50-us", "protocol/direct", "ratio ≤ 1.1",
+		[]check{{"protocol/direct", "<=", 1.1}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
 		[]check{{"ns/op", "<", 1e9}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/`), "ns/op", "", "", "", nil, nil},

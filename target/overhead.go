@@ -1,0 +1,209 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/world"
+)
+
+// Overhead is durabench's own share of a target's TTLS: the same runs of one
+// backend measured directly (in the backend's process, no protocol: events
+// straight from its sink, the start taken on its own clock right before
+// Start) and through the protocol exactly as a sweep drives it (HTTP on
+// loopback, the Session's start request, long polls and clock conversion,
+// the start taken on the driver's clock). The difference is what the
+// protocol adds: the start request's round trip, polling's CPU, the clock
+// conversion's error.
+type Overhead struct {
+	Direct, Protocol []time.Duration // TTLS per run
+	// ClockError is the protocol session's clock error bound (RTT/2).
+	ClockError time.Duration
+}
+
+// p50 is the median of ds.
+func p50(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// DirectP50 and ProtocolP50 are the medians of each side's TTLS.
+func (o Overhead) DirectP50() time.Duration   { return p50(o.Direct) }
+func (o Overhead) ProtocolP50() time.Duration { return p50(o.Protocol) }
+
+// Share is the protocol's share of a target cell's TTLS p50:
+// (protocol − direct) / protocol (negative when the difference is noise).
+func (o Overhead) Share() float64 {
+	p := o.ProtocolP50()
+	if p <= 0 {
+		return 0
+	}
+	return float64(p-o.DirectP50()) / float64(p)
+}
+
+// MeasureOverhead opens b, runs scenario with opts runs times each way,
+// alternating (so that load on the machine falls on both alike), and closes
+// b. Scenarios with hooks are not measured (their resume is the driver's).
+func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[string]string, runs int) (Overhead, error) {
+	var o Overhead
+	sc, err := scenarios.Get(scenario)
+	if err != nil {
+		return o, err
+	}
+	prog, _, err := sc.Build(scenarios.Values(opts))
+	if err != nil {
+		return o, err
+	}
+	srv, err := NewServer(ctx, b)
+	if err != nil {
+		_ = b.Close(context.WithoutCancel(ctx))
+		return o, err
+	}
+	defer func() { _ = srv.Close(context.WithoutCancel(ctx)) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return o, err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	c, err := NewClient("http://" + ln.Addr().String())
+	if err != nil {
+		return o, err
+	}
+	rt := world.NewReal()
+	sess, err := NewSession(ctx, c, scenario, opts, rt)
+	if err != nil {
+		return o, err
+	}
+	o.ClockError = sess.Clock().RTT / 2
+	obs := newEndObserver()
+	detach, err := sess.Attach(ctx, obs, obs.fail)
+	if err != nil {
+		return o, err
+	}
+	defer detach()
+	for i := range runs {
+		id := fmt.Sprintf("overhead-%d-direct", i)
+		d, err := srv.runDirect(ctx, StartRequest{Run: id, Scenario: scenario, Options: opts})
+		if err != nil {
+			return o, err
+		}
+		o.Direct = append(o.Direct, d)
+		id = fmt.Sprintf("overhead-%d-protocol", i)
+		done := obs.expect(id)
+		t0 := rt.Now()
+		if err := sess.StartRun(ctx, id, prog); err != nil {
+			return o, err
+		}
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return o, r.err
+			}
+			o.Protocol = append(o.Protocol, r.lastEnd-t0)
+		case <-ctx.Done():
+			return o, ctx.Err()
+		}
+	}
+	return o, nil
+}
+
+// runDirect starts req on the backend without the protocol and waits until
+// the run is over; it returns its TTLS on the backend's clock.
+func (s *Server) runDirect(ctx context.Context, req StartRequest) (time.Duration, error) {
+	s.mu.Lock()
+	l := s.logLocked(req.Run)
+	s.mu.Unlock()
+	t0 := s.b.Now()
+	if err := s.b.Start(ctx, req); err != nil {
+		return 0, err
+	}
+	for {
+		s.mu.Lock()
+		status, errMsg, changed := l.status, l.err, l.changed
+		var last int64
+		for _, ev := range l.events {
+			if ev.Kind == EventStepCompleted {
+				last = max(last, ev.At)
+			}
+		}
+		s.mu.Unlock()
+		switch status {
+		case StatusCompleted:
+			return time.Duration(last) - t0, nil
+		case StatusFailed:
+			return 0, fmt.Errorf("run %s failed: %s", req.Run, errMsg)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// endObserver takes the latest step completion of each run the protocol
+// session follows, and tells whoever expects the run when it is over.
+type endObserver struct {
+	mu   sync.Mutex
+	last map[string]time.Duration
+	done map[string]chan endResult
+}
+
+type endResult struct {
+	lastEnd time.Duration
+	err     error
+}
+
+func newEndObserver() *endObserver {
+	return &endObserver{last: map[string]time.Duration{}, done: map[string]chan endResult{}}
+}
+
+func (o *endObserver) expect(run string) <-chan endResult {
+	ch := make(chan endResult, 1)
+	o.mu.Lock()
+	o.done[run] = ch
+	o.mu.Unlock()
+	return ch
+}
+
+func (o *endObserver) StepBody(run string, s engine.StepSpan) {
+	o.mu.Lock()
+	o.last[run] = max(o.last[run], s.End)
+	o.mu.Unlock()
+}
+
+func (o *endObserver) HookCreated(string, string, time.Duration) {}
+func (o *endObserver) StreamChunk(string, engine.ChunkSpan)      {}
+func (o *endObserver) RunFinished(run string, _ time.Duration, failed bool) {
+	var err error
+	if failed {
+		err = errors.New("run " + run + " failed")
+	}
+	o.finish(run, err)
+}
+
+func (o *endObserver) fail(run string, _ time.Duration, err error) { o.finish(run, err) }
+
+func (o *endObserver) finish(run string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ch := o.done[run]; ch != nil {
+		ch <- endResult{lastEnd: o.last[run], err: err}
+		delete(o.done, run)
+		delete(o.last, run)
+	}
+}

@@ -1,0 +1,82 @@
+package target_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/target"
+	"github.com/durabench/durabench/worlds"
+)
+
+// BenchmarkProtocolOverhead: the built-in engine on the embedded NATS world,
+// one fan-out cell measured directly and through the target protocol
+// (loopback HTTP, the session a sweep uses), runs alternating: TTLS p50 of
+// each, their ratio, and the protocol's share of the protocol-side TTLS.
+// b.N runs each way (make bench: -benchtime=20x).
+func BenchmarkProtocolOverhead(b *testing.B) {
+	for _, branches := range []int{20, 64, 256} {
+		b.Run(fmt.Sprintf("branches=%d", branches), func(b *testing.B) {
+			ctx := context.Background()
+			kind, err := worlds.Lookup("nats")
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, err := kind.New(ctx, worlds.Config{Settings: kind.Defaults(), SoleWriter: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			v, err := engine.LookupVersion("pending-count")
+			if err != nil {
+				b.Fatal(err)
+			}
+			o, err := target.MeasureOverhead(ctx, target.NewReference(w, v), "fanout",
+				map[string]string{"branches": fmt.Sprint(branches)}, b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+			b.ReportMetric(us(o.DirectP50()), "direct-ttls-p50-us")
+			b.ReportMetric(us(o.ProtocolP50()), "protocol-ttls-p50-us")
+			b.ReportMetric(float64(o.ProtocolP50())/float64(max(o.DirectP50(), 1)), "protocol/direct")
+			b.ReportMetric(100*o.Share(), "share-%")
+			b.ReportMetric(us(o.ClockError), "clock-error-us")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// TestMeasureOverhead: the measurement itself — both sides measure every
+// run, the direct side's TTLS is a real fan-out's (not zero), and the
+// protocol's share is what the two medians say.
+func TestMeasureOverhead(t *testing.T) {
+	ctx := context.Background()
+	kind, err := worlds.Lookup("mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kind.New(ctx, worlds.Config{Settings: kind.Defaults(), SoleWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := engine.LookupVersion("pending-count")
+	o, err := target.MeasureOverhead(ctx, target.NewReference(w, v), "fanout", map[string]string{"branches": "16", "body": "2ms"}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Direct) != 5 || len(o.Protocol) != 5 {
+		t.Fatalf("%d direct and %d protocol runs, want 5 each", len(o.Direct), len(o.Protocol))
+	}
+	for i := range 5 {
+		if o.Direct[i] < 2*time.Millisecond || o.Protocol[i] < 2*time.Millisecond {
+			t.Errorf("run %d: TTLS direct %v, protocol %v: below the 2 ms step body", i, o.Direct[i], o.Protocol[i])
+		}
+	}
+	want := float64(o.ProtocolP50()-o.DirectP50()) / float64(o.ProtocolP50())
+	if o.Share() != want {
+		t.Errorf("share %v, want %v", o.Share(), want)
+	}
+	t.Logf("TTLS p50 direct %v, protocol %v, share %.1f%%, clock error %v", o.DirectP50(), o.ProtocolP50(), 100*o.Share(), o.ClockError)
+}
