@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/target"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/profile"
 	"github.com/durabench/durabench/worlds"
@@ -104,6 +105,14 @@ func (p *Plan) sweepPrefix() string { return "durabench_" + p.sweepID + "_" }
 // Probe checks, before anything runs, that the services the plan's worlds
 // use answer (an external NATS server). The error names the setting.
 func (p *Plan) Probe(ctx context.Context) error {
+	for _, t := range p.foreignTargets() {
+		if t.URL != "" {
+			continue
+		}
+		if _, err := target.Find(t.Name); err != nil {
+			return p.errAt("targets", err)
+		}
+	}
 	for _, name := range p.Worlds {
 		k, err := worlds.Lookup(name)
 		if err != nil {

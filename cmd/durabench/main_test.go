@@ -85,6 +85,7 @@ func TestBadInput(t *testing.T) {
 		"table-stat.yaml":      "cells:\n  - version: baseline\n    branches: 64\n    metrics:\n      ttls: {p51: 1s}\n",
 		"table-version.yaml":   "cells:\n  - version: turbo\n    metrics: {ttls: {p50: 1s}}\n",
 		"table.yaml":           "profile: table\ncells:\n  - version: baseline\n    branches: 4\n    metrics: {ttls: {p50: 100ms}}\n",
+		"bad-target.yaml":      "targets: [reference, \"http://\"]\n",
 	}
 	for name, body := range yamls {
 		write(t, dir, name, body)
@@ -105,6 +106,10 @@ func TestBadInput(t *testing.T) {
 		{"bad option value", []string{"sweep", "--option", "body=soon"}, []string{"body", `"soon"`}},
 		{"open without rate", []string{"sweep", "--pace", "open"}, []string{"pace open needs --rate"}},
 		{"unknown flag", []string{"sweep", "--brunches", "3"}, []string{"brunches"}},
+		{"bad target", []string{"sweep", "--targets", "reference,Go Workflows"}, []string{"--targets", `"Go Workflows" is not a target`}},
+		{"missing adapter", []string{"sweep", "--targets", "nosuchengine"}, []string{"--targets", "durabench-target-nosuchengine"}},
+		{"target twice", []string{"sweep", "--targets", "reference,reference"}, []string{"--targets", "given twice"}},
+		{"yaml bad target", []string{"sweep", "-f", "bad-target.yaml"}, []string{"bad-target.yaml:1:", "targets:", `"http://" is not a target URL`}},
 		{"yaml unknown key", []string{"sweep", "-f", "unknown-key.yaml"}, []string{"unknown-key.yaml:2:", "repz:", "unknown field"}},
 		{"yaml wrong type", []string{"sweep", "-f", "wrong-type.yaml"}, []string{"wrong-type.yaml:1:", "reps:", "want an integer"}},
 		{"yaml negative reps", []string{"sweep", "-f", "negative-reps.yaml"}, []string{"negative-reps.yaml:1:", "reps:", "-1 is less than 1"}},
