@@ -18,7 +18,7 @@ func init() {
 	for _, k := range worlds.All() {
 		for _, s := range k.Settings {
 			flag, key := k.FlagName(s), k.Name+"."+s.Name
-			fields = append(fields, field{flag, false, s.Help, func(p *Plan, v []string) error {
+			set := func(p *Plan, v []string) error {
 				if p.WorldSettings == nil {
 					p.WorldSettings = map[string]worlds.Values{}
 				}
@@ -26,14 +26,20 @@ func init() {
 					p.WorldSettings[k.Name] = k.Defaults()
 				}
 				return k.Set(p.WorldSettings[k.Name], s.Name, v[0])
-			}})
+			}
+			fields = append(fields, field{flag, false, s.Help, set})
 			fileKeys[key] = flag
-			worldFlags[flag] = s
-			switch s.Type {
-			case worlds.Int:
-				fieldKinds[flag] = kInt
-			case worlds.Bool:
-				fieldKinds[flag] = kBool
+			for _, name := range append([]string{flag}, s.Aliases...) {
+				if name != flag {
+					fields = append(fields, field{name, false, "the same as --" + flag, set})
+				}
+				worldFlags[name] = s
+				switch s.Type {
+				case worlds.Int:
+					fieldKinds[name] = kInt
+				case worlds.Bool:
+					fieldKinds[name] = kBool
+				}
 			}
 		}
 	}

@@ -24,9 +24,9 @@ func init() {
 		// process, so its memory is not counted.
 		StepBytes: 20 << 10,
 		Settings: []Setting{
-			{Name: "url", Type: String, Record: true, Redact: redact,
+			{Name: "url", Aliases: []string{"pg-url"}, Type: String, Record: true, Redact: redact,
 				Help: "PostgreSQL server URL, postgres://user:password@host:port/db (default: a throwaway server)"},
-			{Name: "fsync", Type: String, Default: "on", Record: true, Parse: onOff,
+			{Name: "fsync", Aliases: []string{"pg-fsync"}, Type: String, Default: "on", Record: true, Parse: onOff,
 				Help: "fsync of the throwaway server: on (what a user's server runs) or off (commits do not wait for the disk)"},
 			{Name: "keep", Type: Bool, Default: "false",
 				Help: "keep each cell's schema on the server at --postgres-url"},

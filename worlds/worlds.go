@@ -113,6 +113,8 @@ type Setting struct {
 	Name string
 	// Flag is the flag's name when it is not <world>-<Name>.
 	Flag string
+	// Aliases are more flag names for the setting (a shorter spelling).
+	Aliases []string
 	Help string
 	// Default is the value when the user gives none, as a user writes it.
 	Default string
