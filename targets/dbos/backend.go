@@ -249,7 +249,11 @@ func (b *Backend) Start(_ context.Context, req target.StartRequest) error {
 	}
 	b.runs[req.Run] = &runState{attempts: map[[2]int]int{}}
 	b.mu.Unlock()
-	h, err := dbos.RunWorkflow(b.dctx, b.workflow, Input{Run: req.Run, Program: p}, dbos.WithWorkflowID(req.Run))
+	// Reject, not DBOS's default of returning the existing workflow: a run
+	// id DBOS knows (a server reused with --pg-url, or a run the protocol
+	// server forgot) would otherwise "complete" without running a step.
+	h, err := dbos.RunWorkflow(b.dctx, b.workflow, Input{Run: req.Run, Program: p}, dbos.WithWorkflowID(req.Run),
+		dbos.WithWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
 	if err != nil {
 		b.forget(req.Run)
 		return fmt.Errorf("dbos: start workflow: %w", err)

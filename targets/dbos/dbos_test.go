@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -244,6 +245,12 @@ func TestInProcess(t *testing.T) {
 		if _, err := c.Start(context.Background(), target.StartRequest{Run: "t-fanout-256", Scenario: "step"}); err == nil ||
 			!strings.Contains(err.Error(), "409") {
 			t.Errorf("a repeated run id: %v, want 409", err)
+		}
+		// A run id DBOS knows but the protocol server does not (a reused
+		// --pg-url server): the backend refuses it rather than returning
+		// the old workflow.
+		if err := b.Start(context.Background(), target.StartRequest{Run: "t-fanout-256", Scenario: "step"}); !errors.Is(err, dbos.ErrWorkflowIDInUse) {
+			t.Errorf("a run id DBOS knows: %v, want ErrWorkflowIDInUse", err)
 		}
 	})
 }
