@@ -95,6 +95,9 @@ func (k CellKey) fields() [][2]string {
 	if k.Options != "" {
 		f = append(f, [2]string{"options", k.Options})
 	}
+	if k.Target == selected {
+		return f // SelectEngine: the engine is each side's label
+	}
 	if k.Target != "" {
 		// A foreign target: no version, switches or world of ours.
 		return append(f, [2]string{"target", k.Target}, [2]string{"profile", k.Profile})

@@ -11,6 +11,7 @@ import (
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", stderr)
 	format := fs.String("format", "text", "text or md")
+	engines := addEngineFlags(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
@@ -29,7 +30,14 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := stats.Compare(base, head, stats.CompareOptions{})
+	opt := stats.CompareOptions{}
+	if *engines.base != "" {
+		opt.BaseLabel, opt.HeadLabel = *engines.base, *engines.head
+	}
+	if base, head, err = engines.apply(base, head); err != nil {
+		return err
+	}
+	c, err := stats.Compare(base, head, opt)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	var inline multi
 	fs.Var(&inline, "rule", "a rule, e.g. 'ttls{branches=256}.p90 < 1.10x baseline' (repeatable)")
 	format := fs.String("format", "text", "text or md")
+	engines := addEngineFlags(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return -1, err
@@ -55,6 +56,9 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	base, err := readBaseline(*baseline)
 	if err != nil {
+		return -1, err
+	}
+	if base, head, err = engines.apply(base, head); err != nil {
 		return -1, err
 	}
 	rep, err := stats.Gate(head, base, rules)

@@ -17,7 +17,8 @@ const historyDepth = 10
 // of a run without results.
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", stderr)
-	format := fs.String("format", "text", "text, md, github, json or benchfmt")
+	format := fs.String("format", "text", "text, md, github, json, benchfmt or otlp (the runs' timelines as OTLP/JSON traces)")
+	runs := fs.String("runs", "", "with --format otlp: run ids (comma-separated), or stalled, failed (default: every run the sweep kept)")
 	baseline := fs.String("baseline", "", "results file to compare with")
 	history := fs.String("history", "", "history directory (durabench history add) for previous results")
 	png := fs.String("png", "", "also write PNG charts into DIR")
@@ -38,13 +39,19 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return usageErr("report needs exactly one results file, got %d", len(pos))
 	}
 	switch *format {
-	case "text", "md", "markdown", "github", "json", "benchfmt":
+	case "text", "md", "markdown", "github", "json", "benchfmt", "otlp":
 	default:
-		return usageErr("--format %s: not text, md, github, json or benchfmt", *format)
+		return usageErr("--format %s: not text, md, github, json, benchfmt or otlp", *format)
+	}
+	if *runs != "" && *format != "otlp" {
+		return usageErr("--runs goes with --format otlp")
 	}
 	f, err := results.Read(pos[0])
 	if err != nil {
 		return err
+	}
+	if *format == "otlp" {
+		return otlpReport(pos[0], f, *runs, stdout)
 	}
 	opt := reporters.Options{}
 	if opt.Baseline, err = readBaseline(*baseline); err != nil {

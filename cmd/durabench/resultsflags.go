@@ -1,10 +1,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/stats"
 )
 
 // Helpers shared by the commands that read results files: report, compare,
@@ -34,4 +36,35 @@ func readBaseline(path string) (*results.File, error) {
 		return nil, fmt.Errorf("--baseline: %w", err)
 	}
 	return f, nil
+}
+
+// engineFlags are compare's and gate's --base-engine and --head-engine:
+// compare one engine's cells against another's (stats.SelectEngine).
+type engineFlags struct{ base, head *string }
+
+func addEngineFlags(fs *flag.FlagSet) engineFlags {
+	return engineFlags{
+		base: fs.String("base-engine", "", "compare only this engine's cells of the base file: a target name, reference/VERSION, or reference (with --head-engine)"),
+		head: fs.String("head-engine", "", "compare only this engine's cells of the head file (with --base-engine)"),
+	}
+}
+
+// apply selects the engines on both sides; files without the flags are
+// returned as they are.
+func (e engineFlags) apply(base, head *results.File) (*results.File, *results.File, error) {
+	if *e.base == "" && *e.head == "" {
+		return base, head, nil
+	}
+	if *e.base == "" || *e.head == "" || base == nil {
+		return nil, nil, usageErr("--base-engine and --head-engine go together, with a baseline")
+	}
+	b, err := stats.SelectEngine(base, *e.base)
+	if err != nil {
+		return nil, nil, usageErr("--base-engine %s: %v", *e.base, err)
+	}
+	h, err := stats.SelectEngine(head, *e.head)
+	if err != nil {
+		return nil, nil, usageErr("--head-engine %s: %v", *e.head, err)
+	}
+	return b, h, nil
 }

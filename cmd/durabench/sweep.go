@@ -63,7 +63,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := plan.Probe(ctx); err != nil {
 		return -1, err
 	}
-	if err := obs.start(stderr); err != nil {
+	if err := obs.start(dir, stderr); err != nil {
 		return -1, err
 	}
 	defer obs.close()
