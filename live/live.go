@@ -30,19 +30,19 @@ import (
 // CellLabels are the label names every per-cell series carries, in order.
 var CellLabels = []string{"scenario", "branches", "version", "switches", "world", "target"}
 
-// DefaultTarget is the target label of cells that run the built-in engine.
+// DefaultTarget is the target label of cells that run the built-in engine
+// (a --targets name labels the cells of that engine).
 const DefaultTarget = "reference"
 
-// cellLabelValues are c's values for CellLabels.
+// cellLabelValues are c's values for CellLabels. A cell of another engine
+// has no version, switches or world of durabench's (as in the results).
 func cellLabelValues(c sweep.CellPlan) []string {
+	if c.Target != nil {
+		return []string{c.Scenario.Name, c.Options["branches"], "", "", "", c.Target.Name}
+	}
 	return []string{c.Scenario.Name, c.Options["branches"], c.Version.Name, c.Switches.String(),
-		c.World.Name, target(c)}
+		c.World.Name, DefaultTarget}
 }
-
-// target is the engine under test of c for the target label. The sweep
-// plan is gaining a target dimension; until it lands every cell runs the
-// built-in engine.
-func target(sweep.CellPlan) string { return DefaultTarget }
 
 // latencyBuckets are the classic histogram buckets of every latency, in
 // seconds: 1, 2 and 5 × 10ⁿ from 100 µs to 1000 s, so that a mem-world

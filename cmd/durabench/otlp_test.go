@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/traces"
+)
+
+// TestReportOTLP: a sweep keeps its runs' timelines beside results.json;
+// report --format otlp --runs writes the runs asked for as one OTLP/JSON
+// document that reads back into the OpenTelemetry protobuf types, with
+// --trace-dir one file per cell; a run the sweep did not keep is exit 2.
+func TestReportOTLP(t *testing.T) {
+	dir := t.TempDir()
+	r := durabench(t, dir, append(smallSweep, "--quiet", "--out", "s", "--trace-dir", "tr")...)
+	if r.code != 0 {
+		t.Fatalf("sweep: exit %d, %s", r.code, r.stderr)
+	}
+	f, err := results.Read(filepath.Join(dir, "s", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "tr", "*.otlp.jsonl"))
+	if len(files) != len(f.Cells) {
+		t.Errorf("%d trace files for %d cells", len(files), len(f.Cells))
+	}
+	// Two runs of the sweep's first cell.
+	prefix := strings.TrimSuffix(firstRunID(t, dir), "-r0001")
+	ids := []string{prefix + "-r0001", prefix + "-r0003"}
+	r = durabench(t, dir, "report", "s/results.json", "--format", "otlp", "--runs", strings.Join(ids, ","))
+	if r.code != 0 {
+		t.Fatalf("report: exit %d, %s", r.code, r.stderr)
+	}
+	data, err := traces.ReadJSON(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roots []string
+	for _, rs := range data.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				if len(s.ParentSpanId) == 0 {
+					roots = append(roots, s.Name)
+				}
+			}
+		}
+	}
+	if strings.Join(roots, ",") != "run "+ids[0]+",run "+ids[1] {
+		t.Errorf("root spans %q, want the runs %q", roots, ids)
+	}
+	r = durabench(t, dir, "report", "s/results.json", "--format", "otlp", "--runs", "nope-r0001")
+	if r.code != 2 || !strings.Contains(r.stderr, "nope-r0001") {
+		t.Errorf("unknown run: exit %d, %q", r.code, r.stderr)
+	}
+	r = durabench(t, dir, "report", "s/results.json", "--runs", ids[0])
+	if r.code != 2 || !strings.Contains(r.stderr, "--runs goes with --format otlp") {
+		t.Errorf("--runs without otlp: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// firstRunID reads the first run id of the first cell from the sweep's
+// timelines.
+func firstRunID(t *testing.T, dir string) string {
+	t.Helper()
+	cells, err := traces.ReadStore(filepath.Join(dir, "s", traces.StoreName), nil)
+	if err != nil || len(cells) == 0 || len(cells[0].Runs) == 0 {
+		t.Fatalf("timelines: %v, %d cells", err, len(cells))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s", traces.StoreName)); err != nil {
+		t.Fatal(err)
+	}
+	return cells[0].Runs[0].ID
+}
