@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cschleiden/go-workflows/backend"
@@ -37,13 +38,15 @@ type Config struct {
 	Monoprocess bool
 	// Pollers and the bound on concurrently executing tasks (0: no bound)
 	// of the workflow and activity workers.
-	WorkflowPollers, ActivityPollers   int
+	WorkflowPollers, ActivityPollers      int
 	MaxParallelWorkflows, MaxParallelActs int
 	// PollInterval is the pause after an empty poll (both workers).
 	PollInterval time.Duration
 	// CacheSize is the workflow executor cache size (instances kept in
 	// memory between their tasks, so they need no replay).
 	CacheSize int
+	// CacheTTL is how long an idle instance stays in that cache.
+	CacheTTL time.Duration
 	// MaxHistory is go-workflows' limit on a workflow's history events.
 	MaxHistory int64
 	// MaxBranches and MaxSteps are the limits the adapter declares.
@@ -60,6 +63,7 @@ func DefaultConfig() Config {
 		ActivityPollers: worker.DefaultOptions.ActivityPollers,
 		PollInterval:    worker.DefaultOptions.WorkflowPollingInterval,
 		CacheSize:       worker.DefaultOptions.WorkflowExecutorCacheSize,
+		CacheTTL:        worker.DefaultOptions.WorkflowExecutorCacheTTL,
 		MaxHistory:      backend.DefaultOptions.MaxHistorySize,
 		MaxBranches:     2048,
 		MaxSteps:        1000,
@@ -81,11 +85,18 @@ type Adapter struct {
 	wf      *worker.Worker
 	cl      *client.Client
 	stopWkr context.CancelFunc
+	closing atomic.Bool // Close has begun
 
 	mu        sync.Mutex
 	runs      map[string]*runState // by durabench run id
 	instances map[string]string    // instance id -> run id
+	// finishedRuns are the finished runs still in runs, oldest first.
+	finishedRuns []string
 }
+
+// keepFinished is how many finished runs the adapter remembers (as many as
+// target.Server keeps timelines of).
+const keepFinished = 4096
 
 type stepKey struct{ stage, index int }
 
@@ -127,10 +138,11 @@ func (a *Adapter) now() int64 { return int64(a.Now()) }
 func (a *Adapter) Open(ctx context.Context, sink target.Sink) (err error) {
 	a.sink = sink
 	a.acts = &activities{a: a}
-	log := a.cfg.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := slog.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if a.cfg.Log != nil {
+		h = a.cfg.Log.Handler()
 	}
+	log := slog.New(&quietClose{Handler: h, closing: &a.closing})
 	opts := sqlite.WithBackendOptions(backend.WithLogger(log), backend.WithMaxHistorySize(a.cfg.MaxHistory))
 	var sb backend.Backend
 	func() {
@@ -161,7 +173,7 @@ func (a *Adapter) Open(ctx context.Context, sink target.Sink) (err error) {
 	wo.WorkflowPollers, wo.ActivityPollers = a.cfg.WorkflowPollers, a.cfg.ActivityPollers
 	wo.MaxParallelWorkflowTasks, wo.MaxParallelActivityTasks = a.cfg.MaxParallelWorkflows, a.cfg.MaxParallelActs
 	wo.WorkflowPollingInterval, wo.ActivityPollingInterval = a.cfg.PollInterval, a.cfg.PollInterval
-	wo.WorkflowExecutorCacheSize = a.cfg.CacheSize
+	wo.WorkflowExecutorCacheSize, wo.WorkflowExecutorCacheTTL = a.cfg.CacheSize, a.cfg.CacheTTL
 	a.wf = worker.New(a.db, &wo)
 	if err := a.wf.RegisterWorkflow(a.Scenario); err != nil {
 		_ = a.closeDB()
@@ -259,6 +271,9 @@ func (a *Adapter) Resume(ctx context.Context, run, token string, req target.Resu
 	case st.resumes[req.ResumeID]:
 		a.mu.Unlock()
 		return nil
+	case st.done:
+		a.mu.Unlock()
+		return fmt.Errorf("run %s is over", run)
 	}
 	st.resumes[req.ResumeID] = true
 	a.mu.Unlock()
@@ -279,6 +294,7 @@ func (a *Adapter) Resume(ctx context.Context, run, token string, req target.Resu
 // database and removes a database file it created.
 func (a *Adapter) Close(ctx context.Context) error {
 	if a.stopWkr != nil {
+		a.closing.Store(true)
 		a.stopWkr()
 		done := make(chan struct{})
 		go func() { _ = a.wf.WaitForCompletion(); close(done) }()
@@ -387,9 +403,15 @@ func (a *Adapter) finished(instance string, failed bool, msg string) {
 		a.mu.Unlock()
 		return
 	}
-	st.done = true
+	// Kept (without its step tables) so that a repeated resume stays a
+	// no-op; the oldest finished runs are forgotten.
+	st.done, st.attempts, st.completed = true, nil, nil
 	delete(a.instances, instance)
-	delete(a.runs, run)
+	a.finishedRuns = append(a.finishedRuns, run)
+	if len(a.finishedRuns) > keepFinished {
+		delete(a.runs, a.finishedRuns[0])
+		a.finishedRuns = a.finishedRuns[1:]
+	}
 	a.mu.Unlock()
 	ev := target.Event{Kind: target.EventRunCompleted, At: at, Source: target.SourceHistory}
 	if failed {
@@ -430,4 +452,27 @@ func (o *observed) CompleteWorkflowTask(ctx context.Context, task *backend.Workf
 	}
 	o.a.finished(task.WorkflowInstance.InstanceID, failed, msg)
 	return nil
+}
+
+// quietClose drops the pollers' "error polling task" records once Close has
+// begun: a poll interrupted by the worker's shutdown is logged as an error
+// by go-workflows (sqlite answers "interrupted", not context.Canceled).
+type quietClose struct {
+	slog.Handler
+	closing *atomic.Bool
+}
+
+func (q *quietClose) Handle(ctx context.Context, r slog.Record) error {
+	if q.closing.Load() && r.Message == "error polling task" {
+		return nil
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q *quietClose) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &quietClose{Handler: q.Handler.WithAttrs(attrs), closing: q.closing}
+}
+
+func (q *quietClose) WithGroup(name string) slog.Handler {
+	return &quietClose{Handler: q.Handler.WithGroup(name), closing: q.closing}
 }

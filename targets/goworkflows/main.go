@@ -31,6 +31,7 @@ func setup(fs *flag.FlagSet) func(ctx context.Context) (target.Backend, error) {
 	fs.IntVar(&cfg.MaxParallelActs, "max-activity-tasks", 0, "activity tasks executed at once (0: no bound)")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", cfg.PollInterval, "pause after an empty poll, both workers")
 	fs.IntVar(&cfg.CacheSize, "cache-size", cfg.CacheSize, "workflow executor cache size (instances kept between tasks without replay)")
+	fs.DurationVar(&cfg.CacheTTL, "cache-ttl", cfg.CacheTTL, "how long an idle instance stays in the executor cache (after it, its next task replays its history)")
 	fs.Int64Var(&cfg.MaxHistory, "max-history", cfg.MaxHistory, "go-workflows' limit on a workflow's history events")
 	fs.IntVar(&cfg.MaxBranches, "max-branches", cfg.MaxBranches, "largest fanout declared in /v1/info")
 	fs.IntVar(&cfg.MaxSteps, "max-steps", cfg.MaxSteps, "longest sequential declared in /v1/info")

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/target"
+)
+
+// timing is one run's figures on the adapter's clock, from the moment just
+// before the start request was sent.
+type timing struct{ ttfs, ttls, ttc time.Duration }
+
+// measureRun starts one run through the protocol and times it from its
+// timeline: TTFS = first step_started, TTLS = last step_completed, TTC =
+// run_completed, each minus the adapter's clock read just before the start
+// request (in-process, so no clock offset to correct).
+func measureRun(t testing.TB, c *target.Client, a *Adapter, run, scenario string, opts map[string]string) timing {
+	t.Helper()
+	t0 := a.Now()
+	if _, err := c.Start(context.Background(), target.StartRequest{Run: run, Scenario: scenario, Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	tl, evs := follow(t, c, run, true)
+	if tl.Status != target.StatusCompleted {
+		t.Fatalf("%s: %s %s", run, tl.Status, tl.Error)
+	}
+	var m timing
+	m.ttfs = -1
+	for _, ev := range evs {
+		d := time.Duration(ev.At) - t0
+		switch ev.Kind {
+		case target.EventStepStarted:
+			if m.ttfs < 0 || d < m.ttfs {
+				m.ttfs = d
+			}
+		case target.EventStepCompleted:
+			m.ttls = max(m.ttls, d)
+		case target.EventRunCompleted:
+			m.ttc = d
+		}
+	}
+	return m
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// TestMeasure prints TTFS/TTLS/TTC percentiles of fan-outs and the other
+// scenarios (body 0) for the README. It runs only with GW_MEASURE=reps
+// (e.g. GW_MEASURE=10 go test -run Measure -v); GW_CELLS=scenario:opt=v,...;... sets the cells,
+// GW_POLLERS=wf,act the pollers, GW_MONO=0 polls instead of the monoprocess wake-ups.
+func TestMeasure(t *testing.T) {
+	reps, _ := strconv.Atoi(os.Getenv("GW_MEASURE"))
+	if reps <= 0 {
+		t.Skip("set GW_MEASURE=reps to measure")
+	}
+	cfg := DefaultConfig()
+	if p := os.Getenv("GW_POLLERS"); p != "" {
+		wf, act, _ := strings.Cut(p, ",")
+		cfg.WorkflowPollers, _ = strconv.Atoi(wf)
+		cfg.ActivityPollers, _ = strconv.Atoi(act)
+	}
+	if os.Getenv("GW_MONO") == "0" {
+		cfg.Monoprocess = false
+	}
+	if iv := os.Getenv("GW_POLL_INTERVAL"); iv != "" {
+		cfg.PollInterval, _ = time.ParseDuration(iv)
+	}
+	if os.Getenv("GW_NOLIMIT") == "1" { // to find the limits
+		cfg.MaxBranches, cfg.MaxSteps = 1<<20, 1<<20
+		followTimeout = 10 * time.Minute
+		cfg.MaxHistory = 1 << 20
+	}
+	if ttl := os.Getenv("GW_CACHE_TTL"); ttl != "" {
+		cfg.CacheTTL, _ = time.ParseDuration(ttl)
+	}
+	if f := os.Getenv("GW_SQLITE"); f != "" {
+		cfg.SQLite = f
+	}
+	c, a := serve(t, cfg)
+	cells := []struct {
+		scenario string
+		opts     map[string]string
+	}{
+		{"step", nil},
+		{"hook-step", nil},
+		{"sequential", map[string]string{"steps": "20"}},
+		{"fanout", map[string]string{"branches": "20"}},
+		{"fanout", map[string]string{"branches": "64"}},
+		{"fanout", map[string]string{"branches": "256"}},
+	}
+	if spec := os.Getenv("GW_CELLS"); spec != "" { // e.g. fanout:branches=1024;sequential:steps=500
+		cells = cells[:0]
+		for _, cs := range strings.Split(spec, ";") {
+			sc, kvs, _ := strings.Cut(cs, ":")
+			opts := map[string]string{}
+			for _, kv := range strings.Split(kvs, ",") {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					opts[k] = v
+				}
+			}
+			cells = append(cells, struct {
+				scenario string
+				opts     map[string]string
+			}{sc, opts})
+		}
+	}
+	fmt.Printf("go-workflows %s sqlite (memory=%v) monoprocess=%v pollers wf=%d act=%d poll-interval=%v, %d runs each (1 warm-up), one at a time\n",
+		Version, cfg.SQLite == "", cfg.Monoprocess, cfg.WorkflowPollers, cfg.ActivityPollers, cfg.PollInterval, reps)
+	fmt.Printf("%-22s %10s %10s %10s %10s %10s %10s\n", "cell", "ttfs p50", "ttfs p90", "ttls p50", "ttls p90", "ttc p50", "ttc p90")
+	for i, cell := range cells {
+		name := cell.scenario
+		for k, v := range cell.opts {
+			name += " " + k + "=" + v
+		}
+		var ttfs, ttls, ttc []time.Duration
+		for r := range reps + 1 {
+			m := measureRun(t, c, a, fmt.Sprintf("m%d-%d", i, r), cell.scenario, cell.opts)
+			if r == 0 {
+				continue
+			}
+			ttfs, ttls, ttc = append(ttfs, m.ttfs), append(ttls, m.ttls), append(ttc, m.ttc)
+		}
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
+		fmt.Printf("%-22s %10s %10s %10s %10s %10s %10s\n", name, ms(pct(ttfs, .5)), ms(pct(ttfs, .9)),
+			ms(pct(ttls, .5)), ms(pct(ttls, .9)), ms(pct(ttc, .5)), ms(pct(ttc, .9)))
+	}
+}
