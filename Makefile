@@ -66,6 +66,8 @@ bench:
 	-$(GO) test -run '^$$' -bench . -benchmem -benchtime=1000x -count=3 -timeout 3m ./world/nats/ >> out/bench.txt
 	@echo "bench: each PostgreSQL world operation vs the raw pgx statement it wraps (throwaway server, fsync on)"
 	-$(GO) test -run '^$$' -bench . -benchmem -benchtime=300x -count=3 -timeout 3m ./world/postgres/ >> out/bench.txt
+	@echo "bench: engine vs raw SQL statements on PostgreSQL, 20/64/256 branches (two throwaway servers, fsync on)"
+	-$(GO) test -run '^$$' -bench 'FanOutPG' -benchmem -benchtime=5x -timeout 5m ./bench/rawpg/ >> out/bench.txt
 	@echo "bench: engine vs raw JetStream on embedded NATS"
 	-$(GO) test -run '^$$' -bench 'FanOutNATS' -benchmem -benchtime=5x -timeout 4m ./bench/rawjs/ >> out/bench.txt
 	@echo "bench: closed-loop soak on embedded NATS vs raw JetStream, 64 runs in flight x 256 branches, 10 s each"
