@@ -66,7 +66,7 @@ func DefaultConfig() Config {
 		CacheTTL:        worker.DefaultOptions.WorkflowExecutorCacheTTL,
 		MaxHistory:      backend.DefaultOptions.MaxHistorySize,
 		MaxBranches:     2048,
-		MaxSteps:        1000,
+		MaxSteps:        2500,
 	}
 }
 

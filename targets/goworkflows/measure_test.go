@@ -10,7 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/driver"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/target"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
 )
 
 // timing is one run's figures on the adapter's clock, from the moment just
@@ -135,4 +140,87 @@ func TestMeasure(t *testing.T) {
 		fmt.Printf("%-22s %10s %10s %10s %10s %10s %10s\n", name, ms(pct(ttfs, .5)), ms(pct(ttfs, .9)),
 			ms(pct(ttls, .5)), ms(pct(ttls, .9)), ms(pct(ttc, .5)), ms(pct(ttc, .9)))
 	}
+}
+
+// TestMeasureDriver measures the same cells through durabench's own driver
+// (target.Session over loopback HTTP, closed pacing, one run at a time,
+// clock offset from min-RTT probes) and durabench's metric definitions
+// (metrics.TimeToFirstStep / TimeToLastStep / TimeToCompletion from each
+// run's scheduled start). GW_MEASURE=reps enables it, like TestMeasure.
+func TestMeasureDriver(t *testing.T) {
+	reps, _ := strconv.Atoi(os.Getenv("GW_MEASURE"))
+	if reps <= 0 {
+		t.Skip("set GW_MEASURE=reps to measure")
+	}
+	c, _ := serve(t, DefaultConfig())
+	hs := c.URL()
+	fmt.Printf("durabench driver over the protocol: go-workflows %s sqlite in-memory, defaults, %d runs per cell (1 warm-up), closed pacing, concurrency 1\n", Version, reps)
+	fmt.Printf("%-22s %10s %10s %10s %10s %10s %10s\n", "cell", "ttfs p50", "ttfs p90", "ttls p50", "ttls p90", "ttc p50", "ttc p90")
+	for i, cell := range []struct {
+		scenario string
+		opts     map[string]string
+	}{
+		{"step", nil},
+		{"hook-step", nil},
+		{"sequential", map[string]string{"steps": "20"}},
+		{"fanout", map[string]string{"branches": "20"}},
+		{"fanout", map[string]string{"branches": "64"}},
+		{"fanout", map[string]string{"branches": "256"}},
+	} {
+		res := driverCell(t, hs, fmt.Sprintf("d%d", i), cell.scenario, cell.opts, reps)
+		var ttfs, ttls, ttc []time.Duration
+		for _, tl := range res.Timelines {
+			if !tl.Finished || tl.Failed {
+				t.Fatalf("run %s: finished %v failed %v (%s)", tl.ID, tl.Finished, tl.Failed, tl.Error)
+			}
+			f, _ := metrics.TimeToFirstStep(&tl)
+			l, _ := metrics.TimeToLastStep(&tl)
+			ttfs, ttls, ttc = append(ttfs, f), append(ttls, l), append(ttc, metrics.TimeToCompletion(&tl))
+		}
+		name := cell.scenario
+		for k, v := range cell.opts {
+			name += " " + k + "=" + v
+		}
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
+		fmt.Printf("%-22s %10s %10s %10s %10s %10s %10s\n", name, ms(pct(ttfs, .5)), ms(pct(ttfs, .9)),
+			ms(pct(ttls, .5)), ms(pct(ttls, .9)), ms(pct(ttc, .5)), ms(pct(ttc, .9)))
+	}
+}
+
+// driverCell runs one cell through durabench's driver against the target
+// at url.
+func driverCell(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int) *driver.Result {
+	t.Helper()
+	ctx := context.Background()
+	c, err := target.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Get(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := sc.Build(scenarios.Values(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := mem.New(world.Options{}) // the driver's clock only
+	defer local.Close()
+	sess, err := target.NewSession(ctx, c, scenario, opts, local.Runtime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pacer, err := driver.NewPacer("closed", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: prefix, Reps: reps, Warmup: 1,
+		Pacer: pacer, CellTimeout: 5 * time.Minute, Target: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TimedOut || len(res.Timelines) != reps {
+		t.Fatalf("%s: timed out %v, %d timelines of %d", scenario, res.TimedOut, len(res.Timelines), reps)
+	}
+	return res
 }
