@@ -97,6 +97,10 @@ func (p *puller) receive(m *nats.Msg) {
 		}
 		p.signal()
 		p.mu.Unlock()
+		// Ask again at once: an idle consumer's request expires every
+		// pullExpiry, and until the loop's next fill no message would be
+		// delivered.
+		_ = p.fill()
 		return
 	}
 	p.mu.Lock()
