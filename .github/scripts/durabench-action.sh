@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The shell steps of the durabench GitHub Action (action.yml at the
+# repository root), one subcommand per step. Every input reaches it as an
+# environment variable set by action.yml (INPUT_*, DURABENCH_*); the
+# action's files are under GITHUB_ACTION_PATH, the consumer's checkout is
+# the working directory. cmd/durabench's TestAction runs these steps, in
+# action.yml's order, against a recording stand-in for the GitHub API.
+set -euo pipefail
+
+step=${1:?usage: durabench-action.sh STEP}
+out=${DURABENCH_OUT:?}
+bin_dir=${DURABENCH_BIN:?}
+durabench="$bin_dir/durabench"
+mkdir -p "$out"
+
+# sweep_args reads the sweep's settings from the inputs into the array args.
+sweep_args() {
+	args=()
+	if [ -n "${INPUT_SWEEP_FILE:-}" ]; then
+		args+=(-f "$1/$INPUT_SWEEP_FILE")
+	fi
+	if [ -n "${INPUT_SWEEP_FLAGS:-}" ]; then
+		local flags
+		read -ra flags <<< "$INPUT_SWEEP_FLAGS"
+		args+=("${flags[@]}")
+	fi
+	if [ -n "${INPUT_TARGETS:-}" ]; then
+		args+=(--targets "$INPUT_TARGETS")
+	fi
+}
+
+# build runs the consumer's build command in directory $1 with the
+# engine's binaries going to $2 (on PATH for the sweep: adapters are found
+# there as durabench-target-NAME).
+build() {
+	if [ -z "${INPUT_BUILD:-}" ]; then
+		return 0
+	fi
+	mkdir -p "$2"
+	(cd "$1" && DURABENCH_BIN="$2" bash -eo pipefail -c "$INPUT_BUILD")
+}
+
+case "$step" in
+key)
+	# The cache key of the durabench binary: the action's own sources, so
+	# a moving tag (v1) never serves a stale build.
+	sum=$(cd "$GITHUB_ACTION_PATH" && find . -path ./.git -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print |
+		LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+	echo "key=durabench-bin-${RUNNER_OS:-os}-$(go env GOARCH)-$(go env GOVERSION)-$sum" >> "$GITHUB_OUTPUT"
+	;;
+install)
+	# go install at the action's version, unless the cache restored it.
+	if [ ! -x "$durabench" ]; then
+		(cd "$GITHUB_ACTION_PATH" && GOBIN="$bin_dir" go install ./cmd/durabench)
+	fi
+	"$durabench" help | head -n 1
+	;;
+running)
+	"$durabench" report --status running --commit "$DURABENCH_SHA" --run-url "$DURABENCH_RUN_URL" > "$out/comment.md"
+	;;
+sweep-head)
+	build . "$out/bin-head"
+	sweep_args "$PWD"
+	PATH="$out/bin-head:$PATH" "$durabench" sweep "${args[@]}" --quiet --out "$out/head"
+	echo "results=$out/head/results.json" >> "$GITHUB_OUTPUT"
+	;;
+baseline)
+	# A baseline file given (an artifact of an earlier run) is used as it
+	# is; otherwise the baseline ref is checked out beside the workspace,
+	# built with the same command and swept with the same settings. A
+	# baseline that cannot be had leaves none: the report shows the head
+	# alone and the gate checks only its absolute rules.
+	if [ -n "${INPUT_BASELINE_RESULTS:-}" ]; then
+		mkdir -p "$out/base"
+		cp "$INPUT_BASELINE_RESULTS" "$out/base/results.json"
+		exit 0
+	fi
+	if [ -z "${DURABENCH_BASELINE_REF:-}" ]; then
+		echo "durabench: no baseline (no baseline-ref or baseline-results, and not a pull request)"
+		exit 0
+	fi
+	tree="$RUNNER_TEMP/durabench-baseline"
+	rm -rf "$tree"
+	git fetch --no-tags --depth=1 origin "$DURABENCH_BASELINE_REF" 2>/dev/null || true
+	if ! git worktree add --detach "$tree" "$DURABENCH_BASELINE_REF"; then
+		echo "::warning::durabench: baseline $DURABENCH_BASELINE_REF cannot be checked out; the report shows the head alone"
+		exit 0
+	fi
+	if ! build "$tree" "$out/bin-base"; then
+		echo "::warning::durabench: the baseline $DURABENCH_BASELINE_REF does not build; the report shows the head alone"
+		exit 0
+	fi
+	sweep_args "$tree"
+	if ! (cd "$tree" && PATH="$out/bin-base:$PATH" "$durabench" sweep "${args[@]}" --quiet --out "$out/base"); then
+		echo "::warning::durabench: the baseline sweep failed; the report shows the head alone"
+		rm -rf "$out/base"
+	fi
+	;;
+render)
+	args=()
+	if [ -f "$out/base/results.json" ]; then
+		args+=(--baseline "$out/base/results.json")
+	fi
+	if [ -n "${DURABENCH_HISTORY_DIR:-}" ] && [ -d "$DURABENCH_HISTORY_DIR" ]; then
+		args+=(--history "$DURABENCH_HISTORY_DIR")
+	fi
+	"$durabench" report "$out/head/results.json" "${args[@]}" --format github --png "$out/charts" > "$out/comment.md"
+	"$durabench" report "$out/head/results.json" "${args[@]}" --format md >> "$GITHUB_STEP_SUMMARY"
+	echo "comment=$out/comment.md" >> "$GITHUB_OUTPUT"
+	;;
+failed)
+	if [ -x "$durabench" ]; then
+		"$durabench" report --status failed --commit "$DURABENCH_SHA" --run-url "$DURABENCH_RUN_URL" > "$out/comment.md"
+	else
+		# durabench itself did not install: nothing to render with.
+		{
+			echo '<!-- durabench-benchmark -->'
+			echo '## 📊 Durable Workflow Benchmarks — ❌ failed'
+			echo
+			echo "durabench did not install; see the [run logs]($DURABENCH_RUN_URL)."
+		} > "$out/comment.md"
+	fi
+	cat "$out/comment.md" >> "$GITHUB_STEP_SUMMARY"
+	;;
+history-add)
+	"$durabench" history add "$out/head/results.json" --dir "$DURABENCH_HISTORY_DIR"
+	;;
+gate)
+	# Last, so the comment and the artifacts exist whatever the verdict:
+	# exit 1 is a regression, 2 bad rules or input, 3 a failed sweep.
+	args=()
+	if [ -f "$out/base/results.json" ]; then
+		args+=(--baseline "$out/base/results.json")
+	fi
+	if [ -n "${INPUT_GATE_RULES:-}" ]; then
+		args+=(--rules "$INPUT_GATE_RULES")
+	elif [ ! -f "$out/base/results.json" ]; then
+		echo "durabench: no baseline and no gate rules: nothing to gate"
+		echo "gate=skipped" >> "$GITHUB_OUTPUT"
+		exit 0
+	fi
+	code=0
+	"$durabench" gate "$out/head/results.json" "${args[@]}" --format md > "$out/gate.md" || code=$?
+	cat "$out/gate.md"
+	cat "$out/gate.md" >> "$GITHUB_STEP_SUMMARY"
+	if [ "$code" = 0 ]; then
+		echo "gate=passed" >> "$GITHUB_OUTPUT"
+	else
+		echo "gate=failed" >> "$GITHUB_OUTPUT"
+	fi
+	if [ "$code" != 0 ] && [ "${INPUT_FAIL_ON_GATE:-true}" = true ]; then
+		exit "$code"
+	fi
+	;;
+*)
+	echo "durabench-action.sh: unknown step $step" >&2
+	exit 2
+	;;
+esac
