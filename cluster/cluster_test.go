@@ -146,9 +146,16 @@ func startSweep(t *testing.T, url string, args ...string) *sweepProc {
 // test's).
 func startSweepIn(t *testing.T, dir, url string, args ...string) *sweepProc {
 	t.Helper()
+	return startSweepOn(t, dir, []string{"--world", "nats", "--nats-url", url}, args...)
+}
+
+// startSweepOn starts the driver in working directory dir on the world
+// (and meeting point) the flags in on name.
+func startSweepOn(t *testing.T, dir string, on []string, args ...string) *sweepProc {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	all := append([]string{"sweep", "--world", "nats", "--nats-url", url, "--workers", "external",
-		"--scenario", "fanout", "--progress", "lines", "--out", out}, args...)
+	all := append(append(append([]string{"sweep"}, on...), "--workers", "external",
+		"--scenario", "fanout", "--progress", "lines", "--out", out), args...)
 	s := &sweepProc{cmd: exec.Command(bin, all...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{}), out: out}
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
@@ -503,13 +510,17 @@ func TestNoWorkers(t *testing.T) {
 	t.Logf("stderr:\n%s", s.stderr)
 }
 
-// TestBadWorkersFlags: --workers external without --nats-url, or on
-// another world, is a usage error.
+// TestBadWorkersFlags: --workers external without --nats-url, on
+// postgres without --postgres-url, or on another world, is a usage error.
 func TestBadWorkersFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"sweep", "--world", "nats", "--workers", "external"},
 		{"sweep", "--world", "mem", "--workers", "external", "--nats-url", "nats://127.0.0.1:4222"},
 		{"sweep", "--world", "mem", "--expect-workers", "2"},
+		{"sweep", "--world", "postgres", "--workers", "external", "--nats-url", "nats://127.0.0.1:4222"},
+		{"sweep", "--world", "postgres", "--workers", "external", "--postgres-url", "postgres://127.0.0.1:5432/x"},
+		{"sweep", "--world", "nats,postgres", "--workers", "external", "--nats-url", "nats://127.0.0.1:4222",
+			"--postgres-url", "postgres://127.0.0.1:5432/x"},
 		{"sweep", "--workers", "elsewhere"},
 		{"worker"},
 	} {

@@ -1,8 +1,10 @@
 // Package cluster spreads a sweep's engine over machines that share a NATS
 // cluster: `durabench worker` processes run the engine's orchestrator and
-// step consumers against the cluster's JetStream streams (the nats world,
-// under each cell's prefix), and the driver, which only starts runs, collects
-// the timeline records the workers publish back over core NATS.
+// step consumers against the cell's world — the cluster's JetStream streams
+// (the nats world, under each cell's prefix), or one PostgreSQL server the
+// driver names (the postgres world, a schema per cell) — and the driver,
+// which only starts runs, collects the timeline records the workers publish
+// back over core NATS.
 //
 // Protocol (core NATS subjects under Subject, default "durabench.cluster"):
 //
@@ -63,8 +65,9 @@ var ErrNoWorkers = errors.New("not enough durabench workers")
 var ErrWorker = errors.New("durabench worker failed")
 
 // Protocol versions the messages below and the record batches; a driver
-// uses only workers that speak its version.
-const Protocol = 4
+// uses only workers that speak its version. 5: a cell names its world
+// (nats or postgres).
+const Protocol = 5
 
 // Hello is what a worker says about itself.
 type Hello struct {
@@ -89,8 +92,8 @@ type Bye struct {
 // cell's world and engine.
 type CellSpec struct {
 	// Sweep begins the prefix of every cell of the driver's sweep: the
-	// worker serves one sweep at a time. Prefix is the nats world prefix
-	// of the cell (its streams): Sweep and more.
+	// worker serves one sweep at a time. Prefix is the world prefix of
+	// the cell (its streams, or its schema): Sweep and more.
 	Sweep  string `json:"sweep"`
 	Prefix string `json:"prefix"`
 	// Label is the cell's description, for the worker's log.
@@ -98,8 +101,18 @@ type CellSpec struct {
 	Version  string          `json:"version,omitempty"`
 	Features engine.Features `json:"features"`
 	Options  world.Options   `json:"options"`
-	Storage  string          `json:"storage,omitempty"`
-	Replicas int             `json:"replicas,omitempty"`
+	// World is the cell's world: WorldNATS ("" too) — the cell's streams,
+	// on the NATS server the worker is connected to — or WorldPostgres —
+	// the cell's schema (Prefix) on the server at Settings["url"].
+	World string `json:"world,omitempty"`
+	// Settings are the world's settings that results record (the driver's
+	// values; a credential setting is never among them). A postgres cell
+	// needs its url: the driver's --postgres-url, which every worker
+	// connects to.
+	Settings map[string]string `json:"settings,omitempty"`
+	// Storage and Replicas of a nats cell's streams.
+	Storage  string `json:"storage,omitempty"`
+	Replicas int    `json:"replicas,omitempty"`
 	// Profile is a latency/fault profile: a built-in name ("none", "lan",
 	// "cloud") or a file on the driver; Faults are the plan's overrides.
 	// ProfileFiles carries every file the driver read to resolve them (the
@@ -116,13 +129,20 @@ type CellSpec struct {
 	Driver string `json:"driver,omitempty"`
 }
 
+// The worlds a cell may run on (the names of the worlds registry).
+const (
+	WorldNATS     = "nats"
+	WorldPostgres = "postgres"
+)
+
 // prefixRE is what a sweep's and a cell's prefix are made of: one subject
 // token, and a stream name's part.
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // check reports why an announcement is not one this worker may run: its
-// prefixes are not names, its cell is not under its sweep, or its driver
-// subject is not its cell's under root.
+// prefixes are not names, its cell is not under its sweep, its driver
+// subject is not its cell's under root, or its world is not one a worker
+// opens.
 func (s CellSpec) check(root string) error {
 	switch {
 	case !prefixRE.MatchString(s.Sweep) || !prefixRE.MatchString(s.Prefix):
@@ -131,6 +151,10 @@ func (s CellSpec) check(root string) error {
 		return fmt.Errorf("cell %s is not under its sweep %s", s.Prefix, s.Sweep)
 	case s.Driver != subjDriver(root, s.Prefix):
 		return fmt.Errorf("cell %s names driver subject %q, not its own", s.Prefix, s.Driver)
+	case s.World != "" && s.World != WorldNATS && s.World != WorldPostgres:
+		return fmt.Errorf("cell %s: world %.40q is not %s or %s", s.Prefix, s.World, WorldNATS, WorldPostgres)
+	case s.World == WorldPostgres && s.Settings["url"] == "":
+		return fmt.Errorf("cell %s: world postgres without a server url", s.Prefix)
 	}
 	return nil
 }

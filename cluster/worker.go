@@ -17,6 +17,7 @@ import (
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/world"
 	natsworld "github.com/durabench/durabench/world/nats"
+	pgworld "github.com/durabench/durabench/world/postgres"
 	"github.com/durabench/durabench/world/profile"
 )
 
@@ -375,8 +376,7 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) (err error) {
 	}()
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	nw, err := natsworld.New(octx, natsworld.Config{Options: spec.Options, URL: w.cfg.URL, Auth: w.cfg.Auth,
-		Storage: spec.Storage, Replicas: spec.Replicas, Prefix: spec.Prefix, Keep: true})
+	nw, err := w.openWorld(octx, spec)
 	if err != nil {
 		return fmt.Errorf("open world: %w", err)
 	}
@@ -431,6 +431,17 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) (err error) {
 	return nil
 }
 
+// openWorld opens the cell's world, kept on close (the driver owns it):
+// the cell's streams on the NATS server this worker is connected to, or
+// the cell's schema on the PostgreSQL server the driver named.
+func (w *Worker) openWorld(ctx context.Context, spec CellSpec) (world.World, error) {
+	if spec.World == WorldPostgres {
+		return pgworld.New(ctx, pgworld.Config{Options: spec.Options, URL: spec.Settings["url"], Schema: spec.Prefix, Keep: true})
+	}
+	return natsworld.New(ctx, natsworld.Config{Options: spec.Options, URL: w.cfg.URL, Auth: w.cfg.Auth,
+		Storage: spec.Storage, Replicas: spec.Replicas, Prefix: spec.Prefix, Keep: true})
+}
+
 // status logs the cell's counts every interval until it stops.
 func (c *workerCell) status(every time.Duration) {
 	t := time.NewTicker(every)
@@ -477,7 +488,7 @@ func (c *workerCell) watchDriver() {
 type workerCell struct {
 	spec   CellSpec
 	w      *Worker
-	inner  *natsworld.World
+	inner  world.World // the cell's world, without the profile
 	world  world.World
 	rt     *shiftedRuntime
 	eng    *engine.Engine
@@ -509,7 +520,7 @@ func (c *workerCell) stop(timeout time.Duration) WorkerStats {
 		_ = c.world.Close()
 		c.final = WorkerStats{ID: c.w.cfg.ID, Deliveries: c.deliveries.Load(), Redeliveries: c.redeliveries.Load(),
 			Steps: c.steps.Load(), Records: c.records.Load(), Batches: c.batch.seq.Load(), Unsent: c.batch.unsent.Load()}
-		if inc := c.inner.Incidents().Add(c.w.errs.since(c.errs0)); inc.Total() > 0 {
+		if inc := world.IncidentsOf(c.inner).Add(c.w.errs.since(c.errs0)); inc.Total() > 0 {
 			c.final.Incidents = &inc
 		}
 		c.w.mu.Lock()

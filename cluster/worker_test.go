@@ -31,7 +31,8 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 
 // TestWorkerRunsOnlyItsDriversCells: a worker drops and counts every
 // message that does not decode or does not belong — garbage, an unknown
-// operation, a cell not under its sweep or naming another driver subject,
+// operation, a cell not under its sweep or naming another driver subject
+// or a world it does not open (an unknown one, postgres without a URL),
 // the clock of a cell it does not have — and never opens a cell for one;
 // while it runs a cell of one sweep it refuses another sweep's and says
 // in its hello whom it serves; once that cell ends, the other sweep may
@@ -67,16 +68,20 @@ func TestWorkerRunsOnlyItsDriversCells(t *testing.T) {
 		}
 		return m.Data
 	}
-	cell := func(sweep, prefix, driver string) Reply {
+	cellOn := func(sweep, prefix, driver, world string, settings map[string]string) Reply {
 		t.Helper()
 		spec := CellSpec{Sweep: sweep, Prefix: prefix, Driver: driver, Features: mustVersion(t, "baseline").Features,
-			Options: world.Options{RetryStyle: world.Redeliver, VisibilityTimeout: 5 * time.Second}}
+			Options: worldOptions, World: world, Settings: settings}
 		b, _ := json.Marshal(spec)
 		var r Reply
 		if err := json.Unmarshal(request("cell", b), &r); err != nil {
 			t.Fatal(err)
 		}
 		return r
+	}
+	cell := func(sweep, prefix, driver string) Reply {
+		t.Helper()
+		return cellOn(sweep, prefix, driver, "", nil)
 	}
 	hello := func() Hello {
 		t.Helper()
@@ -95,6 +100,8 @@ func TestWorkerRunsOnlyItsDriversCells(t *testing.T) {
 		cell("durabench_aaaa_", "elsewhere_1234", subjDriver(root, "elsewhere_1234")),
 		cell("durabench_aaaa_", "durabench_aaaa_1234", subjDriver(root, "durabench_bbbb_1234")),
 		cell("orders.>", "orders.>x", subjDriver(root, "orders.>x")),
+		cellOn("durabench_aaaa_", "durabench_aaaa_1234", subjDriver(root, "durabench_aaaa_1234"), "mysql", nil),
+		cellOn("durabench_aaaa_", "durabench_aaaa_1234", subjDriver(root, "durabench_aaaa_1234"), WorldPostgres, nil),
 	} {
 		if r.OK || !strings.HasPrefix(r.Error, "refused") {
 			t.Errorf("a stranger's cell was answered %+v", r)
@@ -108,13 +115,13 @@ func TestWorkerRunsOnlyItsDriversCells(t *testing.T) {
 	}
 	_ = nc.Publish(subj+".exec", []byte("rm -rf /"))
 	_ = nc.Flush()
-	for deadline := time.Now().Add(5 * time.Second); w.Dropped() < 7; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); w.Dropped() < 9; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			break
 		}
 	}
-	if got := w.Dropped(); got != 7 {
-		t.Errorf("dropped %d messages, want 7; log:\n%s", got, log.String())
+	if got := w.Dropped(); got != 9 {
+		t.Errorf("dropped %d messages, want 9; log:\n%s", got, log.String())
 	}
 	if len(w.cells) != 0 || hello().Serving != "" {
 		t.Fatalf("a stranger opened a cell: %v", w.cells)
@@ -143,8 +150,8 @@ func TestWorkerRunsOnlyItsDriversCells(t *testing.T) {
 		t.Errorf("A's driver: %v %v", hs, err)
 	}
 	d.Close()
-	if w.Dropped() != 8 {
-		t.Errorf("dropped %d, want 8", w.Dropped())
+	if w.Dropped() != 10 {
+		t.Errorf("dropped %d, want 10", w.Dropped())
 	}
 	if r := cell(a, a+"c1", subjDriver(root, a+"c1")); !r.OK {
 		t.Errorf("a repeated announcement of A's cell: %+v", r)
@@ -163,6 +170,9 @@ func TestWorkerRunsOnlyItsDriversCells(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// worldOptions are the test cells' world options.
+var worldOptions = world.Options{RetryStyle: world.Redeliver, VisibilityTimeout: 5 * time.Second}
 
 func mustVersion(t *testing.T, name string) engine.Version {
 	t.Helper()

@@ -60,8 +60,10 @@ func init() {
 }
 
 // validateExternal checks the workers settings against the rest of the
-// plan: external workers reach the cell's streams only on an external NATS
-// server, so the plan must run the nats world alone with --nats-url.
+// plan: the driver and the workers meet on an external NATS server, and
+// the workers reach the cell's world there (nats) or on an external
+// PostgreSQL server (postgres), so the plan must run one of those worlds
+// alone, with --nats-url, and with --postgres-url on postgres.
 func (p *Plan) validateExternal() error {
 	if !p.External.Enabled() {
 		if p.given("expect-workers") || p.given("worker-wait") {
@@ -69,11 +71,17 @@ func (p *Plan) validateExternal() error {
 		}
 		return nil
 	}
-	if len(p.Worlds) != 1 || p.Worlds[0] != worlds.NATS {
-		return &UsageError{Field: "workers external", Msg: fmt.Sprintf("the world must be nats alone (got %s)", joinComma(p.Worlds))}
+	if len(p.Worlds) != 1 || p.Worlds[0] != worlds.NATS && p.Worlds[0] != worlds.Postgres {
+		return &UsageError{Field: "workers external", Msg: fmt.Sprintf("the world must be nats or postgres alone (got %s)", joinComma(p.Worlds))}
 	}
 	if p.WorldSettings[worlds.NATS]["url"] == "" {
+		if p.Worlds[0] == worlds.Postgres {
+			return invalid("workers external needs --nats-url: the driver and the workers meet on a NATS server")
+		}
 		return invalid("workers external needs --nats-url: workers cannot reach the embedded server")
+	}
+	if p.Worlds[0] == worlds.Postgres && p.WorldSettings[worlds.Postgres]["url"] == "" {
+		return invalid("workers external on postgres needs --postgres-url: workers cannot reach the throwaway server")
 	}
 	if p.External.Expect == 0 {
 		p.External.Expect = 1
@@ -90,9 +98,9 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World.Name, err)
 	}
-	defer w.close()           // after the workers let go of the streams (End below)
-	prefix := p.cellPrefix(c) // the streams newWorld created, which the workers open
-	nats := c.WorldSettings
+	defer w.close()                      // after the workers let go of the streams (End below)
+	prefix := p.cellPrefix(c)            // the streams or schema newWorld created, which the workers open
+	nats := p.WorldSettings[worlds.NATS] // where the driver and the workers meet
 	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: nats["url"], Auth: worlds.NATSAuth(nats),
 		Expect: p.External.Expect, Wait: p.External.Wait})
 	if err != nil {
@@ -102,7 +110,8 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	// A profile file, and the hdr files it or the fault overrides name,
 	// live on the driver: the workers get the copies read in Validate.
 	spec := cluster.CellSpec{Sweep: p.sweepPrefix(), Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
-		Options: c.WorldOptions, Storage: nats["storage"], Replicas: nats.Int("replicas"),
+		Options: c.WorldOptions, World: c.World.Name, Settings: recordedSettings(c.World, c.WorldSettings),
+		Storage: nats["storage"], Replicas: nats.Int("replicas"),
 		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed}
 	cell, err := d.Open(ctx, spec, w.Runtime())
 	if err != nil {
@@ -144,6 +153,18 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		rc.WorldIncidents = &inc
 	}
 	return rc, res, nil
+}
+
+// recordedSettings are the values of k's settings that results record
+// (never a credential: a Secret setting is not recorded).
+func recordedSettings(k *worlds.Kind, v worlds.Values) map[string]string {
+	out := map[string]string{}
+	for _, s := range k.Settings {
+		if s.Record && !s.Secret && v[s.Name] != "" {
+			out[s.Name] = v[s.Name]
+		}
+	}
+	return out
 }
 
 // endTimeout bounds the end of a cell on the workers: their engines stop
