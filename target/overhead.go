@@ -95,30 +95,62 @@ func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[s
 		return o, err
 	}
 	defer detach()
-	for i := range runs {
-		id := fmt.Sprintf("overhead-%d-direct", i)
-		d, err := srv.runDirect(ctx, StartRequest{Run: id, Scenario: scenario, Options: opts})
+	direct := func(i int) error {
+		d, err := srv.runDirect(ctx, StartRequest{Run: fmt.Sprintf("overhead-%d-direct", i), Scenario: scenario, Options: opts})
 		if err != nil {
-			return o, err
+			return err
 		}
 		o.Direct = append(o.Direct, d)
-		id = fmt.Sprintf("overhead-%d-protocol", i)
+		return settle(ctx, d)
+	}
+	protocol := func(i int) error {
+		id := fmt.Sprintf("overhead-%d-protocol", i)
 		done := obs.expect(id)
 		t0 := rt.Now()
 		if err := sess.StartRun(ctx, id, prog); err != nil {
-			return o, err
+			return err
 		}
 		select {
 		case r := <-done:
 			if r.err != nil {
-				return o, r.err
+				return r.err
 			}
 			o.Protocol = append(o.Protocol, r.lastEnd-t0)
+			return settle(ctx, r.lastEnd-t0)
 		case <-ctx.Done():
-			return o, ctx.Err()
+			return ctx.Err()
+		}
+	}
+	for i := range runs {
+		// Which side goes first alternates, and each run is followed by
+		// a pause of half its TTLS: the engine's work after a run ends
+		// (its last writes, caches) falls on neither side more than the
+		// other.
+		first, second := direct, protocol
+		if i%2 == 1 {
+			first, second = protocol, direct
+		}
+		if err := first(i); err != nil {
+			return o, err
+		}
+		if err := second(i); err != nil {
+			return o, err
 		}
 	}
 	return o, nil
+}
+
+// settle pauses after a run of the given TTLS: half of it, between 1 ms
+// and 1 s.
+func settle(ctx context.Context, ttls time.Duration) error {
+	t := time.NewTimer(min(max(ttls/2, time.Millisecond), time.Second))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // runDirect starts req on the backend without the protocol and waits until

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,10 @@ import (
 
 // MaxWait bounds a timeline long poll.
 const MaxWait = 30 * time.Second
+
+// Batch is how long a timeline poll that has new events waits for more
+// before it answers (at once for a waiting hook or a finished run).
+const Batch = 10 * time.Millisecond
 
 // keepFinished is how many finished runs' timelines a server keeps.
 const keepFinished = 4096
@@ -185,6 +190,11 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 	wait = min(max(wait, 0), MaxWait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	// batch is armed by the first new event: the answer then waits up to
+	// Batch for more, so a fan-out's events cost a few round trips, not
+	// one each (their timestamps are the engine's: waiting delays no
+	// figure). A hook waiting is answered at once: durabench resumes it.
+	var batch <-chan time.Time
 	for {
 		s.mu.Lock()
 		l := s.runs[run]
@@ -193,7 +203,14 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 			httpError(w, http.StatusNotFound, "no run "+run)
 			return
 		}
-		if int64(len(l.events)) > after || l.status != StatusRunning || wait == 0 {
+		fresh := int64(len(l.events)) > after
+		urgent := fresh && slices.ContainsFunc(l.events[max(after, 0):], func(e Event) bool { return e.Kind == EventHookWaiting })
+		if fresh && batch == nil && !urgent && wait > 0 && l.status == StatusRunning {
+			t := time.NewTimer(Batch)
+			defer t.Stop()
+			batch = t.C
+		}
+		if (fresh && (urgent || batch == nil)) || l.status != StatusRunning || wait == 0 {
 			tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
 			if after < int64(len(l.events)) {
 				tl.Events = append(tl.Events, l.events[max(after, 0):]...)
@@ -206,6 +223,8 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 		s.mu.Unlock()
 		select {
 		case <-changed:
+		case <-batch:
+			wait = 0
 		case <-timer.C:
 			wait = 0
 		case <-r.Context().Done():
