@@ -14,6 +14,7 @@
 package traces
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"crypto/sha256"
@@ -316,22 +317,41 @@ var idFields = map[string]bool{"traceId": true, "spanId": true, "parentSpanId": 
 
 // WriteJSON writes data as one OTLP/JSON document (the shape of an
 // ExportTraceServiceRequest, which the OTLP file exporter and the
-// collector's otlpjsonfile receiver read): protojson with enums as numbers
-// and the ids in hex.
+// collector's otlpjsonfile receiver read) on one line: protojson with
+// enums as numbers and the ids in hex.
 func WriteJSON(w io.Writer, data *tracepb.TracesData) error {
-	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(data)
-	if err != nil {
-		return fmt.Errorf("otlp: %w", err)
+	return writeResources(w, len(data.ResourceSpans), func(i int) *tracepb.ResourceSpans { return data.ResourceSpans[i] })
+}
+
+// WriteCells writes the traces of cells' runs as one OTLP/JSON document,
+// as WriteJSON does, building and encoding one cell at a time, so a
+// document of many cells is never whole in memory.
+func WriteCells(w io.Writer, cells []CellRuns) error {
+	return writeResources(w, len(cells), func(i int) *tracepb.ResourceSpans { return Spans(cells[i].Cell, cells[i].Runs) })
+}
+
+func writeResources(w io.Writer, n int, res func(i int) *tracepb.ResourceSpans) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString(`{"resourceSpans":[`)
+	for i := range n {
+		raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(res(i))
+		if err != nil {
+			return fmt.Errorf("otlp: %w", err)
+		}
+		out, err := recodeIDs(raw, func(s string) (string, error) {
+			b, err := base64.StdEncoding.DecodeString(s)
+			return hex.EncodeToString(b), err
+		})
+		if err != nil {
+			return fmt.Errorf("otlp: %w", err)
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(out)
 	}
-	out, err := recodeIDs(raw, func(s string) (string, error) {
-		b, err := base64.StdEncoding.DecodeString(s)
-		return hex.EncodeToString(b), err
-	})
-	if err != nil {
-		return fmt.Errorf("otlp: %w", err)
-	}
-	_, err = w.Write(append(out, '\n'))
-	return err
+	bw.WriteString("]}\n")
+	return bw.Flush()
 }
 
 // ReadJSON reads one OTLP/JSON traces document into the official protobuf

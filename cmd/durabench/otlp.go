@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/traces"
@@ -57,12 +54,10 @@ func otlpReport(path string, f *results.File, sel string, stdout io.Writer) erro
 		return err
 	}
 	found := map[string]bool{}
-	data := &tracepb.TracesData{}
 	for _, c := range cells {
 		for _, r := range c.Runs {
 			found[r.ID] = true
 		}
-		data.ResourceSpans = append(data.ResourceSpans, traces.Spans(c.Cell, c.Runs))
 	}
 	var lost []string
 	for id := range ids {
@@ -75,13 +70,11 @@ func otlpReport(path string, f *results.File, sel string, stdout io.Writer) erro
 		return usageErr("--runs: %s not among the runs %s keeps (every stalled or failed run, the first %d and the %d slowest of each cell)",
 			strings.Join(lost, ", "), store, traces.KeepPerCell, traces.KeepSlowest)
 	}
-	if len(data.ResourceSpans) == 0 {
-		return usageErr("--runs %s: no such run in %s", sel, store)
+	if len(cells) == 0 {
+		return usageErr("--runs %s: the sweep has no such run", sel)
 	}
-	var buf bytes.Buffer
-	if err := traces.WriteJSON(&buf, data); err != nil {
+	if err := traces.WriteCells(stdout, cells); err != nil {
 		return fmt.Errorf("--format otlp: %w", err)
 	}
-	_, err = stdout.Write(buf.Bytes())
-	return err
+	return nil
 }
