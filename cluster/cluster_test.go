@@ -271,6 +271,12 @@ func testTwoWorkers(t *testing.T, url string, replicas int) {
 // un-acked messages to the other after the visibility timeout; the cell
 // completes and counts the redeliveries.
 func testKillWorker(t *testing.T, url string, replicas int) {
+	testKillWorkerOn(t, url, []string{"--world", "nats", "--nats-url", url, "--nats-replicas", fmt.Sprint(replicas)})
+}
+
+// testKillWorkerOn is testKillWorker with workers on the NATS server at
+// url and the driver's world flags on.
+func testKillWorkerOn(t *testing.T, url string, on []string) {
 	startWorker(t, url, "w1", "--concurrency", "4")
 	victim := startWorker(t, url, "w2", "--concurrency", "4", "--status-every", "100ms")
 	const reps = 8
@@ -284,9 +290,9 @@ func testKillWorker(t *testing.T, url string, replicas int) {
 	if err := os.WriteFile(file, []byte("custom_versions:\n  - name: no-inline\n    base: pending-count\n    features:\n      inline_steps: 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := startSweep(t, url, "-f", file, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "no-inline",
+	s := startSweepOn(t, "", on, "-f", file, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "no-inline",
 		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "0", "--option", "body=50ms",
-		"--visibility-timeout", "2s", "--nats-replicas", fmt.Sprint(replicas), "--cell-timeout", "90s")
+		"--visibility-timeout", "2s", "--cell-timeout", "90s")
 	// Mid-cell: killed once its status shows deliveries in flight, the
 	// victim holds messages (running and prefetched) that only a
 	// redelivery brings back. (A fixed delay after the cell started was not

@@ -14,14 +14,10 @@ import (
 	"github.com/durabench/durabench/world/postgres/pgserver"
 )
 
-// TestExternalWorkersPostgres: a distributed sweep on the postgres world.
-// Two workers and the driver are separate processes that share one
+// TestExternalWorkersPostgres runs distributed sweeps on the postgres
+// world: the workers and the driver are separate processes that share one
 // PostgreSQL server (the driver's --postgres-url, which each cell names to
-// the workers) and meet on a nats-server process; each cell's runs are
-// consumed only by the workers, which write every event and queue row to
-// the cell's schema on that server. The cells complete with every step
-// body recorded and both workers taking part, and the driver drops each
-// cell's schema at its end.
+// the workers) and meet on a nats-server process.
 func TestExternalWorkersPostgres(t *testing.T) {
 	srv, err := pgserver.Start(context.Background(), pgserver.Options{})
 	if err != nil {
@@ -32,11 +28,21 @@ func TestExternalWorkersPostgres(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
 	natsURL := startServer(t, natstest.Spec{Name: "pg-meeting"})
+	on := []string{"--world", "postgres", "--postgres-url", srv.URL(), "--nats-url", natsURL}
+	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkersPostgres(t, srv.URL(), natsURL, on) })
+	t.Run("KillWorker", func(t *testing.T) { testKillWorkerOn(t, natsURL, on) })
+}
+
+// testTwoWorkersPostgres: each cell's runs are consumed only by the two
+// workers, which write every event and queue row to the cell's schema on
+// the server at pgURL. The cells complete with every step body recorded
+// and both workers taking part, and the driver drops each cell's schema at
+// its end.
+func testTwoWorkersPostgres(t *testing.T, pgURL, natsURL string, on []string) {
 	startWorker(t, natsURL, "w1", "--concurrency", "16")
 	startWorker(t, natsURL, "w2", "--concurrency", "16")
 	const reps = 4
-	s := startSweepOn(t, "", []string{"--world", "postgres", "--postgres-url", srv.URL(), "--nats-url", natsURL},
-		"--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "resilient,pending-count",
+	s := startSweepOn(t, "", on, "--expect-workers", "2", "--branches", fmt.Sprint(branches), "--versions", "resilient,pending-count",
 		"--switches", "none", "--reps", fmt.Sprint(reps), "--warmup", "1", "--option", "body=2ms", "--cell-timeout", "60s")
 	s.wait(t, 120*time.Second)
 	if s.code != 0 {
@@ -65,7 +71,7 @@ func TestExternalWorkersPostgres(t *testing.T) {
 	// Every cell's schema is gone (the driver owns it; the workers keep
 	// theirs open until the cell ends, and never drop it).
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, srv.URL())
+	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		t.Fatal(err)
 	}
