@@ -64,6 +64,13 @@ func TestSIGKILLAndResume(t *testing.T) {
 				k := 1 + rng.IntN(cells-2)
 				p.waitOut(t, fmt.Sprintf("[%d/%d]", k, cells))
 				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+				// During a cell: its world's store exists (between two
+				// cells, on a loaded machine, none may).
+				for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+					if stores, _ := filepath.Glob(filepath.Join(tmp, "durabench-nats-*")); len(stores) > 0 {
+						break
+					}
+				}
 			} else {
 				p.waitErr(t, "durabench: failpoint "+c.failpoint)
 			}
