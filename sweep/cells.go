@@ -124,6 +124,13 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 			}
 			combos = next
 		}
+		if p.hasReference() {
+			cells, err := p.referenceCells(s, sp, combos, kinds, profiles, pacer, limit, how)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cells...)
+		}
 		for _, spec := range p.foreignTargets() {
 			clockKind, err := worlds.Lookup("mem")
 			if err != nil {
@@ -144,39 +151,6 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 				out = append(out, c)
 			}
 		}
-		if !p.hasReference() {
-			continue
-		}
-		for _, kind := range kinds {
-			for _, prof := range p.Profiles {
-				for _, combo := range combos {
-					if err := p.checkSize(s, sp, s.ApplyDefaults(combo), kind, limit, how); err != nil {
-						return nil, err
-					}
-					prog, full, err := s.Build(combo)
-					if err != nil {
-						return nil, &UsageError{Err: err}
-					}
-					for _, v := range p.Versions {
-						for _, sw := range p.Switches {
-							c := CellPlan{Scenario: s, Options: full, Program: prog, Version: v,
-								Switches: sw, Features: sw.Apply(v.Features), World: kind, WorldSettings: p.WorldSettings[kind.Name],
-								ProfileName: prof, Profile: profiles[prof].prof, ProfileFiles: profiles[prof].files,
-								Pacer: pacer}
-							c.Key = cellKey(s.Name, full, v.Name, sw.String(), kind.Name, prof)
-							c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
-							guard := p.Guard
-							if on, set := sw.Guard(); set {
-								guard = on
-							}
-							c.WorldOptions = world.Options{Guard: guard, RetryStyle: p.RetryStyle,
-								VisibilityTimeout: p.VisibilityTimeout, Seed: c.Seed}
-							out = append(out, c)
-						}
-					}
-				}
-			}
-		}
 	}
 	keys := map[string]bool{}
 	for _, c := range out {
@@ -184,6 +158,44 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 			return nil, invalid(fmt.Sprintf("cell %s appears twice in the matrix", c.Key))
 		}
 		keys[c.Key] = true
+	}
+	return out, nil
+}
+
+// referenceCells are the built-in engine's cells of scenario s: every
+// world, profile, option combination, version and switch set.
+func (p *Plan) referenceCells(s *scenarios.Scenario, sp ScenarioPlan, combos []scenarios.Values, kinds []*worlds.Kind,
+	profiles map[string]resolvedProfile, pacer driver.Pacer, limit int64, how string) ([]CellPlan, error) {
+	var out []CellPlan
+	for _, kind := range kinds {
+		for _, prof := range p.Profiles {
+			for _, combo := range combos {
+				if err := p.checkSize(s, sp, s.ApplyDefaults(combo), kind, limit, how); err != nil {
+					return nil, err
+				}
+				prog, full, err := s.Build(combo)
+				if err != nil {
+					return nil, &UsageError{Err: err}
+				}
+				for _, v := range p.Versions {
+					for _, sw := range p.Switches {
+						c := CellPlan{Scenario: s, Options: full, Program: prog, Version: v,
+							Switches: sw, Features: sw.Apply(v.Features), World: kind, WorldSettings: p.WorldSettings[kind.Name],
+							ProfileName: prof, Profile: profiles[prof].prof, ProfileFiles: profiles[prof].files,
+							Pacer: pacer}
+						c.Key = cellKey(s.Name, full, v.Name, sw.String(), kind.Name, prof)
+						c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
+						guard := p.Guard
+						if on, set := sw.Guard(); set {
+							guard = on
+						}
+						c.WorldOptions = world.Options{Guard: guard, RetryStyle: p.RetryStyle,
+							VisibilityTimeout: p.VisibilityTimeout, Seed: c.Seed}
+						out = append(out, c)
+					}
+				}
+			}
+		}
 	}
 	return out, nil
 }
