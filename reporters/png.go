@@ -231,6 +231,15 @@ type charts struct {
 	colour map[string]color.Color // by engineOf
 }
 
+// lineName is how a chart labels a cell's line: its engine, the built-in
+// one's version as "reference VERSION" when targets are in the file.
+func (c *charts) lineName(cell *results.Cell) string {
+	if c.lab.targets && cell.Target == "" {
+		return "reference " + cell.Version
+	}
+	return engineOf(cell)
+}
+
 // engineOf names the engine a cell measured, as charts label and colour
 // it: the foreign target's name, or the built-in engine's version.
 func engineOf(c *results.Cell) string {
@@ -528,11 +537,11 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 	}
 	for _, cell := range fam {
 		col := c.colour[engineOf(cell)]
-		if err := add(engineOf(cell), samples(cell.Metrics[name]), headStyle(col)); err != nil {
+		if err := add(c.lineName(cell), samples(cell.Metrics[name]), headStyle(col)); err != nil {
 			return nil, err
 		}
 		if b := c.base[cellKey(cell)]; b != nil {
-			if err := add(engineOf(cell)+" ("+c.baseLabel()+")", samples(b.Metrics[name]), baseStyle(col)); err != nil {
+			if err := add(c.lineName(cell)+" ("+c.baseLabel()+")", samples(b.Metrics[name]), baseStyle(col)); err != nil {
 				return nil, err
 			}
 		}
@@ -576,10 +585,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 			k := engineOf(cell) + "|" + switchSet(cell) + "|" + cell.World + "|" + cell.Profile
 			s := byLine[k]
 			if s == nil {
-				name := engineOf(cell)
-				if c.lab.targets && cell.Target == "" {
-					name = "reference " + name
-				}
+				name := c.lineName(cell)
 				if len(cell.Switches) > 0 {
 					name += " " + shortSwitches(cell.Switches)
 				}
@@ -777,7 +783,7 @@ func (c *charts) skew(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) 
 	}
 	hasBase, drawn := false, false
 	for i, cell := range fam {
-		label := engineOf(cell)
+		label := c.lineName(cell)
 		if len(cell.Switches) > 0 {
 			label += "\n" + shortSwitches(cell.Switches)
 		}
