@@ -101,6 +101,10 @@ type WorldOptions struct {
 	NATSStorage         string `json:"nats_storage,omitempty"`
 	NATSReplicas        int    `json:"nats_replicas,omitempty"`
 	SimLog              string `json:"sim_log,omitempty"`
+	// PostgresURL is the PostgreSQL world's server, its password left out
+	// (empty: a throwaway server); PostgresFsync that server's fsync.
+	PostgresURL   string `json:"postgres_url,omitempty"`
+	PostgresFsync string `json:"postgres_fsync,omitempty"`
 }
 
 // Cell is one point of the matrix.

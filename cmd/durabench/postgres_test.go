@@ -46,6 +46,9 @@ func TestPostgresSweep(t *testing.T) {
 	if len(f.Cells) < 2 {
 		t.Fatalf("%d cells", len(f.Cells))
 	}
+	if got := f.Plan.WorldOptions.PostgresFsync; got != "on" {
+		t.Errorf("results record postgres_fsync %q, want on (what the throwaway server ran with)", got)
+	}
 	for _, c := range f.Cells {
 		if c.World != "postgres" || c.Runs != 3 || c.Errors != 0 || c.Stalls != 0 || c.WorldIncidents != nil {
 			t.Errorf("%s %s %d br: world %s runs %d errors %d stalls %d incidents %v", c.Scenario, c.Version, c.Branches,
