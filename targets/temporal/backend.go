@@ -55,6 +55,9 @@ type Config struct {
 	TaskQueue string
 	// Partitions is the in-process server's task queue partitions.
 	Partitions int
+	// StockServer runs the in-process server with Temporal's default
+	// dynamic config instead of the latency settings (devserver.go tuned).
+	StockServer bool
 	// Worker tuning (see README.md).
 	ActivityPollers   int
 	WorkflowPollers   int
@@ -107,6 +110,7 @@ type runState struct {
 	completed map[stepKey]bool
 	hookSeen  map[string]bool // hook_waiting / hook_received recorded
 	resumed   map[string]bool // resume ids
+	closing   bool            // the workflow function returned
 	finished  bool
 }
 
@@ -171,12 +175,12 @@ func (b *Backend) Open(ctx context.Context, sink target.Sink) error {
 	addr := b.cfg.Address
 	where := "external server " + addr
 	if addr == "" {
-		dev, err := startDevServer(devServerOptions{Namespace: b.cfg.Namespace, Partitions: b.cfg.Partitions})
+		dev, err := startDevServer(devServerOptions{Namespace: b.cfg.Namespace, Partitions: b.cfg.Partitions, Stock: b.cfg.StockServer})
 		if err != nil {
 			return err
 		}
 		b.dev, addr = dev, dev.hostPort
-		where = fmt.Sprintf("in-process server %s (sqlite in memory, %d task queue partition(s))", addr, b.cfg.Partitions)
+		where = fmt.Sprintf("in-process server %s (sqlite in memory, stock dynamic config %v)", addr, b.cfg.StockServer)
 	}
 	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: b.cfg.Namespace,
 		Logger: sdklog.NewStructuredLogger(b.log), Identity: fmt.Sprintf("durabench-target-temporal@%d", os.Getpid())})
@@ -186,6 +190,9 @@ func (b *Backend) Open(ctx context.Context, sink target.Sink) error {
 	}
 	b.c = c
 	b.version = fmt.Sprintf("server %s (in-process), sdk %s", serverVersion, sdkVersion)
+	if b.cfg.StockServer {
+		b.version = fmt.Sprintf("server %s (in-process, stock config), sdk %s", serverVersion, sdkVersion)
+	}
 	if b.dev == nil {
 		b.version = "server (external), sdk " + sdkVersion
 		if si, err := c.WorkflowService().GetSystemInfo(ctx, &workflowservice.GetSystemInfoRequest{}); err == nil && si.GetServerVersion() != "" {
@@ -342,8 +349,23 @@ func (b *Backend) input(req target.StartRequest) (runInput, error) {
 	return in, nil
 }
 
+// The run's end. Temporal has no push notification of a workflow's close
+// to a client other than the long poll that WorkflowRun.Get makes on its
+// history, and that poll now and then misses the close and answers only
+// when it expires, 20 s later (seen in about one run in 40 here). So the
+// end is taken from two places, whichever sees it first:
+//
+//   - closing: the workflow function returned in the worker (not in a
+//     replay); the worker's RespondWorkflowTaskCompleted with the close
+//     command follows. DescribeWorkflowExecution is polled every
+//     millisecond until the server says the run is closed: the recorded
+//     time is when the close was seen, at most about 1 ms after it was
+//     durable.
+//   - watch: WorkflowRun.Get returned (every other end: terminated, timed
+//     out, failed in a way the workflow code did not return from).
+
 // watch waits for the workflow's result (the SDK long-polls its history for
-// the close event) and records run_completed or run_failed.
+// the close event) and records the run's end unless closing did.
 func (b *Backend) watch(run string, wr client.WorkflowRun) {
 	defer b.wg.Done()
 	err := wr.Get(b.ctx, nil)
@@ -351,21 +373,68 @@ func (b *Backend) watch(run string, wr client.WorkflowRun) {
 	if b.ctx.Err() != nil {
 		return // the adapter is stopping
 	}
+	b.finish(run, at, err)
+}
+
+// closing is called by the workflow code when its function returns.
+func (b *Backend) closing(run string) {
+	b.mu.Lock()
+	st := b.runs[run]
+	if st == nil || st.finished || st.closing {
+		b.mu.Unlock()
+		return
+	}
+	st.closing = true
+	wid, rid := st.workflowID, st.runID
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		deadline := time.Now().Add(closeWait)
+		for b.ctx.Err() == nil && time.Now().Before(deadline) {
+			d, err := b.c.DescribeWorkflowExecution(b.ctx, wid, rid)
+			if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				at := b.now()
+				var res error
+				if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+					// Closed: Get answers at once, with the failure.
+					ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+					res = b.c.GetWorkflow(ctx, wid, rid).Get(ctx, nil)
+					cancel()
+					if res == nil {
+						res = fmt.Errorf("workflow %s", d.GetWorkflowExecutionInfo().GetStatus())
+					}
+				}
+				b.finish(run, at, res)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+}
+
+// closeWait bounds how long closing polls (then watch is left to it).
+const closeWait = 30 * time.Second
+
+// finish records run_completed or run_failed, once.
+func (b *Backend) finish(run string, at int64, err error) {
+	b.mu.Lock()
+	st := b.runs[run]
+	if st == nil || st.finished {
+		b.mu.Unlock()
+		return
+	}
+	st.finished = true
 	ev := target.Event{Kind: target.EventRunCompleted, At: at, Source: target.SourceSDK}
 	if err != nil {
 		ev.Kind, ev.Error = target.EventRunFailed, err.Error()
 	}
-	b.mu.Lock()
-	st := b.runs[run]
-	if st != nil {
-		st.finished = true
-	}
-	b.mu.Unlock()
+	// Recorded under b.mu, like every event of the run, so none of its
+	// events can follow its end.
 	b.sink.Event(run, ev)
 	b.sink.Finished(run, err != nil, ev.Error)
 	// A finished run's state stays a while (as the server keeps its
 	// timeline) so that a repeated resume of it is still a no-op.
-	b.mu.Lock()
 	b.finished = append(b.finished, run)
 	if len(b.finished) > keepFinished {
 		delete(b.runs, b.finished[0])

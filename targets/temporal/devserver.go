@@ -24,13 +24,46 @@ type devServer struct {
 	hostPort string
 }
 
+// tuned is the dynamic config the in-process server runs with unless
+// Stock is set (README.md says why each one).
+func tuned(partitions int) map[dynamicconfig.Key]any {
+	const unlimited = 100000
+	return map[dynamicconfig.Key]any{
+		// One partition per task queue (default 4): with one worker
+		// process there is nothing to spread, and a poll that lands on an
+		// empty partition only adds a forwarding hop.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  partitions,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): partitions,
+		// History's task queue readers poll the database at most 20 times
+		// a second per shard by default. With one shard, every workflow
+		// or activity task dispatch of back-to-back work waits for one of
+		// those polls: 50 ms a hop (a 20-step sequence took 1.05 s instead
+		// of 0.1 s). A cluster has hundreds of shards and so no such cap.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   unlimited,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      unlimited,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): unlimited,
+		// Per-instance request rate limits (frontend 2400/s per instance
+		// and per namespace, matching 1200/s, history 3000/s): a
+		// 256-branch fan-out's polls and completions come in bursts above
+		// them, the SDK's pollers get "namespace rate limit exceeded" and
+		// back off for a second. One benchmark process is the only client.
+		dynamicconfig.FrontendRPS.Key():                        unlimited,
+		dynamicconfig.FrontendMaxNamespaceRPSPerInstance.Key(): unlimited,
+		dynamicconfig.MatchingRPS.Key():                        unlimited,
+		dynamicconfig.HistoryRPS.Key():                         unlimited,
+	}
+}
+
 // devServerOptions tune the in-process server.
 type devServerOptions struct {
 	Namespace string
 	// Partitions is the number of read and write partitions of every task
 	// queue (the server's default is 4).
 	Partitions int
-	Logger     log.Logger
+	// Stock leaves the server's dynamic config at Temporal's defaults
+	// (tuned is not applied).
+	Stock  bool
+	Logger log.Logger
 }
 
 func freePorts(n int) ([]int, error) {
@@ -132,8 +165,11 @@ func startDevServer(opt devServerOptions) (*devServer, error) {
 	}
 	dc := dynamicconfig.StaticClient{
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      []dynamicconfig.ConstrainedValue{{Value: opt.Partitions}},
-		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     []dynamicconfig.ConstrainedValue{{Value: opt.Partitions}},
+	}
+	if !opt.Stock {
+		for k, v := range tuned(opt.Partitions) {
+			dc[k] = []dynamicconfig.ConstrainedValue{{Value: v}}
+		}
 	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),

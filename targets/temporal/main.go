@@ -37,6 +37,7 @@ func setup(fs *flag.FlagSet) func(ctx context.Context) (target.Backend, error) {
 	fs.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Temporal namespace (it must exist on an external server)")
 	fs.StringVar(&cfg.TaskQueue, "task-queue", "", "task queue of the adapter's worker (default: a fresh random name)")
 	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "task queue partitions of the in-process server (Temporal's default is 4)")
+	fs.BoolVar(&cfg.StockServer, "stock-server", false, "run the in-process server with Temporal's default dynamic config (no latency settings; see README.md)")
 	fs.IntVar(&cfg.ActivityPollers, "activity-pollers", cfg.ActivityPollers, "activity task pollers of the worker (SDK default 2)")
 	fs.IntVar(&cfg.WorkflowPollers, "workflow-pollers", cfg.WorkflowPollers, "workflow task pollers of the worker (SDK default 2)")
 	fs.IntVar(&cfg.MaxActivities, "max-activities", cfg.MaxActivities, "activities the worker runs at once (SDK default 1000)")
@@ -56,12 +57,13 @@ func devServerMain(args []string) int {
 	fs := flag.NewFlagSet("durabench-target-temporal dev-server", flag.ContinueOnError)
 	ns := fs.String("namespace", "default", "namespace to create")
 	partitions := fs.Int("partitions", 1, "task queue partitions")
+	stock := fs.Bool("stock-server", false, "Temporal's default dynamic config (no latency settings)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dev, err := startDevServer(devServerOptions{Namespace: *ns, Partitions: *partitions})
+	dev, err := startDevServer(devServerOptions{Namespace: *ns, Partitions: *partitions, Stock: *stock})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "durabench-target-temporal dev-server: %v\n", err)
 		return 1

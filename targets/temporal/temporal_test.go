@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,27 @@ import (
 
 	"github.com/durabench/durabench/target"
 )
+
+// fanoutSizes are the fan-outs TestExternalServer runs (-fanout 256,1024
+// checks a larger limit).
+var fanoutSizes = sizesFlag{256}
+
+type sizesFlag []int
+
+func (f *sizesFlag) String() string { return fmt.Sprint(*f) }
+func (f *sizesFlag) Set(s string) error {
+	*f = nil
+	for _, p := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(p, &n); err != nil {
+			return err
+		}
+		*f = append(*f, n)
+	}
+	return nil
+}
+
+func init() { flag.Var(&fanoutSizes, "fanout", "fan-out sizes of TestExternalServer") }
 
 // exe is the adapter executable, built once by TestMain (go build, as make
 // engines builds it).
@@ -337,7 +359,7 @@ func TestExternalServer(t *testing.T) {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 	checkPasses(t, p.URL)
-	for i, n := range []int{256} {
+	for i, n := range fanoutSizes {
 		took := fanoutOnce(t, c, fmt.Sprintf("ext-fanout-%d-%d", n, i), n)
 		t.Logf("fanout %d branches through the external server: %v (start to terminal timeline)", n, took)
 	}

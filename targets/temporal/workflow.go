@@ -28,6 +28,14 @@ import (
 // eviction re-runs the code, not the events).
 func (b *Backend) workflow(ctx workflow.Context, in runInput) error {
 	run := strings.TrimPrefix(workflow.GetInfo(ctx).WorkflowExecution.ID, workflowPrefix)
+	err := b.runScenario(ctx, run, in)
+	if !workflow.IsReplaying(ctx) {
+		b.closing(run) // the backend watches for the close this task makes
+	}
+	return err
+}
+
+func (b *Backend) runScenario(ctx workflow.Context, run string, in runInput) error {
 	step := func(stage, index int) workflow.Future {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			ActivityID:          fmt.Sprintf("%d/%d", stage, index),
