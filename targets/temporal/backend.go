@@ -59,31 +59,31 @@ type Config struct {
 	// dynamic config instead of the latency settings (devserver.go tuned).
 	StockServer bool
 	// Worker tuning (see README.md).
-	ActivityPollers   int
-	WorkflowPollers   int
-	MaxActivities     int
-	MaxWorkflowTasks  int
-	StickyCacheSize   int
-	DisableEager      bool
-	MaxBranches       int
-	MaxSteps          int
-	Verbose           bool
-	WorkflowRunTimout time.Duration
+	ActivityPollers  int
+	WorkflowPollers  int
+	MaxActivities    int
+	MaxWorkflowTasks int
+	StickyCacheSize  int
+	DisableEager     bool
+	MaxBranches      int
+	MaxSteps         int
+	Verbose          bool
+	WorkflowTimeout  time.Duration
 }
 
 // DefaultConfig is what the flags default to.
 func DefaultConfig() Config {
 	return Config{
-		Namespace:         "default",
-		Partitions:        1,
-		ActivityPollers:   16,
-		WorkflowPollers:   4,
-		MaxActivities:     4096,
-		MaxWorkflowTasks:  1000,
-		StickyCacheSize:   10000,
-		MaxBranches:       1024,
-		MaxSteps:          1020,
-		WorkflowRunTimout: time.Hour,
+		Namespace:        "default",
+		Partitions:       1,
+		ActivityPollers:  16,
+		WorkflowPollers:  4,
+		MaxActivities:    4096,
+		MaxWorkflowTasks: 1000,
+		StickyCacheSize:  10000,
+		MaxBranches:      1024,
+		MaxSteps:         1020,
+		WorkflowTimeout:  time.Hour,
 	}
 }
 
@@ -289,7 +289,7 @@ func (b *Backend) Start(ctx context.Context, req target.StartRequest) error {
 	wr, err := b.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       st.workflowID,
 		TaskQueue:                b.cfg.TaskQueue,
-		WorkflowExecutionTimeout: b.cfg.WorkflowRunTimout,
+		WorkflowExecutionTimeout: b.cfg.WorkflowTimeout,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, workflowName, in)

@@ -36,7 +36,7 @@ func setup(fs *flag.FlagSet) func(ctx context.Context) (target.Backend, error) {
 	fs.StringVar(&cfg.Address, "temporal-address", "", "host:port of a Temporal frontend to use instead of the in-process server")
 	fs.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Temporal namespace (it must exist on an external server)")
 	fs.StringVar(&cfg.TaskQueue, "task-queue", "", "task queue of the adapter's worker (default: a fresh random name)")
-	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "task queue partitions of the in-process server (Temporal's default is 4)")
+	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "task queue partitions of the in-process server (Temporal's default, 4, with --stock-server)")
 	fs.BoolVar(&cfg.StockServer, "stock-server", false, "run the in-process server with Temporal's default dynamic config (no latency settings; see README.md)")
 	fs.IntVar(&cfg.ActivityPollers, "activity-pollers", cfg.ActivityPollers, "activity task pollers of the worker (SDK default 2)")
 	fs.IntVar(&cfg.WorkflowPollers, "workflow-pollers", cfg.WorkflowPollers, "workflow task pollers of the worker (SDK default 2)")
