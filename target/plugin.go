@@ -118,6 +118,28 @@ func Find(name string) (string, error) {
 		name, ErrNoAdapter, exe)
 }
 
+// Installed lists the adapters Find would find, by name, with their
+// paths: next to the running durabench binary first, then on PATH.
+func Installed() map[string]string {
+	out := map[string]string{}
+	var dirs []string
+	if self, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(self))
+	}
+	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
+	for _, dir := range dirs {
+		matches, _ := filepath.Glob(filepath.Join(dir, ExecutablePrefix+"*"))
+		for _, m := range matches {
+			name := strings.TrimPrefix(filepath.Base(m), ExecutablePrefix)
+			if st, err := os.Stat(m); err != nil || st.IsDir() || st.Mode()&0o111 == 0 || out[name] != "" {
+				continue
+			}
+			out[name] = m
+		}
+	}
+	return out
+}
+
 // Plugin is a running adapter process.
 type Plugin struct {
 	Name string

@@ -4,17 +4,20 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/target"
 	"github.com/durabench/durabench/world/profile"
 	"github.com/durabench/durabench/worlds"
 )
 
-// cmdList runs `durabench list`: scenarios, versions, kill switches, worlds
-// and profiles.
+// cmdList runs `durabench list`: scenarios, versions, kill switches, worlds,
+// targets (the adapters installed) and profiles.
 func cmdList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("list", stderr)
 	pos, err := parse(fs, args, stdout)
@@ -63,6 +66,16 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		}
 		tw.Flush()
 	}
+	fmt.Fprintln(w, "\nTARGETS (--targets NAME|URL,...: the engine under test; see docs/targets.md)")
+	fmt.Fprintf(tw, "  %s\t%s\n", "reference", "the built-in engine, in-process on each --world, per version and switch set (default)")
+	installed := target.Installed()
+	for _, name := range slices.Sorted(maps.Keys(installed)) {
+		fmt.Fprintf(tw, "  %s\t%s\n", name, installed[name])
+	}
+	if len(installed) == 0 {
+		fmt.Fprintf(tw, "  \t%s\n", "no adapter installed: make engines builds the bundled ones (goworkflows, temporal, dbos) into bin/")
+	}
+	tw.Flush()
 	fmt.Fprintln(w, "\nPROFILES (--profile NAME|FILE, --faults OP.FIELD=VALUE,...)")
 	for _, name := range profile.Names() {
 		desc := ""

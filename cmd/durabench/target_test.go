@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,10 @@ func TestTargetCheckByName(t *testing.T) {
 	r := durabench(t, dir, "target", "check", "testref", "--runs", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "target: testref pending-count") || !strings.Contains(r.stdout, "PASS") {
 		t.Fatalf("check testref: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = durabench(t, dir, "list")
+	if r.code != 0 || !regexp.MustCompile(`(?m)^  testref +\S*durabench-target-testref$`).MatchString(r.stdout) {
+		t.Errorf("durabench list does not show the installed adapter:\n%s", r.stdout)
 	}
 	r = durabench(t, dir, "target", "check", "nosuch")
 	if r.code != 2 || !strings.Contains(r.stderr, "durabench-target-nosuch") {
