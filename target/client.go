@@ -43,8 +43,18 @@ func NewClient(base string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("target URL %q: want http://host:port", base)
 	}
-	return &Client{base: strings.TrimRight(base, "/"), hc: &http.Client{}}, nil
+	// One connection per request in flight, kept: a sweep with many runs
+	// in flight long-polls each run's timeline at once, and the default
+	// transport keeps only 2 idle connections per host — every other
+	// request would open and close a connection.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = maxIdleConns
+	tr.MaxIdleConns = maxIdleConns
+	return &Client{base: strings.TrimRight(base, "/"), hc: &http.Client{Transport: tr}}, nil
 }
+
+// maxIdleConns is how many idle connections a client keeps to its target.
+const maxIdleConns = 1024
 
 // URL is the target's base URL.
 func (c *Client) URL() string { return c.base }
