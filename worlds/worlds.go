@@ -115,7 +115,7 @@ type Setting struct {
 	Flag string
 	// Aliases are more flag names for the setting (a shorter spelling).
 	Aliases []string
-	Help string
+	Help    string
 	// Default is the value when the user gives none, as a user writes it.
 	Default string
 	Type    Type
