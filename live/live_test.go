@@ -2,9 +2,7 @@ package live_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -26,13 +24,7 @@ import (
 
 func plan(t *testing.T, args ...string) *sweep.Plan {
 	t.Helper()
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	pf := sweep.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	p, err := pf.Plan()
+	p, err := sweep.ParsePlan(args)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,26 +131,11 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 			}
 			out = append(out, cells...)
 		}
-		for _, spec := range p.foreignTargets() {
-			clockKind, err := worlds.Lookup("mem")
-			if err != nil {
-				return nil, err
-			}
-			for _, combo := range combos {
-				if err := p.checkSize(s, sp, s.ApplyDefaults(combo), clockKind, limit, how); err != nil {
-					return nil, err
-				}
-				prog, full, err := s.Build(combo)
-				if err != nil {
-					return nil, &UsageError{Err: err}
-				}
-				c := CellPlan{Target: &spec, Scenario: s, Options: full, Program: prog, World: clockKind,
-					ProfileName: "none", Pacer: pacer}
-				c.Key = cellKey(s.Name, full, "", "none", "", "none") + " target=" + spec.Name
-				c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
-				out = append(out, c)
-			}
+		cells, err := p.targetCells(s, sp, combos, pacer, limit, how)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, cells...)
 	}
 	keys := map[string]bool{}
 	for _, c := range out {
@@ -158,6 +143,39 @@ func (p *Plan) expand(scens []*scenarios.Scenario, kinds []*worlds.Kind, profile
 			return nil, invalid(fmt.Sprintf("cell %s appears twice in the matrix", c.Key))
 		}
 		keys[c.Key] = true
+	}
+	return out, nil
+}
+
+// targetCells are the foreign targets' cells of scenario s: one per
+// option combination and target (no version, switches, world or profile
+// of ours; a mem world only gives the driver its clock).
+func (p *Plan) targetCells(s *scenarios.Scenario, sp ScenarioPlan, combos []scenarios.Values, pacer driver.Pacer,
+	limit int64, how string) ([]CellPlan, error) {
+	targets := p.foreignTargets()
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	clockKind, err := worlds.Lookup("mem")
+	if err != nil {
+		return nil, err
+	}
+	var out []CellPlan
+	for _, spec := range targets {
+		for _, combo := range combos {
+			if err := p.checkSize(s, sp, s.ApplyDefaults(combo), clockKind, limit, how); err != nil {
+				return nil, err
+			}
+			prog, full, err := s.Build(combo)
+			if err != nil {
+				return nil, &UsageError{Err: err}
+			}
+			c := CellPlan{Target: &spec, Scenario: s, Options: full, Program: prog, World: clockKind,
+				ProfileName: "none", Pacer: pacer}
+			c.Key = cellKey(s.Name, full, "", "none", "", "none") + " target=" + spec.Name
+			c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,12 +22,7 @@ func writeFile(t *testing.T, name, body string) string {
 
 func planFrom(t *testing.T, args ...string) (*Plan, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	f := BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return f.Plan()
+	return ParsePlan(args)
 }
 
 // TestFileMistakes: each kind of mistake in a sweep file is one error naming

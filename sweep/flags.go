@@ -3,6 +3,7 @@ package sweep
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/durabench/durabench/engine"
@@ -50,6 +51,18 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	fs.Var(optionsValue{f}, "option", "scenario option name=value[,value...] (repeatable; see durabench list)")
 	fs.StringVar(&f.file, "f", "", "sweep file (YAML); flags override it")
 	return f
+}
+
+// ParsePlan is the plan `durabench sweep ARGS` would run: the flags (and
+// the -f file they name) parsed and validated.
+func ParsePlan(args []string) (*Plan, error) {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return f.Plan()
 }
 
 // defaultNote describes a setting's default for -h.

@@ -124,6 +124,7 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 	}
 	for _, spec := range p.foreignTargets() {
 		lt := &liveTarget{spec: spec}
+		live[spec.Name] = lt // closeAll stops its adapter from here on
 		base := spec.URL
 		if base == "" {
 			path, err := target.Find(spec.Name)
@@ -137,7 +138,6 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 				return nil, nil, err
 			}
 			lt.plugin, base = pl, pl.URL
-			live[spec.Name] = lt
 		}
 		c, err := target.NewClient(base)
 		if err != nil {
@@ -152,7 +152,6 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 			return nil, nil, fmt.Errorf("target %s: %w", spec.Name, err)
 		}
 		lt.client, lt.info = c, info
-		live[spec.Name] = lt
 	}
 	return live, closeAll, nil
 }

@@ -53,6 +53,19 @@ func (o Overhead) Share() float64 {
 	return float64(p-o.DirectP50()) / float64(p)
 }
 
+// Report reports the measurement as benchmark metrics (b is a
+// *testing.B): both medians, their ratio, the protocol's share and the
+// clock's error bound, in the units bench/summary reads.
+func (o Overhead) Report(b interface{ ReportMetric(float64, string) }) {
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	b.ReportMetric(us(o.DirectP50()), "direct-ttls-p50-us")
+	b.ReportMetric(us(o.ProtocolP50()), "protocol-ttls-p50-us")
+	b.ReportMetric(float64(o.ProtocolP50())/float64(max(o.DirectP50(), 1)), "protocol/direct")
+	b.ReportMetric(100*o.Share(), "share-%")
+	b.ReportMetric(us(o.ClockError), "clock-error-us")
+	b.ReportMetric(0, "ns/op")
+}
+
 // MeasureOverhead opens b, runs scenario with opts runs times each way,
 // alternating (so that load on the machine falls on both alike), and closes
 // b. Scenarios with hooks are not measured (their resume is the driver's).

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,13 +20,7 @@ import (
 
 func plan(t *testing.T, args ...string) *sweep.Plan {
 	t.Helper()
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	pf := sweep.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	p, err := pf.Plan()
+	p, err := sweep.ParsePlan(args)
 	if err != nil {
 		t.Fatal(err)
 	}

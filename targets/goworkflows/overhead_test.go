@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/durabench/durabench/target"
 )
@@ -25,13 +24,7 @@ func BenchmarkProtocolOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-			b.ReportMetric(us(o.DirectP50()), "direct-ttls-p50-us")
-			b.ReportMetric(us(o.ProtocolP50()), "protocol-ttls-p50-us")
-			b.ReportMetric(float64(o.ProtocolP50())/float64(max(o.DirectP50(), 1)), "protocol/direct")
-			b.ReportMetric(100*o.Share(), "share-%")
-			b.ReportMetric(us(o.ClockError), "clock-error-us")
-			b.ReportMetric(0, "ns/op")
+			o.Report(b)
 		})
 	}
 }

@@ -50,10 +50,10 @@ type puller struct {
 	in chan *nats.Msg
 
 	mu      sync.Mutex
-	asked   int       // messages the open requests may still bring
-	last    time.Time // when the last request was sent
-	closing bool      // no new requests
-	changed chan struct{}
+	asked   int           // messages the open requests may still bring
+	last    time.Time     // when the last request was sent
+	closing bool          // no new requests
+	changed chan struct{} // closed and renewed when asked reaches zero
 }
 
 // newPuller subscribes to a fresh inbox for consumer on stream.
@@ -114,8 +114,13 @@ func (p *puller) receive(m *nats.Msg) {
 	}
 }
 
-// signal wakes whoever waits for the count to change. p.mu is held.
+// signal wakes a stop waiting for the count to reach zero, once it has
+// (not on every message: a channel per delivery would be garbage on the
+// hot path). p.mu is held.
 func (p *puller) signal() {
+	if p.asked > 0 {
+		return
+	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 }

@@ -1,6 +1,9 @@
 package pgworld
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // coalescer sends, per key (a run's appends; all publishes), up to
 // inFlight calls at once as they come, and the calls that arrive while
@@ -66,4 +69,40 @@ func (c *coalescer[T]) flush(key string, q *keyQueue[T], batch []T) {
 	q.waiting = q.waiting[n:]
 	c.mu.Unlock()
 	go c.flush(key, q, next)
+}
+
+// call is what every batched request carries: its caller's context, its
+// outcome, and done, closed once the batch that took it returns.
+type call struct {
+	ctx  context.Context
+	err  error
+	done chan struct{}
+}
+
+func newCall(ctx context.Context) call { return call{ctx: ctx, done: make(chan struct{})} }
+
+func (c *call) base() *call { return c }
+
+// batched is a request with a call (appendReq, publishReq).
+type batched interface{ base() *call }
+
+// waiting returns the calls of batch whose callers still wait; the others
+// get their context's error and are left out of the statement.
+func waiting[R batched](batch []R) []R {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.base().ctx.Err(); err != nil {
+			r.base().err = err // its caller has gone: do not write for it
+			continue
+		}
+		live = append(live, r)
+	}
+	return live
+}
+
+// complete closes every call of batch.
+func complete[R batched](batch []R) {
+	for _, r := range batch {
+		close(r.base().done)
+	}
 }

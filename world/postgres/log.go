@@ -88,7 +88,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	if ev.Kind < world.RunCreated || ev.Kind > world.StreamClosed {
 		return world.AppendResult{}, fmt.Errorf("pgworld: append to run %q: invalid event kind %d", run, ev.Kind)
 	}
-	req := &appendReq{ctx: ctx, ev: ev, guarded: w.caps.Guard && pre.Guarded, last: pre.LastPos, done: make(chan struct{})}
+	req := &appendReq{call: newCall(ctx), ev: ev, guarded: w.caps.Guard && pre.Guarded, last: pre.LastPos}
 	if w.cfg.Unbatched {
 		w.appendBatch(run, []*appendReq{req})
 	} else {
@@ -110,30 +110,17 @@ const maxBatch = 256
 
 // appendReq is one Append waiting for its batch.
 type appendReq struct {
-	ctx     context.Context
+	call
 	ev      world.Event
 	guarded bool
 	last    int64
 	res     world.AppendResult
-	err     error
-	done    chan struct{}
 }
 
 // appendBatch appends the requests' events in one call and completes them.
 func (w *World) appendBatch(run string, batch []*appendReq) {
-	defer func() {
-		for _, r := range batch {
-			close(r.done)
-		}
-	}()
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err // its caller has gone: do not append for it
-			continue
-		}
-		live = append(live, r)
-	}
+	defer complete(batch)
+	live := waiting(batch)
 	if len(live) == 0 {
 		return
 	}

@@ -23,7 +23,7 @@ func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishO
 	if err := w.check("publish"); err != nil {
 		return false, err
 	}
-	req := &publishReq{ctx: ctx, m: m, delay: max(opt.Delay, 0), done: make(chan struct{})}
+	req := &publishReq{call: newCall(ctx), m: m, delay: max(opt.Delay, 0)}
 	if w.cfg.Unbatched {
 		w.publishBatch("", []*publishReq{req})
 	} else {
@@ -42,30 +42,17 @@ func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishO
 
 // publishReq is one Publish waiting for its batch.
 type publishReq struct {
-	ctx   context.Context
+	call
 	m     world.Message
 	delay time.Duration
 	dup   bool
-	err   error
-	done  chan struct{}
 }
 
 // publishBatch publishes the requests' messages in one statement and
 // completes them.
 func (w *World) publishBatch(_ string, batch []*publishReq) {
-	defer func() {
-		for _, r := range batch {
-			close(r.done)
-		}
-	}()
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err // its caller has gone: do not publish for it
-			continue
-		}
-		live = append(live, r)
-	}
+	defer complete(batch)
+	live := waiting(batch)
 	if len(live) == 0 {
 		return
 	}
