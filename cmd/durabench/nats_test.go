@@ -58,7 +58,10 @@ func TestTwoSweepsShareAServer(t *testing.T) {
 		go func() {
 			outs <- outcome{durabench(t, dir, "sweep", "--world", "nats", "--nats-url", srv.ClientURL(), "--keep",
 				"--branches", "8", "--versions", "resilient", "--switches", "none", "--reps", "5", "--warmup", "1",
-				"--quiet", "--out", out), out}
+				// A lost message waits out the 30 s visibility timeout; the
+				// default stall rule (10× an 8-branch run's few ms, at least
+				// 100 ms) would also count a loaded machine's hiccup.
+				"--stall-threshold", "5s", "--quiet", "--out", out), out}
 		}()
 	}
 	prefixRE := regexp.MustCompile(`streams kept \(--keep\): (durabench_[0-9a-f]{8}_)<cell>`)
