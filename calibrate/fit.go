@@ -268,7 +268,7 @@ func (s *search) pattern(pt *point, active []bool, f float64) (*point, error) {
 		for _, dir := range []float64{1, -1} {
 			next := slices.Clone(pt.x)
 			next[j] = s.clamp(j, pt.x[j]+dir*math.Log(f))
-			if s.params[j].kind == kindCapacity && s.params[j].quantize(s.start[j]*math.Exp(next[j])) == q[j] {
+			if s.params[j].integer() && s.params[j].quantize(s.start[j]*math.Exp(next[j])) == q[j] {
 				next[j] = s.clamp(j, math.Log((q[j]+dir)/s.start[j]))
 			}
 			if !slices.Equal(s.quantized(next), q) {
@@ -412,7 +412,7 @@ func (s *search) clamp(j int, x float64) float64 {
 	if s.params[j].kind == kindTransient {
 		lo, hi = math.Log(minTransient/s.start[j]), math.Log(maxTransient/s.start[j])
 	}
-	if s.params[j].kind == kindCapacity {
+	if s.params[j].integer() {
 		lo = math.Log(1 / s.start[j])
 	}
 	return min(max(x, lo), hi)
@@ -438,7 +438,7 @@ func (s *search) jacobian(x, vals []float64, active []bool) ([][]float64, []bool
 			h = -h // at the upper bound: step down
 			next[j] = x[j] + h
 		}
-		if s.params[j].kind == kindCapacity && s.params[j].quantize(s.start[j]*math.Exp(next[j])) == q[j] {
+		if s.params[j].integer() && s.params[j].quantize(s.start[j]*math.Exp(next[j])) == q[j] {
 			next[j] = math.Log((q[j] + math.Copysign(1, h)) / s.start[j])
 		}
 		nq := s.params[j].quantize(s.start[j] * math.Exp(next[j]))

@@ -14,8 +14,8 @@ import (
 // A Param is one number of a profile the search may change.
 type Param struct {
 	// Name is "<op or default>.latency" (the median; the distribution
-	// keeps its shape), "<op>.per_event", "<op or group>.capacity" or
-	// "<op>.transient".
+	// keeps its shape), "<op>.per_event", "<op or group>.capacity",
+	// "<op>.transient" or "deliver.concurrency".
 	Name string
 	kind paramKind
 	// target is the op ("default" for the default rule) or the group.
@@ -29,7 +29,12 @@ const (
 	kindPerEvent
 	kindCapacity
 	kindTransient
+	kindConcurrency
 )
+
+// integer reports whether the parameter is a whole number (a capacity or a
+// concurrency).
+func (pa Param) integer() bool { return pa.kind == kindCapacity || pa.kind == kindConcurrency }
 
 // Bounds of the search, as factors of a parameter's starting value, and
 // of a transient rate.
@@ -42,7 +47,8 @@ const (
 // Params lists the parameters of base that a search changes: the latency of
 // the default rule and of every op rule that sets one (scaled, the shape
 // kept; recorded hdr distributions are data and stay), log_load's
-// per-event cost, every capacity (a group's or an op's own), and the
+// per-event cost, every capacity (a group's or an op's own), deliver's
+// concurrency when base sets one, and the
 // transient rate of every op rule that sets one. stalls adds step_created's
 // transient rate: a stall figure is what tells how often that write fails,
 // and it is the write whose failure the engine's recovery covers.
@@ -57,6 +63,9 @@ func Params(base *profile.Profile, stalls bool) []Param {
 		}
 		if r.Set&profile.FieldCapacity != 0 {
 			out = append(out, Param{Name: target + ".capacity", kind: kindCapacity, target: target})
+		}
+		if r.Set&profile.FieldConcurrency != 0 && target == string(world.OpDeliver) {
+			out = append(out, Param{Name: target + ".concurrency", kind: kindConcurrency, target: target})
 		}
 		if r.Set&profile.FieldTransient != 0 && r.Transient > 0 {
 			out = append(out, Param{Name: target + ".transient", kind: kindTransient, target: target})
@@ -99,6 +108,8 @@ func (pa Param) get(p *profile.Profile) float64 {
 			}
 		}
 		return float64(pa.rule(p).Capacity)
+	case kindConcurrency:
+		return float64(pa.rule(p).Concurrency)
 	case kindLatency:
 		return float64(pa.rule(p).Latency.Quantile(0.5))
 	case kindPerEvent:
@@ -130,6 +141,8 @@ func (pa Param) set(p *profile.Profile, v float64) {
 	switch pa.kind {
 	case kindCapacity:
 		r.Capacity = int(v)
+	case kindConcurrency:
+		r.Concurrency = int(v)
 	case kindLatency:
 		r.Latency = scaleTo(r.Latency, time.Duration(v))
 	case kindPerEvent:
@@ -165,7 +178,7 @@ func scaleTo(d profile.Dist, m time.Duration) profile.Dist {
 // floor is 0.
 func (pa Param) quantize(v float64) float64 {
 	switch pa.kind {
-	case kindCapacity:
+	case kindCapacity, kindConcurrency:
 		return max(1, math.Round(v))
 	case kindTransient:
 		if v < minTransient*1.5 {
@@ -193,7 +206,7 @@ func sig3(x float64) float64 {
 // format prints a parameter's value as a profile file writes it.
 func (pa Param) format(v float64) string {
 	switch pa.kind {
-	case kindCapacity:
+	case kindCapacity, kindConcurrency:
 		return fmt.Sprint(int(v))
 	case kindTransient:
 		return strings.TrimSuffix(fmt.Sprintf("%.4g", 100*v), ".") + "%"

@@ -35,8 +35,8 @@ func TestParsePublished(t *testing.T) {
 			}
 		}
 	}
-	if unfitted != 4 { // the enqueue loop, and skew in three cells (an alias)
-		t.Errorf("%d unfitted figures, want 4", unfitted)
+	if unfitted != 1 { // the trace's enqueue loop
+		t.Errorf("%d unfitted figures, want 1", unfitted)
 	}
 	stall := tab.Cells[5]
 	if stall.RetryStyle != world.Fresh || stall.VisibilityTimeout != 300*time.Second || stall.Reps != 300 ||

@@ -403,6 +403,7 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) (err error) {
 		return err
 	}
 	c.eng = eng
+	c.batch.pending = eng.Pending
 	// The engine works until the cell ends, not until this request does.
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.batch.start()
@@ -628,6 +629,11 @@ type batcher struct {
 
 	quit chan struct{}
 	done chan struct{}
+
+	// pending, when set, is the engine's earliest step completion still in
+	// flight: that step's record is yet to come, so the watermark stays
+	// below it.
+	pending func() (time.Duration, bool)
 }
 
 func newBatcher(nc *nats.Conn, subject, id string, rt world.Runtime, interval time.Duration, records *atomic.Int64) *batcher {
@@ -693,6 +699,11 @@ func (b *batcher) flush(force bool) bool {
 	// The watermark is read under the lock that every add takes: a record
 	// added before this instant is in buf.
 	wm := b.rt.Now()
+	if b.pending != nil {
+		if p, ok := b.pending(); ok && p < wm {
+			wm = p
+		}
+	}
 	recs, n := b.buf, b.n
 	b.buf, b.n = nil, 0
 	b.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,9 @@ type Config struct {
 	// Observer receives engine-side timestamps; nil discards them.
 	Observer Observer
 	// Concurrency is the number of queue deliveries handled at once, like a
-	// deployment's function concurrency (default DefaultConcurrency). A
+	// deployment's function concurrency (default: the world's
+	// Capabilities().Concurrency when its profile sets one, else
+	// DefaultConcurrency). A
 	// delivery holds its slot while it loads the log, so bounded slots are
 	// what turns O(N²) log loads into late branch starts at high fan-out.
 	Concurrency int
@@ -53,6 +56,10 @@ type Engine struct {
 	rng   *rand.Rand
 
 	stats counters
+
+	// end holds a run's finish until the step spans still being written
+	// are reported (see endings).
+	end endings
 }
 
 // counters count the engine's recovery paths since it was created (the
@@ -139,6 +146,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+		if c := cfg.World.Capabilities().Concurrency; c > 0 {
+			cfg.Concurrency = c // the platform's, from the world's profile
+		}
 	}
 	if cfg.Deployment == "" {
 		cfg.Deployment = "durabench"
@@ -148,7 +158,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return &Engine{cfg: cfg, w: cfg.World, rt: cfg.World.Runtime(),
 		f: Effective(cfg.Features, cfg.World.Capabilities()), obs: cfg.Observer,
-		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))}, nil
+		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15)),
+		end: endings{seed: maphash.MakeSeed()}}, nil
 }
 
 // Effective returns the features the engine really uses on a world with caps:

@@ -11,6 +11,7 @@ import (
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
+	"github.com/durabench/durabench/world/profile"
 )
 
 // recorder is an engine.Observer that counts step bodies and signals run ends.
@@ -296,4 +297,77 @@ func TestDispatchPathFollowsVersionSwitchAndGuard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStepEndsWhenItsCompletionIsWritten: a step's span runs from its body's
+// start to its step_completed write returning, so a slow completion write is
+// inside the step (and the run's TTLS), as a backend's step entity records it.
+func TestStepEndsWhenItsCompletionIsWritten(t *testing.T) {
+	prof, err := profile.Parse("p.yaml", []byte("ops: {step_completed: {latency: {dist: fixed, value: 30ms}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, profile.Wrap(mem.New(world.Options{}), prof, 1), version(t, "pending-count"))
+	h.run(t, "r", engine.FanOut(4))
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	if len(h.rec.spans["r"]) != 4 {
+		t.Fatalf("%d spans, want 4", len(h.rec.spans["r"]))
+	}
+	for _, s := range h.rec.spans["r"] {
+		if d := s.End - s.Start; d < 30*time.Millisecond {
+			t.Errorf("step %d: span %v, want >= the 30ms completion write", s.Index, d)
+		}
+	}
+}
+
+// TestEngineTakesThePlatformsConcurrency: with no concurrency of its own,
+// the engine runs as many deliveries at once as the world's profile says
+// the platform does (deliver.concurrency), not its default 64.
+func TestEngineTakesThePlatformsConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		most int // step bodies overlapping at most
+	}{
+		{"ops: {deliver: {concurrency: 2}}", 2},
+		{"ops: {deliver: {latency: 0s}}", 16},
+	} {
+		t.Run(tt.yaml, func(t *testing.T) {
+			prof, err := profile.Parse("p.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := version(t, "pending-count")
+			f.InlineSteps = 0
+			h := start(t, profile.Wrap(mem.New(world.Options{}), prof, 1), f)
+			p := engine.FanOut(16)
+			p.Body = engine.Body{Fixed: 50 * time.Millisecond}
+			h.run(t, "r", p)
+			h.rec.mu.Lock()
+			spans := h.rec.spans["r"]
+			h.rec.mu.Unlock()
+			most := 0
+			for _, a := range spans {
+				n := 0
+				for _, b := range spans {
+					if b.Start <= a.Start && a.Start < b.End {
+						n++
+					}
+				}
+				most = max(most, n)
+			}
+			if most != tt.most {
+				t.Errorf("%d step bodies ran at once at most, want %d", most, tt.most)
+			}
+		})
+	}
+}
+
+func version(t *testing.T, name string) engine.Features {
+	t.Helper()
+	v, err := engine.LookupVersion(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Features
 }

@@ -2,13 +2,14 @@ package engine
 
 import "time"
 
-// StepSpan is one execution of a step body, timed on the engine side with the
+// StepSpan is one execution of a step, timed on the engine side with the
 // world's Runtime clock.
 type StepSpan struct {
 	// Stage is the stage index in the program; Index the step's index in its
 	// stage; Seq the step's ordinal in the whole run (0-based, stage order).
 	Stage, Index, Seq int
-	// Start and End bracket the body.
+	// Start is when the body starts (its step_started is written); End when
+	// the step_completed write returns — the body and then its completion.
 	Start, End time.Duration
 	// Inline is true when the body ran in the orchestrator's task right after
 	// dispatch, in the same invocation as the run's previous step body, so

@@ -248,5 +248,7 @@ func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState, eve
 // finish reports a run's end and forgets its cached program.
 func (e *Engine) finish(run string, failed bool) {
 	e.programs.Delete(run)
-	e.obs.RunFinished(run, e.rt.Now(), failed)
+	if at := e.rt.Now(); e.end.finish(run, at, failed) {
+		e.obs.RunFinished(run, at, failed)
+	}
 }

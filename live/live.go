@@ -116,7 +116,7 @@ func New() *Metrics {
 		incidents: counter("world_incidents_total", "World incidents by kind, added when the cell ends "+
 			"(results.json: world_incidents).", append(append([]string{}, CellLabels...), "kind")...),
 		ttfs: hist("ttfs_seconds", "TTFS: first step body start − the run's scheduled start, per measured run that did not fail."),
-		ttls: hist("ttls_seconds", "TTLS: last step body end − the run's scheduled start, per measured run that did not fail "+
+		ttls: hist("ttls_seconds", "TTLS: last step end (step_completed written) − the run's scheduled start, per measured run that did not fail "+
 			"(a run unfinished at the cell timeout: its elapsed time then)."),
 		lag: hist("driver_lag_seconds", "Actual − scheduled start of each measured run (open-loop pacing), added when the cell ends."),
 		cellsTotal: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "durabench", Name: "sweep_cells",

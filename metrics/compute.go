@@ -9,10 +9,10 @@ import (
 )
 
 // Step is one step of a run with all its executions merged: a redelivered
-// step counts once, from its first body start to its last body end.
+// step counts once, from its first body start to its last step end (step_completed written).
 type Step struct {
 	Stage, Index, Seq int
-	// Start is the earliest body start, End the latest body end.
+	// Start is the earliest body start, End the latest step end.
 	Start, End time.Duration
 	// Inline tells how the earliest execution was reached.
 	Inline bool
@@ -56,7 +56,7 @@ func TimeToFirstStep(t *RunTimeline) (d time.Duration, ok bool) {
 	return first - t.T0, true
 }
 
-// TimeToLastStep is TTLS: latest step body end − t0. A run that has not
+// TimeToLastStep is TTLS: latest step end (step_completed written) − t0. A run that has not
 // finished counts the time elapsed until it was given up (Cut − t0), a lower
 // bound that keeps stalled runs in the numbers. ok is false for a finished
 // run in which no step body ran.
@@ -138,7 +138,7 @@ type Gap struct {
 }
 
 // stepGaps is STSO: for each stage i whose predecessor i−1 also ran, the
-// earliest body start in stage i − the latest body end in stage i−1. In a
+// earliest body start in stage i − the latest step end in stage i−1. In a
 // sequential run (stages of one step) that is step[i].start − step[i−1].end.
 // A gap is tagged by how the earliest step of stage i was reached.
 func stepGaps(st [][]Step) []Gap {
@@ -163,7 +163,7 @@ func stepGaps(st [][]Step) []Gap {
 	return out
 }
 
-// workflowOverhead is WO: (latest step body end − t0) − Σ step body
+// workflowOverhead is WO: (latest step end − t0) − Σ step
 // durations, each step counted once from its first start to its last end.
 // ok is false when no step body ran.
 func workflowOverhead(t0 time.Duration, steps []Step) (d time.Duration, ok bool) {

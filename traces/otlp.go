@@ -135,14 +135,14 @@ func TraceID(run string) []byte {
 //
 //	run <id>                         scheduled start → terminal event (or the cut)
 //	  orchestrator stage S           the stage became ready → its first step body started
-//	  step S.I                       the stage became ready → the step's last body ended
+//	  step S.I                       the stage became ready → the step's last completion written
 //	    queued                       ready → first body start
-//	    body (attempt N)             each execution of the body
+//	    body (attempt N)             each execution: the body, then its completion write
 //	  waiting: stage S               a run given up: from the stage becoming ready to the cut,
 //	                                 naming the steps that never ran
 //	  hook <token>                   created → resumed
 //
-// A stage is ready when the previous one's last step body ended (the first
+// A stage is ready when the previous one's last step ended (the first
 // at the run's scheduled start): what lies between is the engine's
 // orchestrator activation (log load, replay, dispatch) and the queue.
 func runSpans(c Cell, tl *metrics.RunTimeline) []*tracepb.Span {

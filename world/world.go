@@ -55,6 +55,10 @@ type Capabilities struct {
 	VisibilityTimeout time.Duration
 	// VirtualTime is true when the Runtime's clock is simulated.
 	VirtualTime bool
+	// Concurrency, when set, is how many deliveries the platform runs at
+	// once per consumer (a deployment's function concurrency, from a
+	// profile): an engine not told otherwise asks Consume for that many.
+	Concurrency int
 }
 
 // Options are the settings every world accepts. Zero values mean defaults.

@@ -40,7 +40,7 @@ type Options struct {
 	WorldFloor bool
 }
 
-// observer tracks the runs in flight: each one's latest step body end and
+// observer tracks the runs in flight: each one's latest step end and
 // its end. It is as cheap as an observer can be, so the benchmark measures
 // the engine, not the observer.
 type observer struct {
@@ -98,7 +98,7 @@ func NewEngine(ctx context.Context, w world.World, f engine.Features) (*Engine, 
 // Stop stops the engine's consumer.
 func (g *Engine) Stop(ctx context.Context) error { return g.e.Stop(ctx) }
 
-// Run executes one run of p and returns its TTLS (latest body end - t0).
+// Run executes one run of p and returns its TTLS (latest step end - t0).
 func (g *Engine) Run(ctx context.Context, id string, p engine.Program) (time.Duration, error) {
 	r := &engineRun{id: id, done: make(chan struct{})}
 	g.obs.cur.Store(r)

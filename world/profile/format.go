@@ -75,6 +75,9 @@ func formatRule(r Rule) string {
 	if r.Set&FieldPerEvent != 0 {
 		parts = append(parts, "per_event: "+fmtDur(r.PerEvent))
 	}
+	if r.Set&FieldConcurrency != 0 {
+		parts = append(parts, "concurrency: "+strconv.Itoa(r.Concurrency))
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 

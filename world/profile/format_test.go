@@ -18,6 +18,7 @@ ops:
   step_created: {latency: 25ms, transient: 2%}
   log_load: {latency: {dist: lognormal, median: 1.25ms, p99: 40ms}, per_event: 50us, capacity: 4}
   publish: {capacity: 3}
+  deliver: {latency: 2ms, concurrency: 96}
 groups:
   w: {ops: [run_get, appends], capacity: 16}
 targets: {ttfs: [200ms, 300ms, 600ms]}

@@ -104,6 +104,15 @@ func (p *Profile) override(item string, read ReadFile) error {
 				p.Groups[i].Ops = slices.DeleteFunc(p.Groups[i].Ops, func(o world.Op) bool { return o == op })
 			}
 		}
+	case "concurrency":
+		if op != world.OpDeliver {
+			return fail("only deliver has a concurrency (how many handlers run at once)")
+		}
+		c, err := parseCapacity(value)
+		if err != nil {
+			return fail("%v", err)
+		}
+		r.Concurrency, r.Set = c, r.Set|FieldConcurrency
 	case "per_event":
 		if target != "default" && op != world.OpLoad {
 			return fail("only log_load has a per-event cost")
@@ -114,7 +123,7 @@ func (p *Profile) override(item string, read ReadFile) error {
 		}
 		r.PerEvent, r.Set = d, r.Set|FieldPerEvent
 	default:
-		return fail("unknown field %q%s", field, unknown(field, []string{"latency", "transient", "capacity", "per_event"}))
+		return fail("unknown field %q%s", field, unknown(field, []string{"latency", "transient", "capacity", "per_event", "concurrency"}))
 	}
 	if target == "default" {
 		p.Default = r

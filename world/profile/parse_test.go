@@ -107,6 +107,8 @@ func TestParseErrors(t *testing.T) {
 		{"duration without unit", "ops:\n  publish: {latency: {dist: fixed, value: 25}}\n", `p.yaml:2: ops.publish.latency.value: "25" needs a unit (ns, us, ms, s), e.g. 25ms`, 2},
 		{"bad duration", "ops:\n  publish: {latency: {dist: fixed, value: fast}}\n", `ops.publish.latency.value: "fast" is not a duration`, 2},
 		{"negative duration", "ops:\n  log_load: {per_event: -5us}\n", `ops.log_load.per_event: -5us is negative`, 2},
+		{"concurrency off deliver", "ops:\n  publish: {concurrency: 8}\n", `p.yaml:2: ops.publish.concurrency: only deliver has a concurrency`, 2},
+		{"zero concurrency", "ops:\n  deliver: {concurrency: 0}\n", `p.yaml:2: ops.deliver.concurrency: 0 must be at least 1`, 2},
 		{"compact latency without unit", "ops:\n  deliver: {latency: 30}\n", `p.yaml:2: ops.deliver.latency: "30" needs a unit`, 2},
 		{"bad compact latency", "ops:\n  publish: {latency: soon}\n", `ops.publish.latency: "soon" is neither a duration nor dist:params`, 2},
 		{"unknown op", "ops:\n  default: {latency: 1ms}\n  step_create: {transient: 1%}\n", `p.yaml:3: ops.step_create: unknown op (did you mean "step_created"?)`, 3},
@@ -263,9 +265,15 @@ func TestApplyOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := profile.ApplyOverrides(base, "step_created.transient=2%, publish.latency=fixed:30ms,log_load.capacity=8,reads.capacity=4,default.transient=0.1%")
+	p, err := profile.ApplyOverrides(base, "step_created.transient=2%, publish.latency=fixed:30ms,log_load.capacity=8,reads.capacity=4,default.transient=0.1%,deliver.concurrency=128")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := p.For(world.OpDeliver); r.Concurrency != 128 || r.Latency != base.For(world.OpDeliver).Latency {
+		t.Errorf("deliver %+v: want concurrency 128 and its latency kept", r)
+	}
+	if _, err := profile.ApplyOverrides(base, "publish.concurrency=4"); err == nil || !strings.Contains(err.Error(), "only deliver has a concurrency") {
+		t.Errorf("publish.concurrency=4: %v", err)
 	}
 	if r := p.For("step_created"); r.Transient != 0.02 || r.Latency != base.For("step_created").Latency {
 		t.Errorf("step_created %+v: want 2%% and the default latency kept", r)
@@ -282,7 +290,7 @@ func TestApplyOverrides(t *testing.T) {
 	if r := p.For(world.OpDeliver); r.Transient != 0.001 {
 		t.Errorf("deliver transient %v, want the default's 0.1%%", r.Transient)
 	}
-	if p.Label() != "cloud-v1[step_created.transient=2%,publish.latency=fixed:30ms,log_load.capacity=8,reads.capacity=4,default.transient=0.1%]" {
+	if p.Label() != "cloud-v1[step_created.transient=2%,publish.latency=fixed:30ms,log_load.capacity=8,reads.capacity=4,default.transient=0.1%,deliver.concurrency=128]" {
 		t.Errorf("Label %q", p.Label())
 	}
 	// The base profile is unchanged.

@@ -60,6 +60,7 @@ const (
 	FieldTransient
 	FieldCapacity
 	FieldPerEvent
+	FieldConcurrency
 )
 
 // Rule is how one op behaves. A rule in Profile.Ops sets only the fields in
@@ -76,6 +77,11 @@ type Rule struct {
 	// PerEvent is added per event of the returned log (log_load only), so a
 	// long log is slower to load.
 	PerEvent time.Duration
+	// Concurrency (deliver only) is how many of a consumer's deliveries the
+	// platform runs at once (a deployment's function concurrency). The
+	// wrapped world offers it in Capabilities; the engine asks Consume for
+	// it unless told its own (its default is 64).
+	Concurrency int
 	// Set says which fields the rule sets.
 	Set Field
 }
@@ -106,6 +112,9 @@ func (r Rule) merge(def Rule) Rule {
 	if r.Set&FieldPerEvent != 0 {
 		out.PerEvent = r.PerEvent
 	}
+	if r.Set&FieldConcurrency != 0 {
+		out.Concurrency = r.Concurrency
+	}
 	out.Set = r.Set | def.Set
 	return out
 }
@@ -122,6 +131,9 @@ func (p *Profile) For(op world.Op) Rule {
 	}
 	if op != world.OpLoad {
 		r.PerEvent = 0
+	}
+	if op != world.OpDeliver {
+		r.Concurrency = 0
 	}
 	return r
 }
@@ -162,7 +174,7 @@ func (p *Profile) inert() bool {
 	}
 	for _, op := range world.Ops() {
 		r := p.For(op)
-		if r.Latency != nil || r.Transient > 0 || r.Capacity > 0 || r.PerEvent > 0 {
+		if r.Latency != nil || r.Transient > 0 || r.Capacity > 0 || r.PerEvent > 0 || r.Concurrency > 0 {
 			return false
 		}
 	}
@@ -197,6 +209,10 @@ func (p *Profile) Validate() error {
 			return &Error{Field: field + ".capacity", Msg: fmt.Sprintf("%d must be at least 1", r.Capacity)}
 		case r.PerEvent < 0:
 			return &Error{Field: field + ".per_event", Msg: "is negative"}
+		case r.Concurrency < 0:
+			return &Error{Field: field + ".concurrency", Msg: fmt.Sprintf("%d must be at least 1", r.Concurrency)}
+		case r.Concurrency > 0 && field != "ops."+string(world.OpDeliver):
+			return &Error{Field: field + ".concurrency", Msg: "only deliver has a concurrency"}
 		}
 		return nil
 	}
@@ -282,6 +298,9 @@ func (p *Profile) Describe() string {
 		}
 	}
 	tw.Flush()
+	if c := p.For(world.OpDeliver).Concurrency; c > 0 {
+		fmt.Fprintf(&b, "  deliveries: at most %d handlers of a consumer at once\n", c)
+	}
 	for _, g := range p.Groups {
 		if len(g.Ops) == 0 {
 			continue

@@ -168,7 +168,13 @@ func (w *World) end(r *rule) {
 func (w *World) Name() string { return w.inner.Name() }
 
 // Capabilities returns the inner world's capabilities.
-func (w *World) Capabilities() world.Capabilities { return w.inner.Capabilities() }
+func (w *World) Capabilities() world.Capabilities {
+	c := w.inner.Capabilities()
+	if n := w.prof.For(world.OpDeliver).Concurrency; n > 0 {
+		c.Concurrency = n
+	}
+	return c
+}
 
 // Runtime returns the inner world's runtime.
 func (w *World) Runtime() world.Runtime { return w.rt }
@@ -265,7 +271,8 @@ func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishO
 }
 
 // Consume consumes from the inner world with a handler that applies
-// deliver's rule before h runs.
+// deliver's rule before h runs. (deliver's concurrency is not imposed
+// here: Capabilities offers it, and a consumer asks for what it wants.)
 func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
 	r := w.deliver
 	if r == nil {

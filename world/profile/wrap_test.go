@@ -381,6 +381,19 @@ func TestDeliveryLatencyAndFaults(t *testing.T) {
 	})
 }
 
+// TestDeliverConcurrency: a profile's deliver concurrency is offered in the
+// wrapped world's capabilities (the engine asks for it); Consume still runs
+// what the consumer asks for.
+func TestDeliverConcurrency(t *testing.T) {
+	m := newMem(t, world.Options{})
+	if c := profile.Wrap(m, mustParse(t, "ops: {deliver: {latency: 1ms, concurrency: 96}}"), 1).Capabilities().Concurrency; c != 96 {
+		t.Errorf("capabilities offer %d handlers at once, want the profile's 96", c)
+	}
+	if c := profile.Wrap(m, mustParse(t, "ops: {deliver: {latency: 1ms}}"), 1).Capabilities().Concurrency; c != 0 {
+		t.Errorf("capabilities offer %d handlers at once without a profile concurrency, want 0 (the consumer's)", c)
+	}
+}
+
 // TestPublishFaultPublishesNothing: a failed publish did not enqueue.
 func TestPublishFaultPublishesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -35,7 +35,7 @@ func ParseFile(path string) (*Profile, error) {
 //	  default: {latency: {dist: lognormal, median: 20ms, p99: 80ms}}
 //	  step_created: {latency: {dist: fixed, value: 25ms}, transient: 2%}
 //	  log_load: {latency: 20ms, per_event: 50us, capacity: 16}
-//	  deliver: {latency: {dist: hdr, file: deliver.hdr, unit: us}}
+//	  deliver: {latency: {dist: hdr, file: deliver.hdr, unit: us}, concurrency: 128}
 //	groups:                         # ops sharing one capacity
 //	  reads: {ops: [run_get, log_load], capacity: 8}
 //	  writes: {ops: [appends], capacity: 16}   # appends = every append op
@@ -264,7 +264,7 @@ func (ps *parser) profile(doc *yaml.Node) *Profile {
 
 func (ps *parser) rule(n *yaml.Node, field string, op world.Op) Rule {
 	var r Rule
-	ps.mapping(n, field, []string{"latency", "transient", "capacity", "per_event"}, func(key string, k, v *yaml.Node) {
+	ps.mapping(n, field, []string{"latency", "transient", "capacity", "per_event", "concurrency"}, func(key string, k, v *yaml.Node) {
 		sub := field + "." + key
 		switch key {
 		case "latency":
@@ -285,6 +285,18 @@ func (ps *parser) rule(n *yaml.Node, field string, op world.Op) Rule {
 					ps.fail(v, sub, "%v", err)
 				} else {
 					r.Capacity, r.Set = c, r.Set|FieldCapacity
+				}
+			}
+		case "concurrency":
+			if op != world.OpDeliver {
+				ps.fail(k, sub, "only deliver has a concurrency (how many handlers run at once)")
+				return
+			}
+			if s, ok := ps.scalar(v, sub); ok {
+				if c, err := parseCapacity(s); err != nil {
+					ps.fail(v, sub, "%v", err)
+				} else {
+					r.Concurrency, r.Set = c, r.Set|FieldConcurrency
 				}
 			}
 		case "per_event":
