@@ -73,7 +73,7 @@ func TestCalibrateCheckPublished(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "cloud against examples/published.yaml (sim, seed 1): 10 of 10 fitted figures within ±20%") {
+	if !strings.Contains(r.stdout, "cloud against examples/published.yaml (sim, seed 1): 13 of 13 fitted figures within ±20%") {
 		t.Errorf("output:\n%s", r.stdout)
 	}
 }
