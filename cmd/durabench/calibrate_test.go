@@ -104,3 +104,25 @@ func TestCalibratePublishedWritesCloud(t *testing.T) {
 		t.Errorf("durabench calibrate examples/published.yaml wrote a profile other than the shipped cloud:\n%s", got)
 	}
 }
+
+// TestListProfile: `durabench list --profile NAME` prints every number of the
+// profile, deliver's concurrency and the shared pool included; a bad name or
+// override is one usage error.
+func TestListProfile(t *testing.T) {
+	r := durabench(t, t.TempDir(), "list", "--profile", "cloud", "--faults", "deliver.concurrency=32")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"cloud[deliver.concurrency=32] (builtin)", "log_load", "1.34ms",
+		"deliveries: at most 32 handlers of a consumer at once", "group backend: at most 14 in flight"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("no %q in\n%s", want, r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"--profile", "nope"}, {"--profile", "cloud", "--faults", "deliver.concurrency=0"}} {
+		r := durabench(t, t.TempDir(), append([]string{"list"}, args...)...)
+		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stdout != "" {
+			t.Errorf("list %v: exit %d, stdout %q, stderr %q; want one line and exit 2", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}

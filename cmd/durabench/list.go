@@ -17,9 +17,12 @@ import (
 )
 
 // cmdList runs `durabench list`: scenarios, versions, kill switches, worlds,
-// targets (the adapters installed) and profiles.
+// targets (the adapters installed) and profiles; with --profile, every number
+// of one profile.
 func cmdList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("list", stderr)
+	prof := fs.String("profile", "", "print every number of this profile (a name or a file) and its faults with --faults")
+	faults := fs.String("faults", "", "with --profile: fault overrides to apply first, e.g. step_created.transient=2%")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
@@ -29,6 +32,14 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	if *prof != "" || *faults != "" {
+		p, err := profile.Resolve(*prof, *faults, nil)
+		if err != nil {
+			return usageErr("--profile %s: %v", *prof, err)
+		}
+		_, err = io.WriteString(w, p.Describe())
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SCENARIOS (--scenario NAME, --option name=value)")
 	for _, s := range scenarios.All() {
@@ -76,7 +87,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "  \t%s\n", "no adapter installed: make engines builds the bundled ones (goworkflows, temporal, dbos) into bin/")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nPROFILES (--profile NAME|FILE, --faults OP.FIELD=VALUE,...)")
+	fmt.Fprintln(w, "\nPROFILES (--profile NAME|FILE, --faults OP.FIELD=VALUE,...; durabench list --profile NAME prints its numbers)")
 	for _, name := range profile.Names() {
 		desc := ""
 		if p, err := profile.Load(name); err == nil {

@@ -28,7 +28,8 @@ usage:
                                             the runs' timelines as OTLP/JSON traces (sweep --trace-dir DIR: all, as it goes)
   durabench report  --status running|failed [--commit SHA] [--run-url URL]
                                             sticky comment of a run without results
-  durabench list                            scenarios (options, types, defaults), versions, kill switches, worlds, profiles
+  durabench list    [--profile P [--faults F]] scenarios (options, types, defaults), versions, kill switches, worlds, profiles;
+                                            with --profile, every number of that profile
   durabench compare BASE HEAD [--format text|md]
   durabench gate    HEAD --baseline BASE [--rules FILE | --rule R ...] [--format text|md]
   durabench history add RESULTS --dir DIR

@@ -108,7 +108,7 @@ func (p *Profile) override(item string, read ReadFile) error {
 		if op != world.OpDeliver {
 			return fail("only deliver has a concurrency (how many handlers run at once)")
 		}
-		c, err := parseCapacity(value)
+		c, err := parseConcurrency(value)
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -47,6 +47,15 @@ func parsePercent(s string) (float64, error) {
 }
 
 // parseCapacity reads a positive whole number of permits.
+// parseConcurrency reads deliver's concurrency: a whole number of at least 1.
+func parseConcurrency(s string) (int, error) {
+	n, err := parseCapacity(s)
+	if err != nil && strings.Contains(err.Error(), "leave capacity out") {
+		return 0, fmt.Errorf("%s must be at least 1 (leave concurrency out for the consumer's own)", strings.TrimSpace(s))
+	}
+	return n, err
+}
+
 func parseCapacity(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	n, err := strconv.Atoi(s)

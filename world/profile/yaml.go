@@ -293,7 +293,7 @@ func (ps *parser) rule(n *yaml.Node, field string, op world.Op) Rule {
 				return
 			}
 			if s, ok := ps.scalar(v, sub); ok {
-				if c, err := parseCapacity(s); err != nil {
+				if c, err := parseConcurrency(s); err != nil {
 					ps.fail(v, sub, "%v", err)
 				} else {
 					r.Concurrency, r.Set = c, r.Set|FieldConcurrency
