@@ -96,6 +96,7 @@ func FuzzFaults(f *testing.F) {
 		"step_created.transient=2%, publish.latency=fixed:30ms,log_load.capacity=8,reads.capacity=4,default.transient=0.1%",
 		"step_created.transient=120%", "publish.latency=lognormal:30ms", "publish.latency=hdr:plain.hdr",
 		"deliver.latency=normal:20ms:5ms", "log_load.per_event=50us", "step_created=2%", ",,", "reads.latency=1ms",
+		"deliver.concurrency=8", "publish.concurrency=2", "deliver.concurrency=0",
 	} {
 		f.Add("cloud", s)
 		f.Add("none", s)
