@@ -182,6 +182,19 @@ func (w *World) appendPipelined(ctx context.Context, rs *runState, run string, e
 			return world.AppendResult{}, fmt.Errorf("natsworld: %s to run %q: %w", op, run, err)
 		}
 		if done {
+			if rs.inflight > 0 {
+				// The cache holds this run's appends still in flight: the
+				// event may be one of them, sent but not yet stored, and
+				// "it is in the log" would not be true yet for the caller's
+				// next read (a lazily resumed hook's activation read its
+				// own re-ensured hook_received as a duplicate, reloaded, did
+				// not find it and left the run waiting for good). Wait for
+				// them and check again against what was stored.
+				for rs.inflight > 0 {
+					rs.cond.Wait()
+				}
+				continue
+			}
 			return res, nil
 		}
 		if err := w.claimNewHook(ctx, run, ev, &claimed); err != nil {

@@ -20,6 +20,39 @@ var logTests = []subtest{
 	{name: "Pending", fn: testPending},
 	{name: "RunStatus", fn: testRunStatus},
 	{name: "ConcurrentAppends", fn: testConcurrentAppends},
+	{name: "DuplicateIsReadable", fn: testDuplicateIsReadable},
+}
+
+// testDuplicateIsReadable: an append answered Duplicate names an event that
+// is in the log: a Load right after it finds the event, even while the
+// first append of that ID is still in flight. (A lazily resumed hook's
+// activation re-ensures hook_received while the resume's own write of it is
+// in flight; reading it back missing, it left the run waiting for good.)
+func testDuplicateIsReadable(c *env) {
+	const rounds = 200
+	c.createRun("r")
+	c.append("r", world.Event{Kind: world.RunStarted})
+	for i := range rounds {
+		ev := world.Event{Kind: world.StepCreated, ID: fmt.Sprintf("create-%d", i), Entity: fmt.Sprintf("s%d", i)}
+		g := c.RT.NewGroup()
+		for range 2 {
+			g.Go(func() error {
+				res, err := c.W.Append(c.Ctx, "r", ev, world.Precondition{})
+				if err != nil {
+					return fmt.Errorf("append %s: %w", ev.ID, err)
+				}
+				evs, err := c.W.Load(c.Ctx, "r")
+				if err != nil {
+					return err
+				}
+				if int64(len(evs)) < res.Pos || evs[res.Pos-1].ID != ev.ID {
+					return fmt.Errorf("append %s answered %+v, but a load right after has %d events without it", ev.ID, res, len(evs))
+				}
+				return nil
+			})
+		}
+		c.NoErr(g.Wait(), "concurrent appends of one event")
+	}
 }
 
 // testOrder: positions are 1..n in append order and Load returns the log in
