@@ -2,15 +2,13 @@ package target
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
 )
@@ -102,37 +100,45 @@ func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[s
 		return o, err
 	}
 	o.ClockError = sess.Clock().RTT / 2
-	obs := newEndObserver()
-	detach, err := sess.Attach(ctx, obs, obs.fail)
+	rec := metrics.NewRecorder()
+	detach, err := sess.Attach(ctx, rec, rec.Fail)
 	if err != nil {
 		return o, err
 	}
 	defer detach()
+	// After a run of the given TTLS, a pause of half of it, between 1 ms
+	// and 1 s.
+	settle := func(ttls time.Duration) error { return rt.Sleep(ctx, min(max(ttls/2, time.Millisecond), time.Second)) }
 	direct := func(i int) error {
 		d, err := srv.runDirect(ctx, StartRequest{Run: fmt.Sprintf("overhead-%d-direct", i), Scenario: scenario, Options: opts})
 		if err != nil {
 			return err
 		}
 		o.Direct = append(o.Direct, d)
-		return settle(ctx, d)
+		return settle(d)
 	}
 	protocol := func(i int) error {
 		id := fmt.Sprintf("overhead-%d-protocol", i)
-		done := obs.expect(id)
-		t0 := rt.Now()
+		done := make(chan struct{})
+		if err := rec.Begin(id, rt.Now(), prog.StepCount(), func() { close(done) }); err != nil {
+			return err
+		}
+		defer rec.Forget(id)
 		if err := sess.StartRun(ctx, id, prog); err != nil {
 			return err
 		}
 		select {
-		case r := <-done:
-			if r.err != nil {
-				return r.err
-			}
-			o.Protocol = append(o.Protocol, r.lastEnd-t0)
-			return settle(ctx, r.lastEnd-t0)
+		case <-done:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		tl, _ := rec.Snapshot(id, rt.Now())
+		if tl.Failed {
+			return fmt.Errorf("run %s: %s", id, tl.Error)
+		}
+		ttls, _ := metrics.TimeToLastStep(&tl)
+		o.Protocol = append(o.Protocol, ttls)
+		return settle(ttls)
 	}
 	for i := range runs {
 		// Which side goes first alternates, and each run is followed by
@@ -151,19 +157,6 @@ func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[s
 		}
 	}
 	return o, nil
-}
-
-// settle pauses after a run of the given TTLS: half of it, between 1 ms
-// and 1 s.
-func settle(ctx context.Context, ttls time.Duration) error {
-	t := time.NewTimer(min(max(ttls/2, time.Millisecond), time.Second))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // runDirect starts req on the backend without the protocol and waits until
@@ -197,58 +190,5 @@ func (s *Server) runDirect(ctx context.Context, req StartRequest) (time.Duration
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-	}
-}
-
-// endObserver takes the latest step completion of each run the protocol
-// session follows, and tells whoever expects the run when it is over.
-type endObserver struct {
-	mu   sync.Mutex
-	last map[string]time.Duration
-	done map[string]chan endResult
-}
-
-type endResult struct {
-	lastEnd time.Duration
-	err     error
-}
-
-func newEndObserver() *endObserver {
-	return &endObserver{last: map[string]time.Duration{}, done: map[string]chan endResult{}}
-}
-
-func (o *endObserver) expect(run string) <-chan endResult {
-	ch := make(chan endResult, 1)
-	o.mu.Lock()
-	o.done[run] = ch
-	o.mu.Unlock()
-	return ch
-}
-
-func (o *endObserver) StepBody(run string, s engine.StepSpan) {
-	o.mu.Lock()
-	o.last[run] = max(o.last[run], s.End)
-	o.mu.Unlock()
-}
-
-func (o *endObserver) HookCreated(string, string, time.Duration) {}
-func (o *endObserver) StreamChunk(string, engine.ChunkSpan)      {}
-func (o *endObserver) RunFinished(run string, _ time.Duration, failed bool) {
-	var err error
-	if failed {
-		err = errors.New("run " + run + " failed")
-	}
-	o.finish(run, err)
-}
-
-func (o *endObserver) fail(run string, _ time.Duration, err error) { o.finish(run, err) }
-
-func (o *endObserver) finish(run string, err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ch := o.done[run]; ch != nil {
-		ch <- endResult{lastEnd: o.last[run], err: err}
-		delete(o.done, run)
-		delete(o.last, run)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/durabench/durabench/bench/floor"
 	"github.com/durabench/durabench/world"
 	natsworld "github.com/durabench/durabench/world/nats"
 )
@@ -54,6 +55,8 @@ const loadBatch = 4096
 
 // World is the raw JetStream floor. Its zero value is not usable; call New.
 type World struct {
+	floor.Unmeasured // hooks and streams
+
 	srv *server.Server
 	dir string
 	nc  *nats.Conn
@@ -85,7 +88,7 @@ func New(ctx context.Context, visibilityTimeout time.Duration) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &World{dir: dir, rt: world.NewReal(), runs: make(map[string]*run)}
+	w := &World{Unmeasured: floor.Unmeasured{Name: "rawjs"}, dir: dir, rt: world.NewReal(), runs: make(map[string]*run)}
 	s, err := server.NewServer(&server.Options{ServerName: "durabench-rawjs", DontListen: true,
 		JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
 	if err != nil {
@@ -391,24 +394,4 @@ func (s *subscription) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// HookRun is not part of the floor.
-func (w *World) HookRun(context.Context, string) (string, error) {
-	return "", fmt.Errorf("rawjs: hooks: %w", world.ErrNotFound)
-}
-
-// WriteChunk is not part of the floor.
-func (w *World) WriteChunk(context.Context, string, world.Chunk) error {
-	return fmt.Errorf("rawjs: streams: %w", world.ErrNotFound)
-}
-
-// ReadChunks is not part of the floor.
-func (w *World) ReadChunks(context.Context, string, int, time.Duration) ([]world.Chunk, bool, error) {
-	return nil, false, fmt.Errorf("rawjs: streams: %w", world.ErrNotFound)
-}
-
-// CloseStream is not part of the floor.
-func (w *World) CloseStream(context.Context, string) error {
-	return fmt.Errorf("rawjs: streams: %w", world.ErrNotFound)
 }

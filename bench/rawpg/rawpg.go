@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/durabench/durabench/bench/floor"
 	"github.com/durabench/durabench/world"
 	pgworld "github.com/durabench/durabench/world/postgres"
 )
@@ -88,6 +89,8 @@ type Config struct {
 
 // World is the raw SQL floor. Its zero value is not usable; call New.
 type World struct {
+	floor.Unmeasured // hooks and streams
+
 	schema string
 	vt     time.Duration
 	q      queries
@@ -148,7 +151,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		return nil, fmt.Errorf("rawpg: %w", err)
 	}
 	pc.MaxConns = int32(cfg.MaxConns)
-	w := &World{schema: cfg.Schema, vt: cfg.VisibilityTimeout, rt: world.NewReal(),
+	w := &World{Unmeasured: floor.Unmeasured{Name: "rawpg"}, schema: cfg.Schema, vt: cfg.VisibilityTimeout, rt: world.NewReal(),
 		q: newQueries(cfg.Schema), subs: make(map[*subscription]struct{}), runs: make(map[string]*run)}
 	if w.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 		return nil, fmt.Errorf("rawpg: %w", err)
@@ -488,24 +491,4 @@ func (s *subscription) Stop(ctx context.Context) error {
 	delete(s.w.subs, s)
 	s.w.mu.Unlock()
 	return nil
-}
-
-// HookRun is not part of the floor.
-func (w *World) HookRun(context.Context, string) (string, error) {
-	return "", fmt.Errorf("rawpg: hooks: %w", world.ErrNotFound)
-}
-
-// WriteChunk is not part of the floor.
-func (w *World) WriteChunk(context.Context, string, world.Chunk) error {
-	return fmt.Errorf("rawpg: streams: %w", world.ErrNotFound)
-}
-
-// ReadChunks is not part of the floor.
-func (w *World) ReadChunks(context.Context, string, int, time.Duration) ([]world.Chunk, bool, error) {
-	return nil, false, fmt.Errorf("rawpg: streams: %w", world.ErrNotFound)
-}
-
-// CloseStream is not part of the floor.
-func (w *World) CloseStream(context.Context, string) error {
-	return fmt.Errorf("rawpg: streams: %w", world.ErrNotFound)
 }
