@@ -56,7 +56,7 @@ cells:
     metrics:
       ttls: {p50: 1s}
       op.log_load: {p50: 1s, p90: 1s}
-  - version: baseline
+  - version: baseline-serial
     branches: 32
     metrics:
       ttls: {p50: 1s}

@@ -10,14 +10,14 @@ import (
 	"github.com/durabench/durabench/world"
 )
 
-// TestParsePublished: the shipped table reads, with its defaults, aliases
-// and unfitted figures.
+// TestParsePublished: the shipped table reads, with its defaults and
+// aliases, and every figure in it is fitted.
 func TestParsePublished(t *testing.T) {
 	tab, err := ReadFile("../examples/published.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tab.Profile != "cloud" || tab.Reps != 20 || tab.Warmup != 2 || len(tab.Cells) != 7 {
+	if tab.Profile != "cloud" || tab.Reps != 20 || tab.Warmup != 2 || len(tab.Cells) != 8 {
 		t.Fatalf("profile %q, reps %d, warmup %d, %d cells", tab.Profile, tab.Reps, tab.Warmup, len(tab.Cells))
 	}
 	c := tab.Cells[0]
@@ -35,16 +35,33 @@ func TestParsePublished(t *testing.T) {
 			}
 		}
 	}
-	if unfitted != 1 { // the trace's enqueue loop
-		t.Errorf("%d unfitted figures, want 1", unfitted)
+	if unfitted != 0 {
+		t.Errorf("%d unfitted figures, want 0", unfitted)
 	}
-	stall := tab.Cells[5]
+	if trace := tab.Cells[2]; trace.Version != "baseline-serial" || len(trace.Figures) != 2 ||
+		trace.Figures[1].Name() != "dispatch.publish p50" || time.Duration(trace.Figures[1].Value) != 2700*time.Millisecond {
+		t.Errorf("trace cell: %+v", trace)
+	}
+	stall := tab.Cells[6]
 	if stall.RetryStyle != world.Fresh || stall.VisibilityTimeout != 300*time.Second || stall.Reps != 300 ||
 		stall.Figures[0].Name() != "stalls rate" || stall.Figures[0].Value != 0.06 {
 		t.Errorf("stall cell: %+v", stall)
 	}
 	if got := stall.Label(); got != "fanout 64 br · resilient · fresh VT 300s" {
 		t.Errorf("label %q", got)
+	}
+}
+
+// TestParseUnfitted: a figure can be shown but kept out of the fit, with
+// the reason the table gives.
+func TestParseUnfitted(t *testing.T) {
+	tab, err := Parse("t.yaml", []byte("profile: p\ncells:\n  - version: baseline\n    metrics:\n      ttls:\n        p50: 1s\n        p99: {value: 9s, unfitted: a trace of another path}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := tab.Cells[0].Figures
+	if len(fs) != 2 || fs[0].Unfitted != "" || fs[1].Unfitted != "a trace of another path" || time.Duration(fs[1].Value) != 9*time.Second {
+		t.Errorf("figures: %+v", fs)
 	}
 }
 

@@ -240,6 +240,7 @@ func TestEveryVersionCompletesExactlyOnce(t *testing.T) {
 func TestDispatchPathFollowsVersionSwitchAndGuard(t *testing.T) {
 	resilient, _ := engine.LookupVersion("resilient")
 	baseline, _ := engine.LookupVersion("baseline")
+	serial, _ := engine.LookupVersion("baseline-serial")
 	killed, _ := engine.ParseSwitchSet("resilient-step-dispatch=0")
 	cases := []struct {
 		name         string
@@ -249,9 +250,11 @@ func TestDispatchPathFollowsVersionSwitchAndGuard(t *testing.T) {
 		wantSerial   bool
 	}{
 		{"resilient", resilient.Features, false, true, false},
-		{"resilient+kill-switch", killed.Apply(resilient.Features), false, false, true},
+		{"resilient+kill-switch", killed.Apply(resilient.Features), false, false, false},
 		{"resilient+guard", resilient.Features, true, false, false},
-		{"baseline", baseline.Features, false, false, true},
+		{"baseline", baseline.Features, false, false, false},
+		{"baseline-serial", serial.Features, false, false, true},
+		{"baseline-serial+kill-switch", killed.Apply(serial.Features), false, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

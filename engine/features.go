@@ -124,7 +124,9 @@ type Version struct {
 
 // builtins retrace the reference write-ups, oldest first.
 var builtins = []Version{
-	{"baseline", "create every step, then publish in a serial loop; one runs.get per step", Features{
+	{"baseline", "create every step, then publish them all; one runs.get per step", Features{
+		Dispatch: Sequential, PublishLoop: Concurrent, Recovery: RecoveryNone, InlineSteps: 1, InlineBudget: 100}},
+	{"baseline-serial", "baseline with the serial per-step enqueue loop (the quickjs engine's dispatch before resilient dispatch)", Features{
 		Dispatch: Sequential, PublishLoop: Serial, Recovery: RecoveryNone, InlineSteps: 1, InlineBudget: 100}},
 	{"resilient", "step_created ∥ publish with step input on the message; re-ensure on redelivery (attempt > 1)", Features{
 		Dispatch: Parallel, PublishLoop: Concurrent, Recovery: RecoveryRedelivery, InlineSteps: 1, InlineBudget: 100, LazyHookResume: true}},
@@ -138,6 +140,19 @@ var builtins = []Version{
 
 // Versions returns the built-in versions, oldest first.
 func Versions() []Version { return append([]Version(nil), builtins...) }
+
+// DefaultVersions are the versions a sweep runs when none are named: the
+// reference's node engine, oldest first. baseline-serial, its quickjs
+// engine's dispatch, runs when named or with "all".
+func DefaultVersions() []Version {
+	var out []Version
+	for _, v := range builtins {
+		if v.Name != "baseline-serial" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // LookupVersion returns the built-in version with that name.
 func LookupVersion(name string) (Version, error) {
@@ -167,7 +182,7 @@ type SwitchInfo struct{ Name, Values, Effect string }
 // KnownSwitches lists the kill switches.
 func KnownSwitches() []SwitchInfo {
 	return []SwitchInfo{
-		{SwitchResilientStepDispatch, "0|1", "0: back to the pre-resilient path: create every step, then publish in a serial loop"},
+		{SwitchResilientStepDispatch, "0|1", "0: back to the pre-resilient path: create every step, then publish"},
 		{SwitchLazyHookResume, "0|1", "0: hook_received written before the queue publish"},
 		{SwitchGuard, "on|off", "world enforces the precondition guard; under it dispatch stays sequential"},
 	}
@@ -238,8 +253,8 @@ func (s SwitchSet) Guard() (on, set bool) {
 // Apply returns f with the set's engine switches applied.
 func (s SwitchSet) Apply(f Features) Features {
 	switch s.Values[SwitchResilientStepDispatch] {
-	case "0": // the whole pre-resilient path: create, then a serial publish loop
-		f.Dispatch, f.PublishLoop = Sequential, Serial
+	case "0": // the pre-resilient path: create every step, then publish
+		f.Dispatch = Sequential
 	case "1":
 		f.Dispatch, f.PublishLoop = Parallel, Concurrent
 	}

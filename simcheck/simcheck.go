@@ -70,7 +70,7 @@ type Config struct {
 	Logs []sim.LogModel
 	// Scenarios default to DefaultScenarios.
 	Scenarios []Scenario
-	// Versions default to engine.Versions().
+	// Versions default to engine.DefaultVersions().
 	Versions []engine.Version
 	// Options are the world options (guard, retry style, visibility timeout).
 	Options world.Options
@@ -110,7 +110,7 @@ func (c Config) withDefaults() Config {
 		c.Scenarios = DefaultScenarios()
 	}
 	if len(c.Versions) == 0 {
-		c.Versions = engine.Versions()
+		c.Versions = engine.DefaultVersions()
 	}
 	c.Options = c.Options.WithDefaults()
 	if c.Latency == nil {

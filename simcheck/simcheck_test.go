@@ -48,7 +48,7 @@ func TestMintOrderedRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ao, mo := model(t, rep, sim.AppendOnly), model(t, rep, sim.MintOrdered)
-	want := 12 * 2 * len(engine.Versions())
+	want := 12 * 2 * len(engine.DefaultVersions())
 	if ao.Total != want || mo.Total != want {
 		t.Fatalf("totals %d and %d, want %d each", ao.Total, mo.Total, want)
 	}

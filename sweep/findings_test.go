@@ -152,23 +152,27 @@ func TestRecoveryDoesNotDependOnTheAttempt(t *testing.T) {
 	}
 }
 
-// TestFindingParallelDispatchWins: under the hand-set cloud-v1 profile at
-// 64 branches, resilient dispatch beats the baseline's
-// create-then-serial-publish by more than 2x, and the kill switch brings
-// resilient back to the baseline. (Under cloud, fitted to the reference's
-// figures, the win is theirs: 1054 vs 1425 ms; calibrate's TestFidelity.)
+// TestFindingParallelDispatchWins: under cloud, the profile fitted to the
+// reference's figures, at 64 branches resilient dispatch beats the
+// baseline's create-then-publish (the reference: 1054 vs 1425 ms, 0.74x),
+// the kill switch brings resilient back to the baseline, and the serial
+// per-step enqueue loop (baseline-serial, the reference's quickjs trace)
+// adds its publishes one after another on top of the baseline.
 func TestFindingParallelDispatchWins(t *testing.T) {
-	p := findingsPlan(t, []string{"baseline", "resilient"}, []string{"none", "resilient-step-dispatch=0"}, []int{64}, 20)
-	p.Profiles = []string{"cloud-v1"}
+	p := findingsPlan(t, []string{"baseline", "baseline-serial", "resilient"}, []string{"none", "resilient-step-dispatch=0"}, []int{64}, 20)
+	p.Profiles = []string{"cloud"}
 	f, _ := runPlan(t, p)
-	base, res, killed := p50(cell(t, f, "baseline", "none", 64)), p50(cell(t, f, "resilient", "none", 64)),
-		p50(cell(t, f, "resilient", "resilient-step-dispatch=0", 64))
-	t.Logf("TTLS p50 at 64 branches: baseline %v, resilient %v, resilient with the kill switch %v", base, res, killed)
-	if res >= base/2 {
-		t.Errorf("resilient TTLS p50 %v is not well below baseline's %v", res, base)
+	base, serial, res, killed := p50(cell(t, f, "baseline", "none", 64)), p50(cell(t, f, "baseline-serial", "none", 64)),
+		p50(cell(t, f, "resilient", "none", 64)), p50(cell(t, f, "resilient", "resilient-step-dispatch=0", 64))
+	t.Logf("TTLS p50 at 64 branches: baseline %v, baseline-serial %v, resilient %v, resilient with the kill switch %v", base, serial, res, killed)
+	if r := float64(res) / float64(base); r > 0.85 {
+		t.Errorf("resilient TTLS p50 %v is %.2fx baseline's %v, want at most 0.85x", res, r, base)
 	}
 	if r := float64(killed) / float64(base); r < 0.9 || r > 1.1 {
 		t.Errorf("resilient with the kill switch: TTLS p50 %v, baseline %v (ratio %.2f, want within 10%%)", killed, base, r)
+	}
+	if serial < base+time.Second {
+		t.Errorf("baseline-serial TTLS p50 %v, baseline %v: the serial loop of 64 publishes should add over a second", serial, base)
 	}
 }
 

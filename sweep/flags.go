@@ -74,7 +74,11 @@ func defaultNote(p *Plan, name string) string {
 	case "branches":
 		d = "20,64,256"
 	case "versions":
-		d = "all"
+		var names []string
+		for _, v := range engine.DefaultVersions() {
+			names = append(names, v.Name)
+		}
+		d = strings.Join(names, ",")
 	case "switches":
 		d = "none,resilient-step-dispatch=0"
 	case "world":
@@ -185,7 +189,7 @@ func (f *Flags) Plan() (*Plan, error) {
 // finish completes a plan whose settings are all given, and validates it.
 func (p *Plan) finish() error {
 	if !p.given("versions") && len(p.Custom) > 0 {
-		p.Versions = append(engine.Versions(), p.Custom...)
+		p.Versions = append(engine.DefaultVersions(), p.Custom...)
 	}
 	if opts, ok := p.Options["branches"]; ok && len(opts) > 0 {
 		// --option branches=... is the same as --branches.

@@ -112,7 +112,7 @@ func DefaultPlan() *Plan {
 		Scenarios:         []ScenarioPlan{{Name: "fanout"}},
 		Targets:           []TargetSpec{{Name: Reference}},
 		Branches:          []int{20, 64, 256},
-		Versions:          engine.Versions(),
+		Versions:          engine.DefaultVersions(),
 		Switches:          []engine.SwitchSet{{}, {Values: map[string]string{engine.SwitchResilientStepDispatch: "0"}}},
 		Worlds:            []string{worlds.Default},
 		Profiles:          []string{"none"},

@@ -73,7 +73,7 @@ func TestCalibrateCheckPublished(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "cloud against examples/published.yaml (sim, seed 1): 13 of 13 fitted figures within ±20%") {
+	if !strings.Contains(r.stdout, "cloud against examples/published.yaml (sim, seed 1): 14 of 14 fitted figures within ±20%") {
 		t.Errorf("output:\n%s", r.stdout)
 	}
 }
@@ -113,8 +113,8 @@ func TestListProfile(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"cloud[deliver.concurrency=32] (builtin)", "log_load", "1.34ms",
-		"deliveries: at most 32 handlers of a consumer at once", "group backend: at most 14 in flight"} {
+	for _, want := range []string{"cloud[deliver.concurrency=32] (builtin)", "log_load", "1.44ms",
+		"deliveries: at most 32 handlers of a consumer at once", "group backend: at most 15 in flight"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("no %q in\n%s", want, r.stdout)
 		}

@@ -32,7 +32,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"sweep", "--world", "nats", "--branches", "4", "--versions", "all", "--switches", "none",
+	args := []string{"sweep", "--world", "nats", "--branches", "4", "--switches", "none",
 		"--reps", "4", "--warmup", "0", "--option", "body=20ms", "--progress", "lines"}
 	const cells = 5
 

@@ -54,7 +54,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		tw.Flush()
 		fmt.Fprintf(w, "      metrics: %s\n", strings.Join(s.Metrics, ", "))
 	}
-	fmt.Fprintln(w, "\nVERSIONS (--versions NAME,...|all; a sweep file can define more as feature sets)")
+	fmt.Fprintln(w, "\nVERSIONS (--versions NAME,...|all; by default a sweep runs all but baseline-serial; a sweep file can define more as feature sets)")
 	for _, v := range engine.Versions() {
 		fmt.Fprintf(tw, "  %s\t%s\n", v.Name, v.Features)
 		fmt.Fprintf(tw, "  \t%s\n", v.Description)

@@ -243,7 +243,7 @@ func TestInterruptAndResume(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	// Five cells of about half a second each (11 runs of a 40 ms body).
-	args := []string{"sweep", "--world", "mem", "--branches", "4", "--versions", "all", "--switches", "none",
+	args := []string{"sweep", "--world", "mem", "--branches", "4", "--switches", "none",
 		"--reps", "10", "--warmup", "1", "--option", "body=40ms", "--progress", "lines", "--grace", "2s"}
 	sweep := startUntil(t, dir, "[1/5]", append(args, "--out", out)...)
 	if err := sweep.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -376,6 +376,7 @@ func startUntil(t *testing.T, dir, prefix string, args ...string) *running {
 			return r
 		}
 	}
+	r.cmd.Wait() // stdout is closed; Wait finishes copying stderr before it is read
 	t.Fatalf("no stdout line starting with %q; stdout %q stderr %q", prefix, r.seen, r.stderr.String())
 	return nil
 }

@@ -22,7 +22,7 @@ func TestNATSDiesMidSweep(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	r := startUntil(t, dir, "[1/5]", "sweep", "--world", "nats", "--nats-url", srv.ClientURL(), "--branches", "4",
-		"--versions", "all", "--switches", "none", "--reps", "5", "--warmup", "0", "--option", "body=30ms",
+		"--switches", "none", "--reps", "5", "--warmup", "0", "--option", "body=30ms",
 		"--cell-timeout", "5s", "--progress", "lines", "--out", out)
 	srv.Shutdown()
 	code, stderr, _ := r.finish(t, 60*time.Second, "the sweep did not stop after the server died")

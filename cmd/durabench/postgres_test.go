@@ -71,7 +71,7 @@ func TestPostgresDiesMidSweep(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	r := startUntil(t, dir, "[1/5]", "sweep", "--world", "postgres", "--postgres-url", srv.URL(), "--branches", "4",
-		"--versions", "all", "--switches", "none", "--reps", "5", "--warmup", "0", "--option", "body=30ms",
+		"--switches", "none", "--reps", "5", "--warmup", "0", "--option", "body=30ms",
 		"--cell-timeout", "5s", "--progress", "lines", "--out", out)
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)

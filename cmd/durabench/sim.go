@@ -25,7 +25,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	first := fs.Int64("first-seed", 1, "first seed")
 	logs := fs.String("log", "mint-ordered,append-only", "log models: mint-ordered, append-only")
 	scen := fs.String("scenario", "", "programs to run, comma-separated (default: all of "+strings.Join(simScenarioNames(), ", ")+")")
-	versions := fs.String("versions", "all", "engine versions, comma-separated, or all")
+	versions := fs.String("versions", "", "engine versions, comma-separated, or all (default: all but baseline-serial)")
 	guard := fs.Bool("guard", false, "the world enforces the precondition guard")
 	retry := fs.String("retry-style", "redeliver", "redeliver or fresh")
 	vt := fs.Duration("visibility-timeout", world.DefaultVisibilityTimeout, "visibility timeout")
@@ -68,7 +68,9 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		}
 		cfg.Scenarios = append(cfg.Scenarios, s)
 	}
-	if *versions != "all" {
+	if *versions == "all" {
+		cfg.Versions = engine.Versions()
+	} else {
 		for _, name := range splitList(*versions) {
 			v, err := engine.LookupVersion(name)
 			if err != nil {
