@@ -37,7 +37,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		}
 	}
 	nInline := 0
-	if stage.Kind == StageSteps && (e.f.InlineBudget == 0 || inv.inlined < e.f.InlineBudget) {
+	if stage.Kind == StageSteps && e.mayInline(inv) {
 		nInline = min(e.f.InlineSteps, len(missing))
 		if e.f.InlineBudget > 0 {
 			nInline = min(nInline, e.f.InlineBudget-inv.inlined)
@@ -72,7 +72,20 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 				}
 				return nil
 			})
-			g.Go(func() error { return e.publishStep(ctx, inv, s, idx, true) })
+			if e.f.PublishLoop != Serial {
+				g.Go(func() error { return e.publishStep(ctx, inv, s, idx, true) })
+			}
+		}
+		if e.f.PublishLoop == Serial {
+			// The messages go out one by one, beside the creates.
+			g.Go(func() error {
+				for _, idx := range queued {
+					if err := e.publishStep(ctx, inv, s, idx, true); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		}
 		if err := g.Wait(); err != nil {
 			return err

@@ -288,7 +288,7 @@ func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
 		e.failRun(ctx, m.run, err)
 		return nil
 	}
-	inv := &invocation{run: m.run, prog: prog}
+	inv := e.newInvocation(m.run, prog)
 	if m.hookToken != "" {
 		// A lazily resumed hook: replay re-ensures hook_received (deduplicated
 		// by the resume id) unless the log it loads already has it.

@@ -81,6 +81,9 @@ type opLog struct {
 	maxPublishing   atomic.Int32
 	stepInputFlagOn atomic.Int32
 	stepMessages    atomic.Int32
+	// slowCreates holds every step_created write that long, so that a
+	// publish made beside the creates is seen before the last of them.
+	slowCreates time.Duration
 }
 
 func (o *opLog) add(op string) {
@@ -90,6 +93,9 @@ func (o *opLog) add(op string) {
 }
 
 func (o *opLog) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	if ev.Kind == world.StepCreated && o.slowCreates > 0 {
+		time.Sleep(o.slowCreates)
+	}
 	res, err := o.World.Append(ctx, run, ev, pre)
 	if err == nil && ev.Kind == world.StepCreated {
 		o.add("create " + ev.Entity)
@@ -237,6 +243,11 @@ func TestEveryVersionCompletesExactlyOnce(t *testing.T) {
 	}
 }
 
+func withSerialLoop(f engine.Features) engine.Features {
+	f.PublishLoop = engine.Serial
+	return f
+}
+
 func TestDispatchPathFollowsVersionSwitchAndGuard(t *testing.T) {
 	resilient, _ := engine.LookupVersion("resilient")
 	baseline, _ := engine.LookupVersion("baseline")
@@ -255,10 +266,11 @@ func TestDispatchPathFollowsVersionSwitchAndGuard(t *testing.T) {
 		{"baseline", baseline.Features, false, false, false},
 		{"baseline-serial", serial.Features, false, false, true},
 		{"baseline-serial+kill-switch", killed.Apply(serial.Features), false, false, true},
+		{"resilient+serial-loop", withSerialLoop(resilient.Features), false, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ol := &opLog{World: mem.New(world.Options{Guard: c.guard})}
+			ol := &opLog{World: mem.New(world.Options{Guard: c.guard}), slowCreates: 10 * time.Millisecond}
 			h := start(t, ol, c.f)
 			p := engine.FanOut(20)
 			h.run(t, "r", p)

@@ -54,7 +54,9 @@ type Features struct {
 	InlineSteps int `json:"inline_steps" yaml:"inline_steps"`
 	// InlineBudget caps the inline steps one orchestrator invocation runs
 	// before it hands the run on through a queue hop (0: no cap). It is what
-	// splits a long sequence's gaps into inline and queue-hop ones.
+	// splits a long sequence's gaps into inline and queue-hop ones. Whatever
+	// the budget, an invocation starts no inline step past half its
+	// delivery's visibility timeout (Engine.newInvocation).
 	InlineBudget int `json:"inline_budget" yaml:"inline_budget"`
 	// LazyHookResume: hook_received write and queue publish in parallel,
 	// deduplicated by resume id.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/durabench/durabench/world"
 )
@@ -140,9 +141,37 @@ type invocation struct {
 	prevStep bool
 	// inlined counts inline steps this invocation ran (InlineBudget).
 	inlined int
+	// inlineUntil is the runtime time after which this invocation starts no
+	// more inline steps (0: no limit); see Engine.newInvocation.
+	inlineUntil time.Duration
 	// ensure is an event the replay must find in the log, or write before it
 	// derives anything (a lazily resumed hook's hook_received).
 	ensure *world.Event
+}
+
+// newInvocation starts an orchestrator activation of run in a task that
+// holds a queue delivery. Inline steps run in that task while its message is
+// invisible to other consumers; past the visibility timeout the queue hands
+// the message to another consumer, and when the first task acks it the
+// second task's failure has nothing left to retry — the run is lost. So an
+// invocation starts inline steps only during the first half of the world's
+// visibility timeout (the reference's engine stops inlining at a deadline
+// margin too); after that the next step goes through the queue and the task
+// acks.
+func (e *Engine) newInvocation(run string, prog *programInfo) *invocation {
+	inv := &invocation{run: run, prog: prog}
+	if vt := e.w.Capabilities().VisibilityTimeout; vt > 0 {
+		inv.inlineUntil = e.rt.Now() + vt/2
+	}
+	return inv
+}
+
+// mayInline reports whether the invocation may start another inline step.
+func (e *Engine) mayInline(inv *invocation) bool {
+	if e.f.InlineBudget > 0 && inv.inlined >= e.f.InlineBudget {
+		return false
+	}
+	return inv.inlineUntil == 0 || e.rt.Now() < inv.inlineUntil
 }
 
 // maxPreconditionRetries bounds the reloads after a guarded write was rejected.

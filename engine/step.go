@@ -67,7 +67,7 @@ func (e *Engine) onStep(ctx context.Context, m *message, d world.Delivery) error
 			return err
 		}
 	}
-	inv := &invocation{run: m.run, prog: prog}
+	inv := e.newInvocation(m.run, prog)
 	last, err := e.execute(ctx, inv, m.stage, m.index, false, d.Attempt)
 	if err != nil || !last {
 		return err
@@ -105,7 +105,7 @@ func (e *Engine) recheck(ctx context.Context, m *message) error {
 		}
 		return err
 	}
-	return e.replay(ctx, &invocation{run: m.run, prog: prog})
+	return e.replay(ctx, e.newInvocation(m.run, prog))
 }
 
 // claim appends step_started.

@@ -154,3 +154,40 @@ func TestRunContextSkew(t *testing.T) {
 		t.Errorf("runcontext skew %v not below resilient-inband's %v", skew["runcontext"], skew["resilient-inband"])
 	}
 }
+
+// TestLongInvocationLosesNoRun: an orchestrator that keeps running inline
+// steps past its delivery's visibility timeout has its message handed to a
+// second consumer; when the first acks it and the second then fails (a
+// transient step_created), nothing is left to retry and the run is lost.
+// Every version stops inlining at half the visibility timeout, so a long
+// sequence under faults and a short timeout completes in every case.
+func TestLongInvocationLosesNoRun(t *testing.T) {
+	none, err := profile.Load("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulty, err := profile.ApplyOverrides(none, "step_created.transient=3%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Explore(context.Background(), Config{
+		Seeds:         10,
+		Logs:          []sim.LogModel{sim.AppendOnly},
+		Scenarios:     []Scenario{{"sequence-60", engine.Sequence(60)}},
+		Versions:      engine.Versions(),
+		Options:       world.Options{VisibilityTimeout: 300 * time.Millisecond},
+		Timeout:       time.Minute, // a run takes ~3 s
+		Wrap:          func(w world.World, seed int64) world.World { return profile.Wrap(w, faulty, seed) },
+		FaultInjected: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Models[0]
+	if m.Total != 10*len(engine.Versions()) {
+		t.Fatalf("%d cases", m.Total)
+	}
+	for _, f := range m.Failures {
+		t.Errorf("%s: %v", f.Case, f.Violations)
+	}
+}

@@ -259,9 +259,18 @@ func (fl *Floor) orchestrate(ctx context.Context, r *floorRun) error {
 	if fl.f.Dispatch == engine.Parallel {
 		for i := range fl.n {
 			wg.Go(func() { create(i) })
-			if i >= nInline {
+			if i >= nInline && fl.f.PublishLoop != engine.Serial {
 				wg.Go(func() { _ = fl.publish(ctx, r, i) })
 			}
+		}
+		if fl.f.PublishLoop == engine.Serial {
+			wg.Go(func() {
+				for i := nInline; i < fl.n; i++ {
+					if fl.publish(ctx, r, i) != nil {
+						return
+					}
+				}
+			})
 		}
 		wg.Wait()
 	} else {
