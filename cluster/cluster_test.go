@@ -392,7 +392,7 @@ func testHooksAndStreams(t *testing.T, url string, replicas int) {
 	}
 	for _, c := range f.Cells {
 		if c.Runs != reps || c.Errors != 0 || c.Stalls != 0 || c.Metrics["ttc"].Count != reps {
-			t.Errorf("%s: runs %d errors %d stalls %d ttc %d", c.Scenario, c.Runs, c.Errors, c.Stalls, c.Metrics["ttc"].Count)
+			t.Errorf("%s: runs %d errors %d stalls %d ttc %d (%v %v)", c.Scenario, c.Runs, c.Errors, c.Stalls, c.Metrics["ttc"].Count, c.FailedRuns, c.StalledRuns)
 		}
 		if !slices.Equal(c.Workers, []string{"w1", "w2"}) {
 			t.Errorf("%s: workers %v", c.Scenario, c.Workers)

@@ -224,7 +224,7 @@ func (w *World) GetRun(ctx context.Context, id string) (world.Run, error) {
 	ctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	rs := w.run(id)
-	last, err := w.lastOnSubject(ctx, w.logStream, rs.subj, w.mustSee(rs.knownSeq.Load()))
+	last, err := w.lastOrAbsent(ctx, w.logStream, rs.subj, w.mustSee(rs.knownSeq.Load()))
 	if err != nil {
 		return world.Run{}, w.err(ctx, op, err)
 	}
@@ -240,6 +240,16 @@ func (w *World) GetRun(ctx context.Context, id string) (world.Run, error) {
 		first, _, _, err := w.directBatch(ctx, w.logStream, rs.subj, 1, 1)
 		if err != nil {
 			return world.Run{}, w.err(ctx, op, err)
+		}
+		if len(first) == 0 && w.cfg.Replicas > 1 {
+			// The last event was there, so this replica lags: ask the leader.
+			m, err := w.leaderNext(ctx, w.logStream, rs.subj, 1)
+			if err != nil {
+				return world.Run{}, w.err(ctx, op, err)
+			}
+			if m != nil {
+				first = [][]byte{m.Data}
+			}
 		}
 		if len(first) == 0 {
 			return world.Run{}, fmt.Errorf("natsworld: %s %q: %w", op, id, world.ErrNotFound)
@@ -531,7 +541,7 @@ func (w *World) HookRun(ctx context.Context, tok string) (string, error) {
 	w.mu.Lock()
 	seq := w.hooks[tok]
 	w.mu.Unlock()
-	m, err := w.lastOnSubject(ctx, w.logStream, w.subjHook+token(tok), w.mustSee(seq))
+	m, err := w.lastOrAbsent(ctx, w.logStream, w.subjHook+token(tok), w.mustSee(seq))
 	if err != nil {
 		return "", w.err(ctx, op, err)
 	}

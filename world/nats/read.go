@@ -184,6 +184,19 @@ func (w *World) leaderGet(ctx context.Context, stream string, req []byte) (*stor
 	return &storedMsg{Seq: resp.Message.Seq, Data: resp.Message.Data}, nil
 }
 
+// lastOrAbsent is lastOnSubject for a read whose "none" makes the caller
+// drop work (a run or a hook that does not exist). On a replicated stream a
+// direct get may be answered by a replica that has not yet stored what
+// another process wrote, and this process's own writes (atLeast) cannot
+// tell; so a miss there is asked again of the leader.
+func (w *World) lastOrAbsent(ctx context.Context, stream, subj string, atLeast uint64) (*storedMsg, error) {
+	m, err := w.lastOnSubject(ctx, stream, subj, atLeast)
+	if err != nil || m != nil || w.cfg.Replicas <= 1 {
+		return m, err
+	}
+	return w.leaderLast(ctx, stream, subj)
+}
+
 // lastOnSubject returns the last message on subj (nil when there is none),
 // through a direct get, falling back to the leader when the answer is older
 // than atLeast.
