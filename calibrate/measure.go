@@ -78,7 +78,7 @@ func (c *Cell) plan(t *Table, prof string, seed int64) (*sweep.Plan, error) {
 	}
 	p.Scenarios = []sweep.ScenarioPlan{sp}
 	p.Branches = nil
-	v, err := engine.LookupVersion(c.Version)
+	v, err := t.version(c.Version)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,8 @@ func ReadFile(path string) (*Table, error) {
 //	  - scenario: fanout            # default fanout
 //	    branches: 64                # the branches option
 //	    options: {body: 0s}         # other scenario options
-//	    version: resilient          # a built-in engine version
+//	    version: resilient          # a built-in engine version, or one of
+//	                                # custom_versions: (as in a sweep file)
 //	    switches: none              # a kill-switch set (default none)
 //	    retry_style: fresh          # world retry semantics (default redeliver)
 //	    visibility_timeout: 300s    # (default 30s)
@@ -150,9 +151,11 @@ func (p *tableParser) duration(n *yaml.Node, field string) time.Duration {
 }
 
 func (p *tableParser) table(t *Table, root *yaml.Node) {
-	var cells *yaml.Node
-	p.each(root, "", []string{"profile", "description", "reps", "warmup", "cells"}, func(key string, k, v *yaml.Node) {
+	var cells, custom *yaml.Node
+	p.each(root, "", []string{"profile", "description", "reps", "warmup", "custom_versions", "cells"}, func(key string, k, v *yaml.Node) {
 		switch key {
+		case "custom_versions":
+			custom = v
 		case "profile":
 			if s, ok := p.scalar(v, key); ok {
 				if s == "" || strings.ContainsAny(s, " \t,=/") {
@@ -173,6 +176,14 @@ func (p *tableParser) table(t *Table, root *yaml.Node) {
 	if p.err != nil {
 		return
 	}
+	if custom != nil {
+		vs, err := sweep.DecodeCustomVersions(p.file, custom)
+		if err != nil {
+			p.err = err
+			return
+		}
+		t.Custom = vs
+	}
 	if cells == nil || cells.Kind != yaml.SequenceNode || len(cells.Content) == 0 {
 		n := root
 		if cells != nil {
@@ -182,7 +193,7 @@ func (p *tableParser) table(t *Table, root *yaml.Node) {
 		return
 	}
 	for i, n := range cells.Content {
-		c := p.cell(n, fmt.Sprintf("cells[%d]", i))
+		c := p.cell(t, n, fmt.Sprintf("cells[%d]", i))
 		if p.err != nil {
 			return
 		}
@@ -193,7 +204,7 @@ func (p *tableParser) table(t *Table, root *yaml.Node) {
 var cellFields = []string{"scenario", "branches", "options", "version", "switches", "retry_style",
 	"visibility_timeout", "reps", "warmup", "note", "metrics"}
 
-func (p *tableParser) cell(n *yaml.Node, field string) Cell {
+func (p *tableParser) cell(t *Table, n *yaml.Node, field string) Cell {
 	c := Cell{Line: n.Line, Scenario: "fanout", Options: map[string]string{}, Switches: "none", Warmup: unset}
 	var opts []*yaml.Node // key, value pairs: checked once the scenario is known
 	var metricsNode, versionNode *yaml.Node
@@ -267,11 +278,11 @@ func (p *tableParser) cell(n *yaml.Node, field string) Cell {
 		c.Options[k.Value] = val
 	}
 	if versionNode == nil {
-		p.fail(n, field+".version", "missing (a built-in version: %s)", versionNames())
+		p.fail(n, field+".version", "missing (known: %s)", versionNames(t))
 		return c
 	}
-	if _, err := engine.LookupVersion(c.Version); err != nil {
-		p.fail(versionNode, field+".version", "%v", err)
+	if _, err := t.version(c.Version); err != nil {
+		p.fail(versionNode, field+".version", "unknown version %q (known: %s)", c.Version, versionNames(t))
 		return c
 	}
 	if metricsNode == nil {
@@ -366,9 +377,11 @@ func (p *tableParser) figure(metric, stat string, k, v *yaml.Node, field string)
 	return f
 }
 
-func versionNames() string {
+// versionNames lists the versions a cell may name: the built-in ones, then
+// the table's own.
+func versionNames(t *Table) string {
 	var n []string
-	for _, v := range engine.Versions() {
+	for _, v := range append(engine.Versions(), t.Custom...) {
 		n = append(n, v.Name)
 	}
 	return strings.Join(n, ", ")

@@ -1,13 +1,16 @@
 package calibrate
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/sweep"
 	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/profile"
 )
 
 // TestParsePublished: the shipped table reads, with its defaults and
@@ -72,7 +75,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"empty", "", "t.yaml: the file is empty"},
 		{"syntax", "cells: [", "t.yaml: malformed YAML"},
-		{"unknown top", "profil: p\n", "t.yaml:1: profil: unknown field (known: profile, description, reps, warmup, cells)"},
+		{"unknown top", "profil: p\n", "t.yaml:1: profil: unknown field (known: profile, description, reps, warmup, custom_versions, cells)"},
 		{"no cells", "profile: p\n", "t.yaml:1: cells: want a list of observed cells"},
 		{"bad name", "profile: a b\ncells: []\n", "t.yaml:1: profile: \"a b\" must be a name"},
 		{"reps", "reps: 0\ncells: []\n", "t.yaml:1: reps: \"0\" is not a whole number >= 1"},
@@ -109,6 +112,64 @@ func TestParseErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// TestCustomVersions: a table defines its own versions as a sweep file does
+// (custom_versions:), a cell names one, and its features are what is
+// measured: the same dispatch with the serial publish loop takes one publish
+// per queued step where the concurrent one takes about one.
+func TestCustomVersions(t *testing.T) {
+	const table = `profile: p
+reps: 4
+warmup: 0
+custom_versions:
+  - name: resilient-serial
+    base: resilient
+    features: {publish_loop: serial}
+cells:
+  - version: resilient
+    branches: 17
+    metrics: {dispatch.publish: {p50: 1s}}
+  - version: resilient-serial
+    branches: 17
+    metrics: {dispatch.publish: {p50: 1s}}
+`
+	tab, err := Parse("t.yaml", []byte(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Custom) != 1 || tab.Custom[0].Features.PublishLoop != engine.Serial || tab.Cells[1].Version != "resilient-serial" {
+		t.Fatalf("custom %+v, cells %+v", tab.Custom, tab.Cells)
+	}
+	prof, err := profile.Parse("p.yaml", []byte("name: p\nops:\n  default: {latency: 1ms}\n  publish: {latency: 10ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Check(context.Background(), tab, prof, "p", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	concurrent, serial := time.Duration(res.Fitted[0][0]), time.Duration(res.Fitted[1][0])
+	t.Logf("dispatch.publish p50 of 16 queued steps at 10 ms a publish: concurrent %v, serial %v", concurrent, serial)
+	if concurrent > 20*time.Millisecond || serial < 150*time.Millisecond {
+		t.Errorf("concurrent %v (want about 10 ms), serial %v (want about 160 ms)", concurrent, serial)
+	}
+
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown name", "profile: p\ncells:\n  - version: resilient-serial\n    metrics: {ttls: {p50: 1s}}\n",
+			`t.yaml:3: cells[0].version: unknown version "resilient-serial" (known: baseline`},
+		{"built-in name", "profile: p\ncustom_versions:\n  - {name: baseline, base: resilient}\ncells:\n  - version: baseline\n    metrics: {ttls: {p50: 1s}}\n",
+			`t.yaml:3: custom_versions.name: "baseline" is a built-in version`},
+		{"bad feature", "profile: p\ncustom_versions:\n  - {name: x, base: resilient, features: {publish_loop: sometimes}}\ncells:\n  - version: x\n    metrics: {ttls: {p50: 1s}}\n",
+			`t.yaml:3: custom_versions`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tc.yaml))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, sweep.ErrInvalid) {
+				t.Errorf("error %v, want prefix %q and sweep.ErrInvalid", err, tc.want)
 			}
 		})
 	}

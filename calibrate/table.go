@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/world"
 )
 
@@ -34,7 +35,20 @@ type Table struct {
 	Description string
 	// Reps and Warmup are the default measured and warm-up runs per cell.
 	Reps, Warmup int
-	Cells        []Cell
+	// Custom are the table's own versions (custom_versions:, as in a sweep
+	// file), which cells may name besides the built-in ones.
+	Custom []engine.Version
+	Cells  []Cell
+}
+
+// version returns the custom or built-in version with that name.
+func (t *Table) version(name string) (engine.Version, error) {
+	for _, v := range t.Custom {
+		if v.Name == name {
+			return v, nil
+		}
+	}
+	return engine.LookupVersion(name)
 }
 
 // Cell is one observed cell: the conditions of a measurement and its
@@ -46,7 +60,8 @@ type Cell struct {
 	// ("branches": "64").
 	Scenario string
 	Options  map[string]string
-	// Version is a built-in engine version; Switches a kill-switch set
+	// Version is a built-in engine version or one of the table's custom
+	// versions; Switches a kill-switch set
 	// ("none", "resilient-step-dispatch=0").
 	Version  string
 	Switches string

@@ -407,6 +407,17 @@ func featureKinds() map[string]reflect.Kind {
 	return out
 }
 
+// DecodeCustomVersions reads a custom_versions list as a sweep file holds
+// it (name, base, description, features), for other files that take one;
+// errors name file, line and field, as a sweep file's do.
+func DecodeCustomVersions(file string, v *yaml.Node) ([]engine.Version, error) {
+	var p Plan
+	if err := p.decodeCustom(file, v); err != nil {
+		return nil, err
+	}
+	return p.Custom, nil
+}
+
 // decodeCustom reads custom versions: a name, an optional built-in base
 // whose features it starts from, a description and feature overrides.
 func (p *Plan) decodeCustom(file string, v *yaml.Node) error {
