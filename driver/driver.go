@@ -265,27 +265,31 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	var doneCount int
 	var phaseOver bool
 	var doneMu sync.Mutex
+	// onDone reports the run, then counts it done: counted first, the last
+	// run could end the phase (and the cell) before its report went out,
+	// and a progress consumer (the live metrics) lost it.
 	onDone := func(id string) {
-		st.finishOne(rt)
-		if d.cfg.OnRun != nil {
-			doneMu.Lock()
-			if phaseOver {
-				// A run given up at the timeout that finishes late must
-				// not count towards the next phase or cell.
-				doneMu.Unlock()
-				return
-			}
-			doneCount++
-			p := CellProgress{Warmup: warmup, Done: doneCount, Total: n}
-			doneMu.Unlock()
-			st.mu.Lock()
-			p.Started = st.started
-			st.mu.Unlock()
-			if tl, ok := d.rec.Snapshot(id, rt.Now()); ok {
-				p.Run = &tl
-			}
-			d.cfg.OnRun(p)
+		defer st.finishOne(rt)
+		if d.cfg.OnRun == nil {
+			return
 		}
+		doneMu.Lock()
+		if phaseOver {
+			// A run given up at the timeout that finishes late must
+			// not count towards the next phase or cell.
+			doneMu.Unlock()
+			return
+		}
+		doneCount++
+		p := CellProgress{Warmup: warmup, Done: doneCount, Total: n}
+		doneMu.Unlock()
+		st.mu.Lock()
+		p.Started = st.started
+		st.mu.Unlock()
+		if tl, ok := d.rec.Snapshot(id, rt.Now()); ok {
+			p.Run = &tl
+		}
+		d.cfg.OnRun(p)
 	}
 	steps := d.cfg.Program.StepCount()
 	epoch := rt.Now()
