@@ -78,14 +78,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		}
 		if e.f.PublishLoop == Serial {
 			// The messages go out one by one, beside the creates.
-			g.Go(func() error {
-				for _, idx := range queued {
-					if err := e.publishStep(ctx, inv, s, idx, true); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+			g.Go(func() error { return e.publishAll(ctx, inv, s, queued, true) })
 		}
 		if err := g.Wait(); err != nil {
 			return err
@@ -94,7 +87,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		if err := e.createSequential(ctx, inv, s, missing, guard, owned); err != nil {
 			return err
 		}
-		if err := e.publishAll(ctx, inv, s, queued); err != nil {
+		if err := e.publishAll(ctx, inv, s, queued, false); err != nil {
 			return err
 		}
 	}
@@ -153,10 +146,10 @@ func (e *Engine) createSequential(ctx context.Context, inv *invocation, s int, m
 
 // publishAll publishes the queued steps' messages: in a serial loop (the
 // reference's per-step enqueue loop) or all at once.
-func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued []int) error {
+func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued []int, withInput bool) error {
 	if e.f.PublishLoop == Serial {
 		for _, idx := range queued {
-			if err := e.publishStep(ctx, inv, s, idx, false); err != nil {
+			if err := e.publishStep(ctx, inv, s, idx, withInput); err != nil {
 				return err
 			}
 		}
@@ -164,7 +157,7 @@ func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued 
 	}
 	g := e.rt.NewGroup()
 	for _, idx := range queued {
-		g.Go(func() error { return e.publishStep(ctx, inv, s, idx, false) })
+		g.Go(func() error { return e.publishStep(ctx, inv, s, idx, withInput) })
 	}
 	return g.Wait()
 }

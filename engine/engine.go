@@ -47,6 +47,9 @@ type Engine struct {
 	f   Features // effective features (after the world's guard)
 	obs Observer
 	sub world.Subscription
+	// inlineWindow is how long after its start an invocation may begin an
+	// inline step: half the world's visibility timeout (0: no limit).
+	inlineWindow time.Duration
 
 	// programs caches decoded programs by run, so a consumer that skips the
 	// runs.get (run context) still knows what to execute.
@@ -156,8 +159,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
+	caps := cfg.World.Capabilities()
 	return &Engine{cfg: cfg, w: cfg.World, rt: cfg.World.Runtime(),
-		f: Effective(cfg.Features, cfg.World.Capabilities()), obs: cfg.Observer,
+		f: Effective(cfg.Features, caps), obs: cfg.Observer, inlineWindow: caps.VisibilityTimeout / 2,
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15)),
 		end: endings{seed: maphash.MakeSeed()}}, nil
 }

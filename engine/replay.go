@@ -160,8 +160,8 @@ type invocation struct {
 // acks.
 func (e *Engine) newInvocation(run string, prog *programInfo) *invocation {
 	inv := &invocation{run: run, prog: prog}
-	if vt := e.w.Capabilities().VisibilityTimeout; vt > 0 {
-		inv.inlineUntil = e.rt.Now() + vt/2
+	if e.inlineWindow > 0 {
+		inv.inlineUntil = e.rt.Now() + e.inlineWindow
 	}
 	return inv
 }

@@ -25,20 +25,27 @@ func versions(t *testing.T, names ...string) []engine.Version {
 	return out
 }
 
+// faults is the bare profile with overrides (only faults, no latency).
+func faults(t *testing.T, overrides string) *profile.Profile {
+	t.Helper()
+	none, err := profile.Load("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.ApplyOverrides(none, overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestFreshRetryStall reproduces the reference's 300 s stall in virtual
 // time: with transient step_created failures and a queue that retries with a
 // fresh message (attempt back to 1), the "resilient" version re-ensures a
 // missing step only on attempt > 1, so its recovery waits for the visibility
 // timeout; "resilient-inband" recovers in the same delivery.
 func TestFreshRetryStall(t *testing.T) {
-	none, err := profile.Load("none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	faulty, err := profile.ApplyOverrides(none, "step_created.transient=20%")
-	if err != nil {
-		t.Fatal(err)
-	}
+	faulty := faults(t, "step_created.transient=20%")
 	const vt = 300 * time.Second
 	sc, _ := LookupScenario("fanout-8")
 	rep, err := Explore(context.Background(), Config{
@@ -162,14 +169,7 @@ func TestRunContextSkew(t *testing.T) {
 // Every version stops inlining at half the visibility timeout, so a long
 // sequence under faults and a short timeout completes in every case.
 func TestLongInvocationLosesNoRun(t *testing.T) {
-	none, err := profile.Load("none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	faulty, err := profile.ApplyOverrides(none, "step_created.transient=3%")
-	if err != nil {
-		t.Fatal(err)
-	}
+	faulty := faults(t, "step_created.transient=3%")
 	rep, err := Explore(context.Background(), Config{
 		Seeds:         10,
 		Logs:          []sim.LogModel{sim.AppendOnly},

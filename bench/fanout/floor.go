@@ -255,40 +255,41 @@ func (fl *Floor) orchestrate(ctx context.Context, r *floorRun) error {
 			owned[i] = err == nil && !res.Duplicate
 		}
 	}
-	var wg sync.WaitGroup
-	if fl.f.Dispatch == engine.Parallel {
-		for i := range fl.n {
-			wg.Go(func() { create(i) })
-			if i >= nInline && fl.f.PublishLoop != engine.Serial {
-				wg.Go(func() { _ = fl.publish(ctx, r, i) })
-			}
-		}
-		if fl.f.PublishLoop == engine.Serial {
-			wg.Go(func() {
-				for i := nInline; i < fl.n; i++ {
-					if fl.publish(ctx, r, i) != nil {
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-	} else {
-		for i := range fl.n {
-			wg.Go(func() { create(i) })
-		}
-		wg.Wait()
+	// publishQueued publishes the queued steps' messages in the version's
+	// loop, as the engine's publishAll does.
+	publishQueued := func() error {
 		if fl.f.PublishLoop == engine.Serial {
 			for i := nInline; i < fl.n; i++ {
 				if err := fl.publish(ctx, r, i); err != nil {
 					return err
 				}
 			}
-		} else {
-			for i := nInline; i < fl.n; i++ {
-				wg.Go(func() { _ = fl.publish(ctx, r, i) })
-			}
-			wg.Wait()
+			return nil
+		}
+		var pub sync.WaitGroup
+		for i := nInline; i < fl.n; i++ {
+			pub.Go(func() { _ = fl.publish(ctx, r, i) })
+		}
+		pub.Wait()
+		return nil
+	}
+	parallel := fl.f.Dispatch == engine.Parallel
+	var wg sync.WaitGroup
+	for i := range fl.n {
+		wg.Go(func() { create(i) })
+		if parallel && i >= nInline && fl.f.PublishLoop != engine.Serial {
+			wg.Go(func() { _ = fl.publish(ctx, r, i) })
+		}
+	}
+	if parallel {
+		if fl.f.PublishLoop == engine.Serial {
+			wg.Go(func() { _ = publishQueued() })
+		}
+		wg.Wait()
+	} else {
+		wg.Wait()
+		if err := publishQueued(); err != nil {
+			return err
 		}
 	}
 	for i := range nInline {
