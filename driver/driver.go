@@ -58,6 +58,11 @@ type Config struct {
 	// and resumes hooks through it and hosts no engine (see Target). The
 	// World then only supplies the driver's clock.
 	Target Target
+	// CoarsePacing turns precise waiting off: the driver sleeps on the
+	// world's runtime until each run's schedule, which on Linux returns
+	// about 1 ms late for any sleep under 1 ms (see Calibration). It exists
+	// to measure what precise pacing costs.
+	CoarsePacing bool
 	// OnRun, when set, is called after every run finished (warm-ups too),
 	// from the engine's task, and at the end of each phase once per run it
 	// gave up (unfinished at the timeout): it must not block.
@@ -131,7 +136,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer starter.stop()
 
-	d := &cellRun{cfg: cfg, rt: cfg.World.Runtime(), rec: rec, eng: starter.runs, runCtx: runCtx}
+	rt := cfg.World.Runtime()
+	precise := !cfg.CoarsePacing && !cfg.World.Capabilities().VirtualTime
+	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, runCtx: runCtx, wait: newWaiter(rt, precise)}
 	res := &Result{}
 	if cfg.Warmup > 0 {
 		w := d.phase(ctx, "w", cfg.Warmup, true)
@@ -212,6 +219,7 @@ type cellRun struct {
 		StartRun(ctx context.Context, id string, p engine.Program) error
 	}
 	runCtx context.Context
+	wait   waiter
 }
 
 // phaseState is shared between the pacing task, the runs' completion
@@ -325,7 +333,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 					continue
 				}
 				if at > now {
-					_ = rt.Sleep(paceCtx, min(at-now, timeout-now))
+					d.wait.until(paceCtx, epoch+min(at, timeout))
 					continue
 				}
 				break

@@ -111,3 +111,32 @@ func TestOpenLoopSeesStall(t *testing.T) {
 		}
 	}
 }
+
+// TestPreciseWait: a precise wait never returns before its time (a run
+// started early would have negative lag), whether the wait is shorter than
+// the spin window, within the coarse sleep's reach or long; cancelling
+// its context ends a long wait at once.
+func TestPreciseWait(t *testing.T) {
+	c := Calibrate()
+	if c.Sleep != "nanosleep" && c.Sleep != "time.Sleep" || c.SpinWindow < minSpinWindow || c.SpinWindow > maxSpinWindow {
+		t.Fatalf("calibration %+v", c)
+	}
+	rt := world.NewReal()
+	w := newWaiter(rt, true)
+	for _, d := range []time.Duration{0, c.SpinWindow / 2, 2 * c.SpinWindow, time.Millisecond, 3 * coarseStretch} {
+		for range 5 {
+			at := rt.Now() + d
+			w.until(context.Background(), at)
+			if now := rt.Now(); now < at {
+				t.Errorf("wait of %v returned %v early", d, at-now)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := rt.Now()
+	w.until(ctx, start+time.Minute)
+	if took := rt.Now() - start; took > 10*time.Second {
+		t.Errorf("a cancelled wait took %v", took)
+	}
+}

@@ -46,6 +46,23 @@ type Host struct {
 	Arch     string `json:"arch,omitempty"`
 	Go       string `json:"go"`
 	Hostname string `json:"hostname,omitempty"`
+	// Pacer is how precisely the driver's process could sleep, measured
+	// when it started (real-time sweeps only; see driver.Calibration).
+	Pacer *PacerCalibration `json:"pacer,omitempty"`
+}
+
+// PacerCalibration is the sleep calibration an open-paced driver waits
+// with: a coarse sleep, then spinning for SpinWindowUS before each run's
+// schedule.
+type PacerCalibration struct {
+	// Sleep is the coarse sleep: "nanosleep" or "time.Sleep".
+	Sleep string `json:"sleep"`
+	// OvershootP50US and OvershootP90US are how late it returned.
+	OvershootP50US float64 `json:"overshoot_p50_us"`
+	OvershootP90US float64 `json:"overshoot_p90_us"`
+	// GoSleepOvershootP50US is time.Sleep's median overshoot.
+	GoSleepOvershootP50US float64 `json:"go_sleep_overshoot_p50_us"`
+	SpinWindowUS          float64 `json:"spin_window_us"`
 }
 
 // Plan is the sweep plan as run: the matrix and every setting that shapes the

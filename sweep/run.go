@@ -129,6 +129,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	f := results.NewFile(ctx, p.resultsPlan(), time.Now())
 	// Virtual figures only when every cell's clock is virtual.
 	f.VirtualTime = !slices.ContainsFunc(cells, func(c CellPlan) bool { return !c.World.VirtualTime })
+	if !f.VirtualTime {
+		f.Host.Pacer = driver.Calibrate().Record()
+	}
 	out := &Outcome{File: f, ResultsPath: filepath.Join(cfg.Out, ResultsName)}
 	for _, name := range p.Worlds {
 		if k, err := worlds.Lookup(name); err == nil && k.Kept != nil {
