@@ -242,13 +242,22 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	sb.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
 	rows := 0
 	omitted := 0
-	for _, name := range orderedMetrics(g.Cells) {
+	names := orderedMetrics(g.Cells)
+	if hasDriverLag(g.Cells) {
+		// Driver lag goes next to TTFS (first when there is none).
+		at := slices.Index(names, "ttfs") + 1
+		names = slices.Insert(slices.Clone(names), at, driverLagRow)
+	}
+	for _, name := range names {
 		if tableSkip[name] {
 			continue
 		}
 		first := true
 		for _, c := range g.Cells {
 			mt, ok := c.Metrics[name]
+			if name == driverLagRow && c.DriverLag != nil {
+				mt, ok = *c.DriverLag, true
+			}
 			if !ok {
 				continue
 			}
@@ -267,6 +276,12 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	}
 	if omitted > 0 {
 		fmt.Fprintf(sb, "\n_%d more row(s) left out to fit the comment; see the uploaded results._\n", omitted)
+	}
+	if ws := lagWarnings(g.Cells, m.lab); len(ws) > 0 {
+		sb.WriteString("\n")
+		for _, w := range ws {
+			sb.WriteString("⚠ " + w + ".  \n")
+		}
 	}
 	m.incidents(sb, g, d)
 	m.slopes(sb, g)
@@ -646,6 +661,9 @@ func (m *markdown) footer(sb *strings.Builder) {
 		for name := range c.Metrics {
 			present[name] = true
 		}
+		if c.DriverLag != nil && c.DriverLag.Count > 0 {
+			present[driverLagRow] = true
+		}
 	}
 	for _, d := range metrics.Definitions {
 		if present[d.Name] {
@@ -670,6 +688,9 @@ func (m *markdown) footer(sb *strings.Builder) {
 		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, stats.Alpha)
 	if t := m.targetsLine(); t != "" {
 		sb.WriteString(t + "\n\n")
+	}
+	if present[driverLagRow] {
+		fmt.Fprintf(sb, "⚠ under a scenario's table: a cell whose driver lag p99 is over %.0f%% of its TTFS p50 (open pacing charges lag to the engine).\n\n", 100*DriverLagShare)
 	}
 	sb.WriteString("</details>\n")
 }

@@ -14,9 +14,11 @@ import (
 
 // Text writes a compact terminal table per scenario: for each cell its runs,
 // the p50/p90/p99/max of the scenario's headline metric (TTLS for fan-outs),
-// the p50 and p99 of TTFS, and its stalls and errors (and its world
+// the p50 and p99 of TTFS, those of driver lag (open pacing), and its
+// stalls and errors (and its world
 // incidents, in a column of their own when any cell of the scenario had
-// some). With a baseline of
+// some). A cell whose driver lag p99 is over DriverLagShare of its TTFS
+// p50 gets a warning line under the table. With a baseline of
 // the same methodology, the headline p50 carries its change against the
 // baseline's matching cell.
 func Text(w io.Writer, f *results.File, opt Options) error {
@@ -61,6 +63,10 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		if hasTTFS && head != "ttfs" {
 			cols = append(cols, "TTFS p50", "p99")
 		}
+		hasLag := hasDriverLag(g.Cells)
+		if hasLag {
+			cols = append(cols, "lag p50", "p99")
+		}
 		cols = append(cols, "stalls", "errors")
 		hasIncidents := false
 		for _, c := range g.Cells {
@@ -94,6 +100,13 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 					row = append(row, "-", "-")
 				}
 			}
+			if hasLag {
+				if m := c.DriverLag; m != nil && m.Count > 0 {
+					row = append(row, fmtUS(m.P50), fmtUS(m.P99))
+				} else {
+					row = append(row, "-", "-")
+				}
+			}
 			row = append(row, strconv.Itoa(c.Stalls), strconv.Itoa(c.Errors))
 			if hasIncidents {
 				n := int64(0)
@@ -106,6 +119,9 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, l := range lagWarnings(g.Cells, lab) {
+			fmt.Fprintln(ew, "  warning: "+l)
 		}
 	}
 	return ew.err

@@ -1,0 +1,67 @@
+package reporters
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/results"
+)
+
+// openPacedFile is a single-step sweep paced open at 5,000 runs/s: one
+// cell whose driver kept to its schedule (lag p99 2 µs against a TTFS p50
+// of 60 µs) and one whose driver fell behind (lag p99 900 µs).
+func openPacedFile() *results.File {
+	f := &results.File{Schema: results.Schema, Methodology: results.Methodology, DurabenchVersion: "v0.1.0",
+		StartedAt: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC),
+		Host:      results.Host{CPUs: 2, OS: "linux", Go: "go1.26.8"},
+		Plan: results.Plan{Scenarios: []string{"step"}, Switches: []string{"none"}, Worlds: []string{"mem"},
+			Profiles: []string{"none"}, Reps: 100, Pace: "open", Rate: 5000, CellTimeoutMS: 60_000}}
+	for _, v := range []struct {
+		version string
+		lag     int64
+	}{{"resilient", 2}, {"pending-count", 900}} {
+		f.Plan.Versions = append(f.Plan.Versions, results.VersionSpec{Name: v.version, Features: map[string]any{}})
+		ttfs, lag := make([]int64, 100), make([]int64, 100)
+		for i := range ttfs {
+			ttfs[i], lag[i] = 60+int64(i%5), 1
+		}
+		lag[98], lag[99] = v.lag, v.lag
+		lm := metricOf(lag)
+		f.Cells = append(f.Cells, results.Cell{Scenario: "step", Version: v.version, Switches: []string{}, World: "mem",
+			Profile: "none", Runs: 100, Metrics: map[string]results.Metric{"ttfs": metricOf(ttfs), "ttc": metricOf(ttfs)},
+			DriverLag: &lm})
+	}
+	return f
+}
+
+// TestDriverLagInReports: an open-paced cell's driver lag stands next to
+// its TTFS in the text and markdown reports, and only the cell whose lag
+// p99 is over DriverLagShare of its TTFS p50 is warned about.
+func TestDriverLagInReports(t *testing.T) {
+	f := openPacedFile()
+	var txt, md bytes.Buffer
+	if err := Text(&txt, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("text:\n%s", txt.String())
+	for _, out := range []string{txt.String(), md.String()} {
+		if n := strings.Count(out, "driver lag p99 900.0µs is over 10% of TTFS p50 62.00µs"); n != 1 {
+			t.Errorf("%d warnings about the lagging cell, want 1:\n%s", n, out)
+		}
+		if strings.Count(out, ": driver lag p99 ") != 1 {
+			t.Errorf("the cell that kept its schedule is warned about:\n%s", out)
+		}
+	}
+	if !strings.Contains(txt.String(), "TTFS p50      p99  lag p50      p99") {
+		t.Errorf("text report: no lag columns after TTFS:\n%s", txt.String())
+	}
+	ttfs, lag := strings.Index(md.String(), "| **TTFS** |"), strings.Index(md.String(), "| **driver lag** |")
+	if ttfs < 0 || lag < ttfs || strings.Count(md.String()[ttfs:lag], "| **") > 1 {
+		t.Errorf("markdown report: driver lag rows do not follow TTFS:\n%s", md.String())
+	}
+}
