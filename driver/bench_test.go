@@ -150,6 +150,7 @@ func BenchmarkCapacityInProcess(b *testing.B) {
 	b.ReportMetric(us(e.lagP50), "lag-p50-us")
 	b.ReportMetric(us(e.lagP99), "lag-p99-us")
 	b.ReportMetric(100*e.cpuShare, "cpu-%")
+	b.ReportMetric(us(n.lagP99), "null-lag-p99-us")
 	b.ReportMetric(0, "ns/op")
 }
 

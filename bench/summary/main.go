@@ -105,9 +105,50 @@ var rules = []rule{
 	// engine on embedded NATS, directly and through the protocol.
 	{regexp.MustCompile(`^ProtocolOverhead/`), "protocol-ttls-p50-us", "direct-ttls-p50-us", "protocol/direct", "ratio ≤ 1.1",
 		[]check{{"protocol/direct", "<=", 1.1}}, nil},
+	// The driver (issue 30): open pacing's lag, precise against coarse
+	// (sleeping on the runtime) in the same run, against a null engine
+	// and the built-in engine on mem; and how many runs/s one driver
+	// sustains in process against the same driver on a null engine.
+	{regexp.MustCompile(`^Pacer/(null|mem)/rate=(500|5000)$`), "lag-p99-us", "coarse-lag-p99-us", "precise/coarse", "lag p50 ≤ 25 µs, p99 ≤ 300 µs",
+		[]check{{"lag-p50-us", "<=", 25}, {"lag-p99-us", "<=", 300}}, nil},
+	{regexp.MustCompile(`^Pacer/`), "lag-p99-us", "coarse-lag-p99-us", "precise/coarse", "", nil, nil},
+	{regexp.MustCompile(`^CapacityInProcess$`), "runs/s", "null-runs/s", "engine/null", "driver ≥ 47,500 runs/s (95% of 50,000)",
+		[]check{{"null-runs/s", ">=", 47500}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
 		[]check{{"ns/op", "<", 1e9}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/`), "ns/op", "", "", "", nil, nil},
+}
+
+// details are figures shown after a benchmark's name, "label value", for
+// the benchmarks whose name matches (the first match wins).
+var details = []struct {
+	name  *regexp.Regexp
+	parts []part
+}{
+	{regexp.MustCompile(`^Pacer/`), []part{{"lag-p50-us", "p50"}, {"coarse-lag-p50-us", "coarse p50"},
+		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}}},
+	{regexp.MustCompile(`^CapacityInProcess$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
+		{"cpu-%", "CPU"}, {"null-lag-p99-us", "null lag p99"}}},
+}
+
+// detailText is "(label value, …)" for b's details, "" for none.
+func detailText(b *bench) string {
+	for _, d := range details {
+		if !d.name.MatchString(b.name) {
+			continue
+		}
+		var fs []string
+		for _, p := range d.parts {
+			if v, ok := median(b.values[p.unit]); ok {
+				fs = append(fs, p.label+" "+format(p.unit, v))
+			}
+		}
+		if len(fs) > 0 {
+			return " (" + strings.Join(fs, ", ") + ")"
+		}
+		return ""
+	}
+	return ""
 }
 
 // bench is every result of one benchmark name: unit -> values, one per
@@ -272,7 +313,7 @@ func render(w io.Writer, benches []*bench, header string) (missed int) {
 				missed++
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", b.name, format(r.value, val), floorCell, ratioCell, r.target, okCell)
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s |\n", b.name, detailText(b), format(r.value, val), floorCell, ratioCell, r.target, okCell)
 	}
 	fmt.Fprintf(w, "\n%d of %d targets met", checked-missed, checked)
 	if skipped > 0 {
@@ -335,8 +376,10 @@ func format(unit string, v float64) string {
 		return duration(time.Duration(v))
 	case strings.HasSuffix(unit, "-us"):
 		return duration(time.Duration(v * float64(time.Microsecond)))
-	case unit == "runs/s":
+	case strings.HasSuffix(unit, "runs/s"):
 		return fmt.Sprintf("%.0f runs/s", v)
+	case strings.HasSuffix(unit, "cpu-%"):
+		return fmt.Sprintf("%.0f%%", v)
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
 }

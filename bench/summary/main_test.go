@@ -21,6 +21,7 @@ BenchmarkFanOutMem/pending-count/branches=256-2  	20	103820825 ns/op	6315 floor-
 BenchmarkRecorderStepBody-2 	2686581	95.6 ns/op	0.9857 x-time.Now	0 B/op	0 allocs/op
 BenchmarkUnrelated-2 	100	5 ns/op
 BenchmarkFanOut256/baseline-2 	5	20000000 ns/op	50.0 runs/s
+BenchmarkPacer/null/rate=500-2 	1	3.9 coarse-cpu-%	774.4 coarse-lag-p50-us	1365 coarse-lag-p99-us	4.2 cpu-%	11.63 lag-p50-us	240 lag-p99-us	0.1758 precise/coarse
 ok  	github.com/durabench/durabench/metrics	1.2s
 `
 
@@ -45,7 +46,9 @@ func TestRender(t *testing.T) {
 		"| RecorderStepBody | 95.6 ns | 97 ns | 0.99× | < 100 ns, 0 allocs | ✓ |",
 		"| FanOut256/baseline | 50 runs/s |  |  | ≥ 100 runs/s | ✗ |",
 		"| FanOutMem/pending-count/branches=256 | 3.48ms | 14.5ms | 0.24× | ratio ≤ 3 | ≠ |",
-		"2 of 3 targets met; 1 other benchmarks are in the raw output.",
+		// A pacer row: its p50s and CPU shares after its name.
+		"| Pacer/null/rate=500 (p50 11.6µs, coarse p50 774µs, CPU 4%, coarse CPU 4%) | 240µs | 1.37ms | 0.18× | lag p50 ≤ 25 µs, p99 ≤ 300 µs | ✓ |",
+		"3 of 4 targets met; 1 other benchmarks are in the raw output.",
 		"≠ FanOutMem/pending-count/branches=256: the engine issued 1313 world operations per run, the floor 6315",
 	} {
 		if !strings.Contains(got, want) {
