@@ -57,6 +57,35 @@ type Config struct {
 type Samples struct {
 	Values   []int64
 	Negative int
+	// RunEnds are where each run's samples end in Values (exclusive), one
+	// per run that contributed a sample, in run order; Collect sets them.
+	RunEnds []int
+}
+
+// endRun closes the current run: the values added since the previous
+// boundary are its samples. A run that added none leaves no boundary.
+func (s *Samples) endRun() {
+	last := 0
+	if n := len(s.RunEnds); n > 0 {
+		last = s.RunEnds[n-1]
+	}
+	if len(s.Values) > last {
+		s.RunEnds = append(s.RunEnds, len(s.Values))
+	}
+}
+
+// PerRun returns stat of each run's samples, in run order (nil when
+// RunEnds is unset).
+func (s *Samples) PerRun(stat Statistic) []int64 {
+	var out []int64
+	start := 0
+	for _, end := range s.RunEnds {
+		if v, ok := stat.Of(s.Values[start:end]); ok {
+			out = append(out, v)
+		}
+		start = end
+	}
+	return out
 }
 
 // Add appends d in microseconds, clamping a negative value to 0.
@@ -121,6 +150,9 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 	var xs, ys []float64
 	var okTTLS []time.Duration
 	for i := range tls {
+		for _, s := range c.Samples {
+			s.endRun() // the previous run's samples
+		}
 		t := &tls[i]
 		if t.Failed {
 			msg := t.Error
@@ -173,6 +205,9 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		if d, ok := StreamOverhead(t, cfg.ChunkInterval); ok {
 			add(SO, d)
 		}
+	}
+	for _, s := range c.Samples {
+		s.endRun()
 	}
 	c.STSOSlope, c.HasSlope = Slope(xs, ys)
 

@@ -8,6 +8,11 @@
 // footer quote that table.
 package metrics
 
+import (
+	"math"
+	"slices"
+)
+
 // Metric names, as keys of results.Cell.Metrics.
 const (
 	TTFS         = "ttfs"
@@ -88,6 +93,76 @@ var Conventions = []string{
 	"A stall is a run unfinished at the cell timeout, or one whose TTLS exceeds the stall threshold: " +
 		"the explicit threshold when set, else min(10 × median TTLS, fastest TTLS + 0.9 × visibility timeout), never below " +
 		DefaultStallFloor.String() + ".",
+}
+
+// Statistic is what compare and gate test a metric on. Their tests take
+// the run as the unit that varies: the runs of a cell are independent, the
+// samples of one run are not (its steps share its backend, its cold start,
+// its log length). A metric with one sample per run is tested on that
+// sample; one with several is tested on one aggregate per run.
+type Statistic string
+
+// Statistics a metric is tested on.
+const (
+	// RunValue: the metric has one sample per run, tested as it is.
+	RunValue Statistic = "run value"
+	// RunMedian: the median of the run's samples (nearest rank).
+	RunMedian Statistic = "run median"
+	// RunMean: the mean of the run's samples, for figures that add up over
+	// a run (its STSO total is the mean × its transitions).
+	RunMean Statistic = "run mean"
+)
+
+// testedOn declares the statistic of a metric whose default does not fit.
+// The default (Def.Tested) is RunValue for a metric with one sample per run
+// ("run") and RunMedian for every other: a new metric gets a per-run test
+// by declaring its Sample, and overrides it here.
+var testedOn = map[string]Statistic{
+	STSO:       RunMean,
+	STSOInline: RunMean,
+	STSOQueue:  RunMean,
+}
+
+// Tested is the statistic compare and gate test d on (see Statistic).
+func (d Def) Tested() Statistic {
+	if s, ok := testedOn[d.Name]; ok {
+		return s
+	}
+	if d.Sample == "run" {
+		return RunValue
+	}
+	return RunMedian
+}
+
+// TestedOn is the statistic of the metric name (Def.Tested); a name
+// without a definition is taken to have several samples per run.
+func TestedOn(name string) Statistic {
+	d, ok := Lookup(name)
+	if !ok {
+		d = Def{Name: name}
+	}
+	return d.Tested()
+}
+
+// Of returns the statistic of one run's samples (µs); ok is false when the
+// run has none. RunValue is the first sample.
+func (s Statistic) Of(values []int64) (v int64, ok bool) {
+	if len(values) == 0 {
+		return 0, false
+	}
+	switch s {
+	case RunMean:
+		var sum float64
+		for _, x := range values {
+			sum += float64(x)
+		}
+		return int64(math.Round(sum / float64(len(values)))), true
+	case RunMedian:
+		sorted := slices.Clone(values)
+		slices.Sort(sorted)
+		return Quantile(sorted, 50), true
+	}
+	return values[0], true
 }
 
 // Lookup returns the definition of name.

@@ -42,7 +42,11 @@ func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell 
 		c.Switches = []string{}
 	}
 	for name, s := range col.Samples {
-		c.Metrics[name] = NewMetric(s.Values, s.Negative)
+		m := NewMetric(s.Values, s.Negative)
+		if stat := metrics.TestedOn(name); stat != metrics.RunValue {
+			m.PerRun, m.PerRunStat = s.PerRun(stat), string(stat)
+		}
+		c.Metrics[name] = m
 	}
 	if col.HasSlope {
 		c.STSOSlopeUS = &col.STSOSlope

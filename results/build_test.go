@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,49 @@ func TestBuildCell(t *testing.T) {
 	f.Cells = []Cell{c}
 	if err := validate("built", f); err != nil {
 		t.Errorf("built cell does not validate: %v", err)
+	}
+}
+
+// TestBuildCellPerRun: a metric with several samples per run keeps one
+// aggregate per run that had a sample, in run order (the unit compare and
+// gate test); a metric with one sample per run keeps none.
+func TestBuildCellPerRun(t *testing.T) {
+	ms := time.Millisecond
+	// Three steps: gaps a and b (ms) between them.
+	seq := func(id string, a, b time.Duration) metrics.RunTimeline {
+		return metrics.RunTimeline{ID: id, Finished: true, Done: 100 * ms, Steps: []engine.StepSpan{
+			{Stage: 0, Seq: 0, Start: ms, End: 2 * ms, Attempt: 1},
+			{Stage: 1, Seq: 1, Start: 2*ms + a, End: 3*ms + a, Attempt: 1},
+			{Stage: 2, Seq: 2, Start: 3*ms + a + b, End: 4*ms + a + b, Attempt: 1}}}
+	}
+	tls := []metrics.RunTimeline{
+		seq("r1", ms, 3*ms),
+		{ID: "r2", Finished: true, Failed: true, Done: ms, Error: "boom"},
+		seq("r3", 2*ms, 2*ms),
+		{ID: "r4", Finished: true, Done: ms}, // no step: no gap
+		seq("r5", 10*ms, 20*ms),
+	}
+	c := BuildCell(Cell{Scenario: "sequential", Steps: 3, Version: "baseline", World: "mem", Profile: "none"}, tls, BuildOptions{})
+	stso := c.Metrics[metrics.STSO]
+	if !slices.Equal(stso.Values, []int64{1000, 3000, 2000, 2000, 10000, 20000}) {
+		t.Fatalf("stso values %v", stso.Values)
+	}
+	if stso.PerRunStat != "run mean" || !slices.Equal(stso.PerRun, []int64{2000, 2000, 15000}) {
+		t.Errorf("stso per run %v (%s), want the mean gap of each of the 3 runs with gaps", stso.PerRun, stso.PerRunStat)
+	}
+	if ttls := c.Metrics[metrics.TTLS]; ttls.PerRun != nil || ttls.PerRunStat != "" {
+		t.Errorf("ttls has per-run aggregates %v: its values are per run", ttls.PerRun)
+	}
+	f := sampleFile()
+	f.Cells = []Cell{c}
+	if err := validate("built", f); err != nil {
+		t.Errorf("built cell does not validate: %v", err)
+	}
+	m := f.Cells[0].Metrics[metrics.STSO]
+	m.PerRunStat = "run max"
+	f.Cells[0].Metrics[metrics.STSO] = m
+	if err := validate("bad", f); err == nil || !strings.Contains(err.Error(), "per_run_stat") {
+		t.Errorf("unknown per_run_stat: err = %v", err)
 	}
 }
 

@@ -348,6 +348,10 @@ func validateCell(name, at string, c *Cell) error {
 	return nil
 }
 
+func knownRunStat(s string) bool {
+	return s == string(metrics.RunMedian) || s == string(metrics.RunMean)
+}
+
 func validateMetric(name, at string, m *Metric) error {
 	bad := func(field, format string, args ...any) error {
 		return &InvalidError{File: name, Field: at + "." + field, Reason: fmt.Sprintf(format, args...)}
@@ -363,6 +367,12 @@ func validateMetric(name, at string, m *Metric) error {
 		return bad("negative", "%d of %d samples", m.Negative, m.Count)
 	case m.HDR == "":
 		return bad("hdr", "missing")
+	case len(m.PerRun) > m.Count:
+		return bad("per_run", "%d runs, but %d samples", len(m.PerRun), m.Count)
+	case len(m.PerRun) > 0 && m.PerRunStat == "":
+		return bad("per_run_stat", "missing (per_run has %d values)", len(m.PerRun))
+	case m.PerRunStat != "" && !knownRunStat(m.PerRunStat):
+		return bad("per_run_stat", "%q, want %q or %q", m.PerRunStat, metrics.RunMedian, metrics.RunMean)
 	}
 	h, err := metrics.DecodeHistogram(m.HDR)
 	if err != nil {

@@ -255,6 +255,14 @@ type Metric struct {
 	Overflow int `json:"overflow,omitempty"`
 	// Values are the per-sample values in run order.
 	Values []int64 `json:"values"`
+	// PerRun is one aggregate per run of a metric with several samples
+	// per run (metrics.Def.Tested: the run's median or mean, named by
+	// PerRunStat), in run order, over the runs that had a sample. Compare
+	// and gate test these, since runs, not samples, are independent.
+	// Absent for metrics with one sample per run (Values are per run) and
+	// in files written before durabench kept it.
+	PerRun     []int64 `json:"per_run,omitempty"`
+	PerRunStat string  `json:"per_run_stat,omitempty"`
 	// HDR is the base64 of the HDR histogram's V2 compressed encoding
 	// (1 µs .. 1 h, 3 significant figures).
 	HDR string `json:"hdr"`

@@ -233,6 +233,11 @@ type CompareOptions struct {
 	// BaseLabel and HeadLabel name the two sides in reports (e.g. the file
 	// names); empty means the short git commit, else "base" / "head".
 	BaseLabel, HeadLabel string
+	// Null is a second sweep of the baseline (same commit, same machine,
+	// same settings): each row then shows the null Δ, base against Null,
+	// beside Δ, and a significant Δ no larger than it is "within null".
+	Null      *results.File
+	NullLabel string
 }
 
 // Comparison is the statistical comparison of a head sweep against a base
@@ -248,6 +253,10 @@ type Comparison struct {
 	Counts []CountRow
 	// OnlyBase and OnlyHead are the cells present on one side only.
 	OnlyBase, OnlyHead []CellKey
+	// Null is the null sweep (CompareOptions.Null); HasNull is false
+	// without one.
+	Null    SweepInfo
+	HasNull bool
 	// Warnings name plan settings that differ between the sweeps and are
 	// not part of a cell's key (pacing, queue settings, ...): the numbers
 	// are compared, but the difference may explain a change.
@@ -303,7 +312,9 @@ type MetricComparison struct {
 	Geomean GeomeanRow
 }
 
-// MetricRow compares one metric of one cell.
+// MetricRow compares one metric of one cell. Its summaries and its test
+// are over the tested sample (Statistic, one value per Unit): for a metric
+// with several samples per run, one aggregate per run.
 type MetricRow struct {
 	Cell CellKey
 	// InBase and InHead tell which sides have the metric for this cell; a
@@ -314,6 +325,19 @@ type MetricRow struct {
 	// DeltaPct is the change of the medians in percent (NaN when not both
 	// sides have values, or the base median is 0 and the head's is not).
 	DeltaPct float64
+	// Statistic is what was tested (metrics.Statistic: "run value", "run
+	// median", "run mean"; "pooled samples" for an older file), Unit what
+	// one tested value is (UnitRun, or UnitSample on that fallback).
+	Statistic, Unit string
+	// InNull is set when the null sweep has the metric for this cell;
+	// NullDeltaPct is then the change base → null of the medians (NaN
+	// otherwise).
+	InNull       bool
+	Null         Summary
+	NullDeltaPct float64
+	// Verdict is VerdictSame, VerdictNoise, VerdictWorse, VerdictBetter or
+	// VerdictNone.
+	Verdict string
 }
 
 // Delta renders the change as benchstat does: "~" when not significant,
@@ -324,6 +348,9 @@ func (r MetricRow) Delta() string {
 	}
 	if !r.Test.Significant {
 		return "~"
+	}
+	if r.Verdict == VerdictNoise {
+		return fmt.Sprintf("~ (%+.2f%% ≤ null)", r.DeltaPct)
 	}
 	if math.IsNaN(r.DeltaPct) {
 		return "?"
@@ -393,6 +420,34 @@ func shortCommit(c string) string {
 	return c
 }
 
+// rowVerdict judges a row with values on both sides.
+func rowVerdict(r MetricRow) string {
+	switch {
+	case !r.Test.Significant:
+		return VerdictSame
+	case !math.IsNaN(r.DeltaPct) && !beyondNull(r.DeltaPct, r.NullDeltaPct):
+		return VerdictNoise
+	case r.Head.Median > r.Base.Median:
+		return VerdictWorse
+	}
+	return VerdictBetter
+}
+
+// checkNull refuses a null sweep that is not the baseline swept again: it
+// must be comparable with the baseline and hold the same cells.
+func checkNull(base, null *results.File) error {
+	if err := checkComparable(base, null); err != nil {
+		return fmt.Errorf("--null: %w", err)
+	}
+	nIdx, _ := indexCells(null)
+	for i := range base.Cells {
+		if k := KeyOf(&base.Cells[i]); nIdx[k] == nil {
+			return fmt.Errorf("%w: --null: the null sweep lacks the baseline's cell %s: it must sweep the baseline's matrix again", ErrRules, k)
+		}
+	}
+	return nil
+}
+
 // checkComparable refuses files whose numbers cannot be compared.
 func checkComparable(base, head *results.File) error {
 	if base == nil || head == nil {
@@ -443,6 +498,18 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		Confidence: opt.Confidence,
 		Warnings:   planWarnings(base, head),
 	}
+	var nIdx map[CellKey]*results.Cell
+	if opt.Null != nil {
+		if err := checkNull(base, opt.Null); err != nil {
+			return nil, err
+		}
+		c.Null, c.HasNull = sweepInfo(opt.Null, opt.NullLabel, "null"), true
+		for _, w := range planWarnings(base, opt.Null) {
+			c.Warnings = append(c.Warnings, "null sweep: "+w)
+		}
+		nIdx, _ = indexCells(opt.Null)
+	}
+	pooled := map[string]bool{}
 	bIdx, bKeys := indexCells(base)
 	hIdx, hKeys := indexCells(head)
 	all := slices.Clone(bKeys)
@@ -485,26 +552,46 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		mc := MetricComparison{Metric: name}
 		var gb, gh []float64
 		for _, k := range all {
-			row := MetricRow{Cell: k, DeltaPct: math.NaN(), Test: Significance{P: math.NaN(), Alpha: opt.Alpha}}
-			var bv, hv []int64
-			if cell := bIdx[k]; cell != nil {
-				if m, ok := cell.Metrics[name]; ok {
-					row.InBase, bv = true, m.Values
-					row.Base = Summarize(bv, opt.Confidence)
+			row := MetricRow{Cell: k, DeltaPct: math.NaN(), NullDeltaPct: math.NaN(), Verdict: VerdictNone,
+				Test: Significance{P: math.NaN(), Alpha: opt.Alpha}}
+			side := func(idx map[CellKey]*results.Cell, label string) (in bool, t tested, sum Summary) {
+				cell := idx[k]
+				if cell == nil {
+					return false, t, sum
 				}
-			}
-			if cell := hIdx[k]; cell != nil {
-				if m, ok := cell.Metrics[name]; ok {
-					row.InHead, hv = true, m.Values
-					row.Head = Summarize(hv, opt.Confidence)
+				m, ok := cell.Metrics[name]
+				if !ok {
+					return false, t, sum
 				}
+				t = testedSample(name, m)
+				if t.unit == UnitSample && !pooled[label+name] {
+					pooled[label+name] = true
+					c.Warnings = append(c.Warnings, pooledWarning(label, name))
+				}
+				return true, t, Summarize(t.values, opt.Confidence)
 			}
+			var bt, ht tested
+			row.InBase, bt, row.Base = side(bIdx, "base")
+			row.InHead, ht, row.Head = side(hIdx, "head")
 			if !row.InBase && !row.InHead {
 				continue
+			}
+			row.Statistic, row.Unit = ht.stat, ht.unit
+			if !row.InHead || (row.InBase && bt.unit == UnitSample) {
+				row.Statistic, row.Unit = bt.stat, bt.unit
+			}
+			bv, hv := bt.values, ht.values
+			if nIdx != nil && row.InBase {
+				var nt tested
+				row.InNull, nt, row.Null = side(nIdx, "null")
+				if row.InNull && len(nt.values) > 0 && len(bv) > 0 {
+					row.NullDeltaPct = deltaPct(row.Base.Median, row.Null.Median)
+				}
 			}
 			if row.InBase && row.InHead && len(bv) > 0 && len(hv) > 0 {
 				row.Test = MannWhitney(bv, hv, opt.Alpha)
 				row.DeltaPct = deltaPct(row.Base.Median, row.Head.Median)
+				row.Verdict = rowVerdict(row)
 				if row.Base.Median > 0 && row.Head.Median > 0 {
 					gb = append(gb, row.Base.Median)
 					gh = append(gh, row.Head.Median)

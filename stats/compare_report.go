@@ -30,13 +30,29 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	for _, m := range c.Metrics {
 		fmt.Fprintln(bw)
 		t := alignedTable{align: "lrrrl"}
-		t.add(m.Metric, c.Base.Label, c.Head.Label, "vs base", "")
-		t.add("", "median ± "+ci, "median ± "+ci, "", "")
+		if c.HasNull {
+			t.align = "lrrrrl"
+		}
+		head := []string{m.Metric + metricStatNote(m), c.Base.Label, c.Head.Label, "vs base"}
+		sub := []string{"", "median ± " + ci, "median ± " + ci, ""}
+		if c.HasNull {
+			head, sub = append(head, "null Δ"), append(sub, "")
+		}
+		t.add(append(head, "")...)
+		t.add(append(sub, "")...)
 		for _, r := range m.Rows {
-			t.add(label[r.Cell], summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), deltaCell(r), testCell(r))
+			cols := []string{label[r.Cell], summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), deltaCell(r)}
+			if c.HasNull {
+				cols = append(cols, nullCell(r))
+			}
+			t.add(append(cols, testCell(r))...)
 		}
 		if g := m.Geomean; g.Cells > 1 {
-			t.add("geomean", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), geomeanNote(g))
+			cols := []string{"geomean", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct)}
+			if c.HasNull {
+				cols = append(cols, "")
+			}
+			t.add(append(cols, geomeanNote(g))...)
 		}
 		t.write(bw, "  ")
 	}
@@ -70,21 +86,41 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(bw, "- ⚠️ %s\n", mdEscape(w))
 	}
-	fmt.Fprintf(bw, "\nMedians with their %.0f%% confidence interval; Δ is the change of the medians, `~` where the Mann-Whitney U test finds no significant difference (α = %g).\n", 100*c.Confidence, c.Alpha)
+	fmt.Fprintf(bw, "\nThe unit of every test is the run: a metric with one sample per run is tested on it, one with several on one aggregate per run (its median, or its mean for step-to-step overhead), and n counts runs. "+
+		"Medians of that per-run statistic with their %.0f%% confidence interval; Δ is the change of the medians, `~` where the Mann-Whitney U test finds no significant difference (α = %g).", 100*c.Confidence, c.Alpha)
+	if c.HasNull {
+		fmt.Fprintf(bw, " The null Δ is %s against %s, a second sweep of the baseline: a significant Δ no larger than it is noise (`~ … ≤ null`).", mdEscape(c.Null.Label), mdEscape(c.Base.Label))
+	}
+	bw.WriteString("\n")
 	for _, m := range c.Metrics {
-		fmt.Fprintf(bw, "\n#### %s\n\n", m.Metric)
-		fmt.Fprintf(bw, "| cell | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+		fmt.Fprintf(bw, "\n#### %s%s\n\n", m.Metric, metricStatNote(m))
+		if c.HasNull {
+			fmt.Fprintf(bw, "| cell | %s | %s | Δ | null Δ | p | n |\n|---|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+		} else {
+			fmt.Fprintf(bw, "| cell | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+		}
 		for _, r := range m.Rows {
 			p, n := "", ""
 			if r.InBase && r.InHead && !math.IsNaN(r.Test.P) {
 				p = fmt.Sprintf("%.3f", r.Test.P)
 				n = fmt.Sprintf("%d+%d", r.Test.N1, r.Test.N2)
+				if r.Unit == UnitSample {
+					n += " samples"
+				}
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s |\n", mdEscape(label[r.Cell]),
-				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), p, n)
+			null := ""
+			if c.HasNull {
+				null = " " + nullCell(r) + " |"
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %s |%s %s | %s |\n", mdEscape(label[r.Cell]),
+				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), null, p, n)
 		}
 		if g := m.Geomean; g.Cells > 1 {
-			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s | | %s |\n", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), geomeanNote(g))
+			null := ""
+			if c.HasNull {
+				null = " |"
+			}
+			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s |%s | %s |\n", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), null, geomeanNote(g))
 		}
 	}
 	if len(c.Counts) > 0 {
@@ -103,10 +139,17 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 }
 
 func (c *Comparison) writeHeader(w io.Writer, bullet string) {
-	for _, s := range []struct {
+	sides := []struct {
 		side string
 		info SweepInfo
-	}{{"base", c.Base}, {"head", c.Head}} {
+	}{{"base", c.Base}, {"head", c.Head}}
+	if c.HasNull {
+		sides = append(sides, struct {
+			side string
+			info SweepInfo
+		}{"null", c.Null})
+	}
+	for _, s := range sides {
 		var extra []string
 		if s.info.Commit != "" && s.info.Commit != s.info.Label && shortCommit(s.info.Commit) != s.info.Label {
 			extra = append(extra, "commit "+shortCommit(s.info.Commit))
@@ -190,7 +233,31 @@ func testCell(r MetricRow) string {
 	if r.Test.N1 == r.Test.N2 {
 		n = fmt.Sprintf("n=%d", r.Test.N1)
 	}
+	if r.Unit == UnitSample {
+		n += " pooled samples"
+	} else {
+		n += " runs"
+	}
 	return fmt.Sprintf("(p=%.3f %s)", r.Test.P, n)
+}
+
+// nullCell is the null sweep's Δ of a row ("" without one).
+func nullCell(r MetricRow) string {
+	if !r.InNull || math.IsNaN(r.NullDeltaPct) {
+		return "—"
+	}
+	return fmt.Sprintf("%+.2f%%", r.NullDeltaPct)
+}
+
+// metricStatNote names the per-run statistic a metric's rows test when it
+// is an aggregate of several samples per run, e.g. " (run mean)".
+func metricStatNote(m MetricComparison) string {
+	for _, r := range m.Rows {
+		if r.Statistic != "" && r.Statistic != "run value" {
+			return " (" + r.Statistic + ")"
+		}
+	}
+	return ""
 }
 
 func pctCell(pct float64) string {

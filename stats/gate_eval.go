@@ -48,8 +48,11 @@ type GateReport struct {
 	// Base is the baseline; HasBaseline is false when none was given.
 	Base        SweepInfo
 	HasBaseline bool
-	Alpha       float64
-	Rules       []RuleReport
+	// Null is the null sweep (GateNull); HasNull is false without one.
+	Null    SweepInfo
+	HasNull bool
+	Alpha   float64
+	Rules   []RuleReport
 	// SweepFailed, when set, says why the head sweep is not complete: the
 	// file is partial or records an error.
 	SweepFailed string
@@ -86,6 +89,13 @@ type Check struct {
 	// values, base against head (relative rules; NaN otherwise).
 	P      float64
 	N1, N2 int
+	// Statistic and Unit are what the tests ran on (MetricRow.Statistic,
+	// MetricRow.Unit): N1 and N2 count runs unless Unit is UnitSample.
+	Statistic, Unit string
+	// NullRatio is the rule's statistic of the null sweep over the
+	// baseline's (relative rules with a null sweep; NaN otherwise). A
+	// check fails only when Ratio departs from 1 further than it.
+	NullRatio float64
 	// PBeyond is the one-sided Mann-Whitney U p-value that the head values
 	// lie beyond threshold × the baseline values (relative rules whose
 	// ratio is past the threshold; NaN otherwise). Significant is
@@ -178,6 +188,16 @@ func (r *GateReport) Err() error {
 // with, and ErrMethodology when the files are not comparable; everything
 // else, including rules that match no cell, is in the report.
 func Gate(head, base *results.File, rules []Rule) (*GateReport, error) {
+	return GateNull(head, base, nil, rules)
+}
+
+// GateNull is Gate with a null sweep: null is a second sweep of the
+// baseline (same commit, machine and settings). A relative rule then fails
+// only when the head's ratio is past the threshold, the test says so
+// significantly, and the ratio departs from 1 further than the null
+// sweep's ratio to the baseline (the change an A/A pair shows). null nil
+// is Gate.
+func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error) {
 	if head == nil {
 		return nil, fmt.Errorf("gate: %w: no head results", ErrRules)
 	}
@@ -193,6 +213,14 @@ func Gate(head, base *results.File, rules []Rule) (*GateReport, error) {
 	} else if err := checkComparable(base, head); err != nil {
 		return nil, err
 	}
+	if null != nil {
+		if base == nil {
+			return nil, fmt.Errorf("%w: --null is a second sweep of the baseline; give the baseline too (--baseline)", ErrRules)
+		}
+		if err := checkNull(base, null); err != nil {
+			return nil, err
+		}
+	}
 	rep := &GateReport{Head: sweepInfo(head, "", "head"), Alpha: Alpha}
 	switch {
 	case head.Error != "":
@@ -205,6 +233,21 @@ func Gate(head, base *results.File, rules []Rule) (*GateReport, error) {
 		rep.Base, rep.HasBaseline = sweepInfo(base, "", "base"), true
 		rep.Warnings = planWarnings(base, head)
 		bIdx, _ = indexCells(base)
+	}
+	var nIdx map[CellKey]*results.Cell
+	if null != nil {
+		rep.Null, rep.HasNull = sweepInfo(null, "", "null"), true
+		for _, w := range planWarnings(base, null) {
+			rep.Warnings = append(rep.Warnings, "null sweep: "+w)
+		}
+		nIdx, _ = indexCells(null)
+	}
+	pooled := map[string]bool{}
+	warnPooled := func(side, metric string, t tested) {
+		if t.unit == UnitSample && !pooled[side+metric] {
+			pooled[side+metric] = true
+			rep.Warnings = append(rep.Warnings, pooledWarning(side, metric))
+		}
 	}
 	hIdx, hKeys := indexCells(head)
 	slices.SortFunc(hKeys, CellKey.cmp)
@@ -232,13 +275,13 @@ func Gate(head, base *results.File, rules []Rule) (*GateReport, error) {
 				continue // the selector matched, the metric does not apply here
 			}
 			if rule.Relative {
-				var bm *results.Metric
-				if bc := bIdx[k]; bc != nil {
-					if x, ok := bc.Metrics[rule.Metric]; ok {
-						bm = &x
-					}
+				bm := metricOf(bIdx[k], rule.Metric)
+				nm := metricOf(nIdx[k], rule.Metric)
+				warnPooled("head", rule.Metric, testedSample(rule.Metric, m))
+				if bm != nil {
+					warnPooled("base", rule.Metric, testedSample(rule.Metric, *bm))
 				}
-				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, rep.Alpha, tests))
+				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, nm, rep.Alpha, tests))
 			} else {
 				rr.Checks = append(rr.Checks, checkAbsolute(rule, k, m))
 			}
@@ -249,8 +292,19 @@ func Gate(head, base *results.File, rules []Rule) (*GateReport, error) {
 	return rep, nil
 }
 
+// metricOf returns the metric name of cell, nil when either is missing.
+func metricOf(cell *results.Cell, name string) *results.Metric {
+	if cell == nil {
+		return nil
+	}
+	if m, ok := cell.Metrics[name]; ok {
+		return &m
+	}
+	return nil
+}
+
 func newCheck(k CellKey) Check {
-	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN()}
+	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN(), NullRatio: math.NaN()}
 }
 
 func checkCount(rule Rule, k CellKey, cell *results.Cell) Check {
@@ -321,7 +375,7 @@ type testKey struct {
 	metric string
 }
 
-func checkRelative(rule Rule, k CellKey, m results.Metric, base *results.Metric, alpha float64, tests testCache) Check {
+func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.Metric, alpha float64, tests testCache) Check {
 	c := newCheck(k)
 	if m.Count == 0 {
 		c.Verdict, c.Note = Fail, "no values"
@@ -341,12 +395,26 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base *results.Metric,
 	default:
 		c.Ratio = math.Inf(1)
 	}
+	bt, ht := testedSample(rule.Metric, *base), testedSample(rule.Metric, m)
+	c.Statistic, c.Unit = ht.stat, ht.unit
+	if bt.unit == UnitSample {
+		c.Statistic, c.Unit = bt.stat, bt.unit
+	}
 	t, ok := tests[testKey{k, rule.Metric}]
 	if !ok {
-		t = MannWhitney(base.Values, m.Values, alpha)
+		t = MannWhitney(bt.values, ht.values, alpha)
 		tests[testKey{k, rule.Metric}] = t
 	}
 	c.P, c.N1, c.N2 = t.P, t.N1, t.N2
+	if null != nil && null.Count > 0 {
+		nv := statOf(*null, rule.Stat)
+		switch {
+		case c.Baseline > 0:
+			c.NullRatio = nv / c.Baseline
+		case nv == c.Baseline:
+			c.NullRatio = 1
+		}
+	}
 	if holds(c.Ratio, rule.Op, rule.Threshold) {
 		c.Verdict = Pass
 		return c
@@ -357,13 +425,18 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base *results.Metric,
 	var decisive Significance
 	switch rule.Op {
 	case "<", "<=":
-		decisive = MannWhitneyBeyond(base.Values, m.Values, rule.Threshold, true, alpha)
+		decisive = MannWhitneyBeyond(bt.values, ht.values, rule.Threshold, true, alpha)
 	case ">", ">=":
-		decisive = MannWhitneyBeyond(base.Values, m.Values, rule.Threshold, false, alpha)
+		decisive = MannWhitneyBeyond(bt.values, ht.values, rule.Threshold, false, alpha)
 	default: // == and != have no direction: the plain two-sided test decides
 		decisive = t
 	}
 	c.PBeyond, c.Significant = decisive.P, decisive.Significant
+	if c.Significant && !math.IsNaN(c.NullRatio) && math.Abs(c.Ratio-1) <= math.Abs(c.NullRatio-1) {
+		c.Verdict = Pass
+		c.Note = fmt.Sprintf("past the threshold and significant, but within the null sweep's spread (null %.2fx)", c.NullRatio)
+		return c
+	}
 	if c.Significant {
 		c.Verdict = Fail
 		return c

@@ -37,6 +37,12 @@ func (r *GateReport) sides() string {
 			s += " " + r.Base.Label
 		}
 	}
+	if r.HasNull {
+		s += ", null sweep"
+		if r.Null.Label != "null" {
+			s += " " + r.Null.Label
+		}
+	}
 	return s
 }
 
@@ -85,7 +91,11 @@ func (r *GateReport) WriteMarkdown(w io.Writer) error {
 	if !r.Passed() {
 		mark = "❌"
 	}
-	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significantly so (Mann-Whitney U, one-sided, head against threshold × baseline: the \"beyond\" p).\n", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
+	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significantly so (Mann-Whitney U, one-sided, head against threshold × baseline: the \"beyond\" p), tested on runs (n counts runs; a metric with several samples per run on one aggregate per run)", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
+	if r.HasNull {
+		bw.WriteString(", and beyond the null sweep's ratio to the baseline (the `null` ratio: what an A/A pair shows)")
+	}
+	bw.WriteString(".\n")
 	if len(r.Warnings) > 0 {
 		fmt.Fprintln(bw)
 	}
@@ -200,7 +210,11 @@ func ratioCell(c Check) string {
 	if math.IsInf(c.Ratio, 1) {
 		return "∞x"
 	}
-	return fmt.Sprintf("%.3fx", c.Ratio)
+	s := fmt.Sprintf("%.3fx", c.Ratio)
+	if !math.IsNaN(c.NullRatio) {
+		s += fmt.Sprintf(" (null %.3fx)", c.NullRatio)
+	}
+	return s
 }
 
 func pCell(c Check) string {
@@ -212,6 +226,9 @@ func pCell(c Check) string {
 		s += fmt.Sprintf(" n=%d", c.N1)
 	} else {
 		s += fmt.Sprintf(" n=%d+%d", c.N1, c.N2)
+	}
+	if c.Unit == UnitSample {
+		s += " pooled samples"
 	}
 	if !math.IsNaN(c.PBeyond) {
 		s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)

@@ -10,7 +10,8 @@ import (
 // cmdCompare runs `durabench compare BASE HEAD`.
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", stderr)
-	format := fs.String("format", "text", "text or md")
+	format := fs.String("format", "text", "text, md or json")
+	nullPath := fs.String("null", "", "a second sweep of the baseline (same commit, machine and settings): each row shows its Δ against BASE, the change noise alone makes")
 	engines := addEngineFlags(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -19,7 +20,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 2 {
 		return usageErr("compare needs BASE and HEAD results files, got %d", len(pos))
 	}
-	if err := textOrMD(*format); err != nil {
+	if err := textMDOrJSON(*format); err != nil {
 		return err
 	}
 	base, err := results.Read(pos[0])
@@ -30,7 +31,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := stats.CompareOptions{}
+	null, err := engines.readNull(*nullPath)
+	if err != nil {
+		return err
+	}
+	opt := stats.CompareOptions{Null: null, NullLabel: *nullPath}
 	if *engines.base != "" {
 		opt.BaseLabel, opt.HeadLabel = *engines.base, *engines.head
 	}
@@ -41,8 +46,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *format == "text" {
+	switch *format {
+	case "text":
 		return c.WriteText(stdout)
+	case "json":
+		return c.WriteJSON(stdout)
 	}
 	return c.WriteMarkdown(stdout)
 }

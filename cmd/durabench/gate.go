@@ -17,7 +17,8 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	rulesFile := fs.String("rules", "", "rules file, one rule per line")
 	var inline multi
 	fs.Var(&inline, "rule", "a rule, e.g. 'ttls{branches=256}.p90 < 1.10x baseline' (repeatable)")
-	format := fs.String("format", "text", "text or md")
+	format := fs.String("format", "text", "text, md or json")
+	nullPath := fs.String("null", "", "a second sweep of the baseline (same commit, machine and settings): a relative rule fails only beyond its spread")
 	engines := addEngineFlags(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -26,7 +27,7 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(pos) != 1 {
 		return -1, usageErr("gate needs exactly one HEAD results file, got %d", len(pos))
 	}
-	if err := textOrMD(*format); err != nil {
+	if err := textMDOrJSON(*format); err != nil {
 		return -1, err
 	}
 	var rules []stats.Rule
@@ -61,13 +62,20 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if base, head, err = engines.apply(base, head); err != nil {
 		return -1, err
 	}
-	rep, err := stats.Gate(head, base, rules)
+	null, err := engines.readNull(*nullPath)
 	if err != nil {
 		return -1, err
 	}
-	if *format == "text" {
+	rep, err := stats.GateNull(head, base, null, rules)
+	if err != nil {
+		return -1, err
+	}
+	switch *format {
+	case "text":
 		err = rep.WriteText(stdout)
-	} else {
+	case "json":
+		err = rep.WriteJSON(stdout)
+	default:
 		err = rep.WriteMarkdown(stdout)
 	}
 	if err != nil {

@@ -26,6 +26,31 @@ func textOrMD(format string) error {
 	return nil
 }
 
+// textMDOrJSON checks a --format of compare and gate.
+func textMDOrJSON(format string) error {
+	if format != "json" {
+		if err := textOrMD(format); err != nil {
+			return usageErr("--format %s: not text, md or json", format)
+		}
+	}
+	return nil
+}
+
+// readNull reads the --null results file (a second sweep of the
+// baseline) and selects the base engine in it as in the baseline; nil
+// when path is empty.
+func (e engineFlags) readNull(path string) (*results.File, error) {
+	f, err := readBaseline(path)
+	if err != nil || f == nil || *e.base == "" {
+		return f, err
+	}
+	n, err := stats.SelectEngine(f, *e.base)
+	if err != nil {
+		return nil, usageErr("--null with --base-engine %s: %v", *e.base, err)
+	}
+	return n, nil
+}
+
 // readBaseline reads the --baseline results file; nil when path is empty.
 func readBaseline(path string) (*results.File, error) {
 	if path == "" {

@@ -1,0 +1,207 @@
+package stats
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"time"
+)
+
+// JSONSchema names the documents WriteJSON writes (compare and gate).
+const (
+	CompareJSONSchema = "durabench/compare/v1"
+	GateJSONSchema    = "durabench/gate/v1"
+)
+
+// num is a float that encodes NaN and ±Inf as null.
+type num float64
+
+func (n num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+type jsonSweep struct {
+	Label            string    `json:"label"`
+	Commit           string    `json:"commit,omitempty"`
+	DurabenchVersion string    `json:"durabench_version,omitempty"`
+	StartedAt        time.Time `json:"started_at,omitzero"`
+	VirtualTime      bool      `json:"virtual_time,omitempty"`
+	Partial          bool      `json:"partial,omitempty"`
+	Error            string    `json:"error,omitempty"`
+}
+
+func jsonSweepOf(s SweepInfo) *jsonSweep {
+	return &jsonSweep{s.Label, s.Commit, s.DurabenchVersion, s.StartedAt, s.VirtualTime, s.Partial, s.Error}
+}
+
+type jsonCompareRow struct {
+	Metric string `json:"metric"`
+	Cell   string `json:"cell"`
+	// Unit is what one tested value is: "run" (or "sample" for an older
+	// file without per-run aggregates).
+	Unit      string `json:"unit"`
+	Statistic string `json:"statistic"`
+	NBase     int    `json:"n_base"`
+	NHead     int    `json:"n_head"`
+	// Medians of the tested statistic, µs.
+	Base     num    `json:"base"`
+	Head     num    `json:"head"`
+	P        num    `json:"p"`
+	DeltaPct num    `json:"delta_pct"`
+	NullPct  num    `json:"null_delta_pct"`
+	Verdict  string `json:"verdict"`
+}
+
+type jsonCount struct {
+	Cell string      `json:"cell"`
+	Base *CellCounts `json:"base"`
+	Head *CellCounts `json:"head"`
+}
+
+// WriteJSON writes the comparison as one JSON document (schema
+// CompareJSONSchema): every row with its metric, cell, unit, sizes,
+// statistic tested, p-value, Δ, null Δ and verdict, so CI reads the
+// verdict instead of the text. NaN figures are null.
+func (c *Comparison) WriteJSON(w io.Writer) error {
+	doc := struct {
+		Schema     string           `json:"schema"`
+		Base       *jsonSweep       `json:"base"`
+		Head       *jsonSweep       `json:"head"`
+		Null       *jsonSweep       `json:"null,omitempty"`
+		Alpha      float64          `json:"alpha"`
+		Confidence float64          `json:"confidence"`
+		Warnings   []string         `json:"warnings"`
+		Rows       []jsonCompareRow `json:"rows"`
+		Counts     []jsonCount      `json:"counts"`
+		OnlyBase   []string         `json:"only_base"`
+		OnlyHead   []string         `json:"only_head"`
+	}{
+		Schema: CompareJSONSchema, Base: jsonSweepOf(c.Base), Head: jsonSweepOf(c.Head),
+		Alpha: c.Alpha, Confidence: c.Confidence, Warnings: nonNil(c.Warnings),
+		Rows: []jsonCompareRow{}, Counts: []jsonCount{}, OnlyBase: keyStrings(c.OnlyBase), OnlyHead: keyStrings(c.OnlyHead),
+	}
+	if c.HasNull {
+		doc.Null = jsonSweepOf(c.Null)
+	}
+	for _, m := range c.Metrics {
+		for _, r := range m.Rows {
+			row := jsonCompareRow{
+				Metric: m.Metric, Cell: r.Cell.String(), Unit: r.Unit, Statistic: r.Statistic,
+				NBase: r.Base.N, NHead: r.Head.N, Base: num(math.NaN()), Head: num(math.NaN()),
+				P: num(r.Test.P), DeltaPct: num(r.DeltaPct), NullPct: num(r.NullDeltaPct), Verdict: r.Verdict,
+			}
+			if r.InBase && r.Base.N > 0 {
+				row.Base = num(r.Base.Median)
+			}
+			if r.InHead && r.Head.N > 0 {
+				row.Head = num(r.Head.Median)
+			}
+			doc.Rows = append(doc.Rows, row)
+		}
+	}
+	for _, r := range c.Counts {
+		jc := jsonCount{Cell: r.Cell.String()}
+		if r.InBase {
+			b := r.Base
+			jc.Base = &b
+		}
+		if r.InHead {
+			h := r.Head
+			jc.Head = &h
+		}
+		doc.Counts = append(doc.Counts, jc)
+	}
+	return writeIndented(w, doc)
+}
+
+type jsonCheck struct {
+	Cell      string `json:"cell"`
+	Verdict   string `json:"verdict"`
+	Unit      string `json:"unit,omitempty"`
+	Statistic string `json:"statistic,omitempty"`
+	NBase     int    `json:"n_base,omitempty"`
+	NHead     int    `json:"n_head,omitempty"`
+	Value     num    `json:"value"`
+	Baseline  num    `json:"baseline"`
+	Ratio     num    `json:"ratio"`
+	NullRatio num    `json:"null_ratio"`
+	P         num    `json:"p"`
+	PBeyond   num    `json:"p_beyond"`
+	Note      string `json:"note,omitempty"`
+}
+
+type jsonRule struct {
+	Rule      string      `json:"rule"`
+	Source    string      `json:"source"`
+	Unmatched bool        `json:"unmatched,omitempty"`
+	Checks    []jsonCheck `json:"checks"`
+}
+
+// WriteJSON writes the gate's verdicts as one JSON document (schema
+// GateJSONSchema): the outcome, and per rule every check with its cell,
+// verdict, figures, unit, sizes, statistic tested, p-values and null
+// ratio. NaN figures are null; ratios and values of metric rules are µs.
+func (r *GateReport) WriteJSON(w io.Writer) error {
+	outcome := map[gateOutcome]string{gatePassed: "passed", gateFailed: "failed", gateUnmatched: "unmatched rules", gateSweepFailed: "sweep failed"}[r.outcome()]
+	doc := struct {
+		Schema      string     `json:"schema"`
+		Passed      bool       `json:"passed"`
+		Outcome     string     `json:"outcome"`
+		Head        *jsonSweep `json:"head"`
+		Base        *jsonSweep `json:"base,omitempty"`
+		Null        *jsonSweep `json:"null,omitempty"`
+		Alpha       float64    `json:"alpha"`
+		SweepFailed string     `json:"sweep_failed,omitempty"`
+		Warnings    []string   `json:"warnings"`
+		Missing     []string   `json:"missing"`
+		Rules       []jsonRule `json:"rules"`
+	}{
+		Schema: GateJSONSchema, Passed: r.Passed(), Outcome: outcome, Head: jsonSweepOf(r.Head),
+		Alpha: r.Alpha, SweepFailed: r.SweepFailed, Warnings: nonNil(r.Warnings), Missing: keyStrings(r.Missing),
+		Rules: []jsonRule{},
+	}
+	if r.HasBaseline {
+		doc.Base = jsonSweepOf(r.Base)
+	}
+	if r.HasNull {
+		doc.Null = jsonSweepOf(r.Null)
+	}
+	for _, rr := range r.Rules {
+		jr := jsonRule{Rule: rr.Rule.Text, Source: rr.Rule.Source, Unmatched: rr.Unmatched, Checks: []jsonCheck{}}
+		for _, c := range rr.Checks {
+			jr.Checks = append(jr.Checks, jsonCheck{
+				Cell: c.Cell.String(), Verdict: string(c.Verdict), Unit: c.Unit, Statistic: c.Statistic,
+				NBase: c.N1, NHead: c.N2, Value: num(c.Value), Baseline: num(c.Baseline), Ratio: num(c.Ratio),
+				NullRatio: num(c.NullRatio), P: num(c.P), PBeyond: num(c.PBeyond), Note: c.Note,
+			})
+		}
+		doc.Rules = append(doc.Rules, jr)
+	}
+	return writeIndented(w, doc)
+}
+
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func keyStrings(keys []CellKey) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package stats
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/results"
+)
+
+// runsFile is one sequential cell whose STSO gaps share their run: each
+// run draws its own level (lognormal, runSigma) and its gaps scatter
+// tightly around it (gapSigma), as the gaps of one run share its backend,
+// its cold start and its log length. Every level is scaled by factor.
+func runsFile(seed uint64, runs, gaps int, runSigma, gapSigma, factor float64) *results.File {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	f := synthFile(seed, 0, 0, 1, nil)
+	var s metrics.Samples
+	var ttls []int64
+	for range runs {
+		level := factor * 2000 * math.Exp(runSigma*rng.NormFloat64())
+		var total int64
+		for range gaps {
+			v := int64(math.Round(level * math.Exp(gapSigma*rng.NormFloat64())))
+			s.Values = append(s.Values, v)
+			total += v
+		}
+		s.RunEnds = append(s.RunEnds, len(s.Values))
+		ttls = append(ttls, total)
+	}
+	stso := results.NewMetric(s.Values, 0)
+	stso.PerRun, stso.PerRunStat = s.PerRun(metrics.RunMean), string(metrics.RunMean)
+	f.Cells = []results.Cell{{
+		Scenario: "sequential", Steps: gaps + 1, Version: "resilient", World: "sim", Profile: "cloud", Runs: runs,
+		Metrics: map[string]results.Metric{metrics.STSO: stso, metrics.TTLS: results.NewMetric(ttls, 0)},
+	}}
+	return f
+}
+
+// TestCompareTestsRuns: two sweeps of one cell, drawn alike (8 runs of 30
+// gaps each). Over the 240 pooled gaps a side the Mann-Whitney test calls
+// the run-to-run scatter a significant change; over the 8 per-run means it
+// correctly does not, and n counts runs.
+func TestCompareTestsRuns(t *testing.T) {
+	base := runsFile(1, 8, 30, 0.2, 0.05, 1)
+	head := runsFile(4, 8, 30, 0.2, 0.05, 1)
+	pooled := MannWhitney(base.Cells[0].Metrics["stso"].Values, head.Cells[0].Metrics["stso"].Values, Alpha)
+	if !pooled.Significant {
+		t.Fatalf("the pooled test is not fooled here (p=%.3f): pick another seed for the demonstration", pooled.P)
+	}
+	c, err := Compare(base, head, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *MetricRow
+	for i, m := range c.Metrics {
+		if m.Metric == "stso" {
+			row = &c.Metrics[i].Rows[0]
+		}
+	}
+	if row == nil {
+		t.Fatal("no stso row")
+	}
+	if row.Test.N1 != 8 || row.Test.N2 != 8 || row.Unit != UnitRun || row.Statistic != "run mean" {
+		t.Errorf("stso row tested n=%d+%d %s on %q, want 8+8 runs on the run mean", row.Test.N1, row.Test.N2, row.Unit, row.Statistic)
+	}
+	if row.Test.Significant || row.Verdict != VerdictSame || row.Delta() != "~" {
+		t.Errorf("stso row p=%.3f verdict %q delta %q: run-to-run scatter called a change (pooled p=%.4f)", row.Test.P, row.Verdict, row.Delta(), pooled.P)
+	}
+	t.Logf("pooled p=%.4f n=%d+%d; per-run p=%.3f n=%d+%d", pooled.P, pooled.N1, pooled.N2, row.Test.P, row.Test.N1, row.Test.N2)
+	var text bytes.Buffer
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stso (run mean)", "n=8 runs"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+
+	// A real shift of every run by 50% is still found with 8 runs.
+	slow := runsFile(3, 8, 30, 0.2, 0.05, 1.5)
+	c, err = Compare(base, slow, CompareOptions{Metrics: []string{"stso"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Metrics[0].Rows[0]; !r.Test.Significant || r.Verdict != VerdictWorse {
+		t.Errorf("a 50%% slower head: p=%.3f verdict %q, want worse", r.Test.P, r.Verdict)
+	}
+}
+
+// TestComparePooledFallback: a file written before per-run aggregates is
+// tested on pooled samples, and the comparison says so.
+func TestComparePooledFallback(t *testing.T) {
+	base := runsFile(1, 8, 30, 0.2, 0.05, 1)
+	head := runsFile(4, 8, 30, 0.2, 0.05, 1)
+	m := base.Cells[0].Metrics["stso"]
+	m.PerRun, m.PerRunStat = nil, ""
+	base.Cells[0].Metrics["stso"] = m
+	c, err := Compare(base, head, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "base has no per-run aggregates for stso") {
+		t.Errorf("Warnings = %q, want the pooled fallback named", c.Warnings)
+	}
+	r := c.Metrics[1].Rows[0]
+	if c.Metrics[1].Metric != "stso" || r.Unit != UnitSample || r.Test.N1 != 240 {
+		t.Errorf("stso row: unit %q n=%d, want pooled samples (240)", r.Unit, r.Test.N1)
+	}
+	var md bytes.Buffer
+	if err := c.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "- ⚠️ base has no per-run aggregates") || !strings.Contains(md.String(), "samples |") {
+		t.Errorf("markdown does not say the test pooled samples:\n%s", md.String())
+	}
+}
+
+// TestCompareNull: with a null sweep every row carries the null Δ, and a
+// significant change no larger than it is noise; the JSON document has
+// every field CI reads.
+func TestCompareNull(t *testing.T) {
+	base := synthFile(1, 30, 0.05, 1, synthMatrix)
+	null := synthFile(2, 30, 0.05, 1.08, synthMatrix) // the environment drew 8% slower
+	head := synthFile(3, 30, 0.05, 1.06, synthMatrix)
+	c, err := Compare(base, head, CompareOptions{Null: null, NullLabel: "base2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Metrics {
+		for _, r := range m.Rows {
+			if !r.InNull || math.IsNaN(r.NullDeltaPct) || r.NullDeltaPct < 3 {
+				t.Errorf("%s %s: null Δ %.2f%%, want ≈ +8%%", m.Metric, r.Cell, r.NullDeltaPct)
+			}
+			if r.Test.Significant && r.Verdict != VerdictNoise && math.Abs(r.DeltaPct) <= math.Abs(r.NullDeltaPct) {
+				t.Errorf("%s %s: Δ %.2f%% ≤ null %.2f%% but verdict %q", m.Metric, r.Cell, r.DeltaPct, r.NullDeltaPct, r.Verdict)
+			}
+		}
+	}
+	var noise int
+	for _, m := range c.Metrics {
+		for _, r := range m.Rows {
+			if r.Verdict == VerdictNoise {
+				noise++
+				if !strings.Contains(r.Delta(), "null") {
+					t.Errorf("noise row renders %q", r.Delta())
+				}
+			}
+		}
+	}
+	if noise == 0 {
+		t.Error("no row judged within the null spread: a 6% head against an 8% null")
+	}
+	var js bytes.Buffer
+	if err := c.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schema string
+		Null   *struct{ Label string }
+		Rows   []map[string]any
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Schema != CompareJSONSchema || doc.Null == nil || doc.Null.Label != "base2" || len(doc.Rows) != 12 {
+		t.Fatalf("json: schema %q null %v rows %d", doc.Schema, doc.Null, len(doc.Rows))
+	}
+	for _, k := range []string{"metric", "cell", "unit", "n_base", "n_head", "statistic", "p", "delta_pct", "null_delta_pct", "verdict"} {
+		if _, ok := doc.Rows[0][k]; !ok {
+			t.Errorf("json row lacks %q: %v", k, doc.Rows[0])
+		}
+	}
+	if doc.Rows[0]["unit"] != "run" || doc.Rows[0]["n_base"] != float64(30) {
+		t.Errorf("json row %v: want unit run, n_base 30", doc.Rows[0])
+	}
+
+	// A null sweep that is not the baseline's matrix is refused.
+	if _, err := Compare(base, head, CompareOptions{Null: synthFile(2, 30, 0.05, 1, synthMatrix[:2])}); err == nil || !strings.Contains(err.Error(), "null sweep lacks") {
+		t.Errorf("null with fewer cells: err = %v", err)
+	}
+}
+
+// TestGateNull: a head 20% slower fails "p50 < 1.10x baseline"; when the
+// baseline swept twice already differs by 25%, the same head is within the
+// null spread and passes, saying why.
+func TestGateNull(t *testing.T) {
+	cells := synthMatrix[5:6]
+	base := synthFile(1, 30, 0.05, 1, cells)
+	head := synthFile(2, 30, 0.05, 1.2, cells)
+	rules, err := ParseRules("r", strings.NewReader("ttls.p50 < 1.10x baseline\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Gate(head, base, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed() {
+		t.Fatal("a 20% slower head passed without a null sweep")
+	}
+	c := rep.Rules[0].Checks[0]
+	if c.Unit != UnitRun || c.N1 != 30 || !math.IsNaN(c.NullRatio) {
+		t.Errorf("check unit %q n=%d null %v", c.Unit, c.N1, c.NullRatio)
+	}
+	wide := synthFile(3, 30, 0.05, 1.25, cells)
+	rep, err = GateNull(head, base, wide, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = rep.Rules[0].Checks[0]
+	if !rep.Passed() || !strings.Contains(c.Note, "null") || math.Abs(c.NullRatio-1.25) > 0.05 {
+		t.Errorf("within a 25%% null spread: passed=%v note %q null ratio %.3f", rep.Passed(), c.Note, c.NullRatio)
+	}
+	narrow := synthFile(4, 30, 0.05, 1.02, cells)
+	if rep, err = GateNull(head, base, narrow, rules); err != nil || rep.Passed() {
+		t.Errorf("beyond a 2%% null spread: passed=%v err=%v, want a failure", rep.Passed(), err)
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"schema": "durabench/gate/v1"`, `"passed": false`, `"null_ratio": 1.0`, `"unit": "run"`, `"verdict": "FAIL"`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("gate json lacks %s:\n%s", want, js.String())
+		}
+	}
+	if _, err := GateNull(head, nil, narrow, rules); err == nil {
+		t.Error("a null sweep without a baseline was accepted")
+	}
+}
