@@ -219,7 +219,7 @@ func deltaCell(r MetricRow) string {
 
 func mdDelta(r MetricRow) string {
 	d := deltaCell(r)
-	if r.InBase && r.InHead && r.Test.Significant && !math.IsNaN(r.DeltaPct) {
+	if r.InBase && r.InHead && r.Test.Significant && r.Verdict != VerdictNoise && !math.IsNaN(r.DeltaPct) {
 		return "**" + d + "**"
 	}
 	return d
