@@ -315,7 +315,10 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 		if hasTarget && ti >= 0 && float64(v)/1000 > target[ti] {
 			s = markOver + " " + s
 		}
-		if bm != nil {
+		// The best column keeps its value but no change: the fastest run
+		// of a bimodal metric (TTFS) moves by hundreds of percent on a
+		// no-op change.
+		if bm != nil && bv != nil {
 			base := float64(bv(bm))
 			s += " " + deltaText(base, float64(v))
 			if mk := deltaMark(base, float64(v)); mk != "" && (sig == nil || sig.Significant) {
@@ -325,7 +328,7 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 		return s
 	}
 	cols := []string{
-		cell(mt.Min, func(b *results.Metric) int64 { return b.Min }, -1),
+		cell(mt.Min, nil, -1),
 		cell(mt.P50, func(b *results.Metric) int64 { return b.P50 }, -1),
 		cell(mt.P75, func(b *results.Metric) int64 { return b.P75 }, 0),
 		cell(mt.P90, func(b *results.Metric) int64 { return b.P90 }, 1),
@@ -683,8 +686,9 @@ func (m *markdown) footer(sb *strings.Builder) {
 	}
 	sb.WriteString("\n\n")
 	fmt.Fprintf(sb, "%s marks a percentile over its target (within target is left unmarked). "+
-		"Δ%% compares each figure with the baseline's matching cell; %s is more than %.0f%% slower, %s more than %.0f%% faster, ±0%% is under 0.5%%. "+
-		"%s in the n column: the change is not statistically significant (Mann-Whitney U on per-run values, α = %.2f), and its marks are dropped.\n\n",
+		"Δ%% compares each percentile with the baseline's matching cell; %s is more than %.0f%% slower, %s more than %.0f%% faster, ±0%% is under 0.5%%. "+
+		"The best column shows the fastest sample without Δ or marks: one run's luck is not a change. "+
+		"%s in the n column: the change is not statistically significant (Mann-Whitney U over runs — per-run values, or one aggregate per run for a metric with several samples per run — α = %.2f), and its marks are dropped.\n\n",
 		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, stats.Alpha)
 	if t := m.targetsLine(); t != "" {
 		sb.WriteString(t + "\n\n")
