@@ -8,11 +8,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
 // metricOf summarises values (µs) as a sweep does.
 func metricOf(values []int64) results.Metric { return results.NewMetric(values, 0) }
+
+// perRunOf is a metric with several samples per run: values split evenly
+// into runs, each run's aggregate kept as a sweep keeps it (per_run).
+func perRunOf(name string, values []int64, runs int) results.Metric {
+	m := results.NewMetric(values, 0)
+	var s metrics.Samples
+	s.Values = values
+	for i := 1; i <= runs; i++ {
+		s.RunEnds = append(s.RunEnds, i*len(values)/runs)
+	}
+	stat := metrics.TestedOn(name)
+	m.PerRun, m.PerRunStat = s.PerRun(stat), string(stat)
+	return m
+}
 
 // lognormal draws n values around median µs with spread sigma.
 func lognormal(r *rand.Rand, n int, median, sigma float64) []int64 {
@@ -94,8 +109,8 @@ func fixture(o fixtureOpts) *results.File {
 			c.Metrics = map[string]results.Metric{
 				"ttls":        metricOf(ttlsV),
 				"ttfs":        metricOf(ttfsV),
-				"skew":        metricOf(skewV),
-				"skew_offset": metricOf(offsets),
+				"skew":        perRunOf("skew", skewV, reps),
+				"skew_offset": perRunOf("skew_offset", offsets, reps),
 				"ttc":         metricOf(addEach(ttlsV, 400)),
 			}
 			c.ElapsedMS = float64(sum(ttlsV)) / 1000
@@ -122,9 +137,9 @@ func fixture(o fixtureOpts) *results.File {
 		}
 		c.Metrics = map[string]results.Metric{
 			"ttfs":        metricOf(lognormal(r, reps, 800*speed(v), 0.2)),
-			"stso":        metricOf(all),
-			"stso_inline": metricOf(inline),
-			"stso_queue":  metricOf(queue),
+			"stso":        perRunOf("stso", all, reps),
+			"stso_inline": perRunOf("stso_inline", inline, reps),
+			"stso_queue":  perRunOf("stso_queue", queue, reps),
 			"wo":          metricOf(lognormal(r, reps, 25_000*speed(v), 0.1)),
 			"ttc":         metricOf(lognormal(r, reps, 26_000*speed(v), 0.1)),
 		}

@@ -89,6 +89,9 @@ type markdown struct {
 	// comparable is false when the baseline was measured with another
 	// methodology, so deltas would mislead.
 	comparable bool
+	// warnings are what differs between the baseline and this run besides
+	// the change under test (stats.Comparison.Warnings), shown at the top.
+	warnings []string
 }
 
 func newMarkdown(f *results.File, opt Options) *markdown {
@@ -97,6 +100,7 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 		m.base = cellIndex(opt.Baseline)
 		m.comparable = true
 		if cmp, err := stats.Compare(opt.Baseline, f, stats.CompareOptions{}); err == nil {
+			m.warnings = cmp.Warnings
 			m.sig = map[sigKey]stats.Significance{}
 			for _, mc := range cmp.Metrics {
 				for _, r := range mc.Rows {
@@ -228,6 +232,13 @@ func (m *markdown) header(sb *strings.Builder) {
 				fmt.Fprintf(sb, " Cells in the baseline but not in this run: %s.", strings.Join(gone, ", "))
 			}
 			sb.WriteString("\n\n")
+			if len(m.warnings) > 0 {
+				sb.WriteString("> ⚠️ **Read the changes with care:**\n")
+				for _, w := range m.warnings {
+					sb.WriteString("> - " + w + "\n")
+				}
+				sb.WriteString("\n")
+			}
 		} else {
 			fmt.Fprintf(sb, "> The baseline `%s` was measured with methodology %d and this run with %d: they are not compared.\n\n",
 				shortCommit(b.GitCommit), b.Methodology, f.Methodology)

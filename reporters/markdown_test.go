@@ -408,3 +408,25 @@ func TestMethodologyMismatchNotCompared(t *testing.T) {
 		t.Error("methodology mismatch not explained")
 	}
 }
+
+// TestBaselineWarnings: a baseline that differs in more than the change
+// under test (reps, faults) is said at the top of the markdown and GitHub
+// reports, before any table; the best column carries no change.
+func TestBaselineWarnings(t *testing.T) {
+	base, head := fixtureBase(), fixtureHead()
+	base.Plan.Reps, head.Plan.Reps = 10, 30
+	head.Plan.Options = map[string]string{"faults": "default.latency=lognormal:30ms:90ms"}
+	for _, github := range []bool{false, true} {
+		out := render(t, head, Options{Baseline: base, GitHub: github})
+		warn := strings.Index(out, "> ⚠️ **Read the changes with care:**")
+		table := strings.Index(out, "| metric | cell | best |")
+		if warn < 0 || table < 0 || warn > table {
+			t.Fatalf("github=%v: warnings at %d, first table at %d:\n%s", github, warn, table, out[:min(len(out), 2000)])
+		}
+		for _, want := range []string{"> - reps differs: base 10, head 30", `> - faults differs: base (none), head default.latency=lognormal:30ms:90ms`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("github=%v: report lacks %q", github, want)
+			}
+		}
+	}
+}

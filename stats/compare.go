@@ -269,7 +269,7 @@ func planWarnings(base, head *results.File) []string {
 	var w []string
 	diff := func(name string, b, h any) {
 		if b != h {
-			w = append(w, fmt.Sprintf("%s differs: base %v, head %v", name, b, h))
+			w = append(w, fmt.Sprintf("%s differs: base %v, head %v", name, orNone(b), orNone(h)))
 		}
 	}
 	bp, hp := base.Plan, head.Plan
@@ -282,13 +282,79 @@ func planWarnings(base, head *results.File) []string {
 	diff("guard", bp.WorldOptions.Guard, hp.WorldOptions.Guard)
 	diff("sim log model", bp.WorldOptions.SimLog, hp.WorldOptions.SimLog)
 	diff("virtual time", base.VirtualTime, head.VirtualTime)
-	if base.Host.CPUs != head.Host.CPUs || base.Host.OS != head.Host.OS || base.Host.Arch != head.Host.Arch {
-		if !base.VirtualTime || !head.VirtualTime {
+	diff("reps", bp.Reps, hp.Reps)
+	diff("cell timeout (ms)", bp.CellTimeoutMS, hp.CellTimeoutMS)
+	diff("stall threshold (ms)", bp.StallThresholdMS, hp.StallThresholdMS)
+	diff("faults", bp.Options["faults"], hp.Options["faults"])
+	diff("workers", bp.Workers, hp.Workers)
+	diff("NATS server", bp.WorldOptions.NATSURL, hp.WorldOptions.NATSURL)
+	diff("NATS storage", bp.WorldOptions.NATSStorage, hp.WorldOptions.NATSStorage)
+	diff("NATS replicas", bp.WorldOptions.NATSReplicas, hp.WorldOptions.NATSReplicas)
+	diff("PostgreSQL server", bp.WorldOptions.PostgresURL, hp.WorldOptions.PostgresURL)
+	diff("PostgreSQL fsync", bp.WorldOptions.PostgresFsync, hp.WorldOptions.PostgresFsync)
+	if !base.VirtualTime || !head.VirtualTime {
+		// Wall-clock figures depend on the machine; simulated ones do not.
+		if base.Host.CPUs != head.Host.CPUs || base.Host.OS != head.Host.OS || base.Host.Arch != head.Host.Arch {
 			w = append(w, fmt.Sprintf("host differs: base %d CPUs %s/%s, head %d CPUs %s/%s",
 				base.Host.CPUs, base.Host.OS, base.Host.Arch, head.Host.CPUs, head.Host.OS, head.Host.Arch))
 		}
+		if base.Host.Hostname != "" && head.Host.Hostname != "" {
+			diff("host name", base.Host.Hostname, head.Host.Hostname)
+		}
+		diff("Go", base.Host.Go, head.Host.Go)
+	}
+	return append(w, cellWarnings(base, head)...)
+}
+
+// orNone renders an empty setting as "(none)".
+func orNone(v any) any {
+	if s, ok := v.(string); ok && s == "" {
+		return "(none)"
+	}
+	return v
+}
+
+// cellWarnings lists, per cell both sides have, what differs that the key
+// does not hold: the foreign engine's name or version as it reported them,
+// and the class of the bound on its clock error.
+func cellWarnings(base, head *results.File) []string {
+	var w []string
+	bIdx, _ := indexCells(base)
+	hIdx, keys := indexCells(head)
+	slices.SortFunc(keys, CellKey.cmp)
+	for _, k := range keys {
+		b, h := bIdx[k], hIdx[k]
+		if b == nil {
+			continue
+		}
+		if k.Target != selected {
+			if b.Engine != h.Engine {
+				w = append(w, fmt.Sprintf("engine differs in %s: base %q, head %q", k, b.Engine, h.Engine))
+			} else if b.EngineVersion != h.EngineVersion {
+				w = append(w, fmt.Sprintf("engine version differs in %s: base %q, head %q (compare engines explicitly with --base-engine/--head-engine)", k, b.EngineVersion, h.EngineVersion))
+			}
+		}
+		if bc, hc := clockClass(b.ClockErrorUS), clockClass(h.ClockErrorUS); bc != hc {
+			w = append(w, fmt.Sprintf("clock bound class differs in %s: base %s, head %s", k, bc, hc))
+		}
 	}
 	return w
+}
+
+// clockClass buckets a clock error bound (µs) by decade: figures taken
+// with a bound ten times looser are not taken alike.
+func clockClass(us float64) string {
+	switch {
+	case us == 0:
+		return "same clock"
+	case us < 100:
+		return "< 100µs"
+	case us < 1000:
+		return "< 1ms"
+	case us < 10000:
+		return "< 10ms"
+	}
+	return "≥ 10ms"
 }
 
 // SweepInfo identifies one side of a comparison.
@@ -509,7 +575,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		}
 		nIdx, _ = indexCells(opt.Null)
 	}
-	pooled := map[string]bool{}
+	pooled := map[string][]string{} // side → metrics tested on pooled samples
 	bIdx, bKeys := indexCells(base)
 	hIdx, hKeys := indexCells(head)
 	all := slices.Clone(bKeys)
@@ -564,9 +630,8 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 					return false, t, sum
 				}
 				t = testedSample(name, m)
-				if t.unit == UnitSample && !pooled[label+name] {
-					pooled[label+name] = true
-					c.Warnings = append(c.Warnings, pooledWarning(label, name))
+				if t.unit == UnitSample && !slices.Contains(pooled[label], name) {
+					pooled[label] = append(pooled[label], name)
 				}
 				return true, t, Summarize(t.values, opt.Confidence)
 			}
@@ -610,6 +675,11 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		c.Metrics = append(c.Metrics, mc)
 	}
 
+	for _, side := range []string{"base", "head", "null"} {
+		if len(pooled[side]) > 0 {
+			c.Warnings = append(c.Warnings, pooledWarning(side, strings.Join(pooled[side], ", ")))
+		}
+	}
 	for _, k := range all {
 		row := CountRow{Cell: k}
 		if cell := bIdx[k]; cell != nil {

@@ -242,11 +242,10 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 		}
 		nIdx, _ = indexCells(null)
 	}
-	pooled := map[string]bool{}
+	pooled := map[string][]string{} // side → metrics tested on pooled samples
 	warnPooled := func(side, metric string, t tested) {
-		if t.unit == UnitSample && !pooled[side+metric] {
-			pooled[side+metric] = true
-			rep.Warnings = append(rep.Warnings, pooledWarning(side, metric))
+		if t.unit == UnitSample && !slices.Contains(pooled[side], metric) {
+			pooled[side] = append(pooled[side], metric)
 		}
 	}
 	hIdx, hKeys := indexCells(head)
@@ -288,6 +287,11 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 		}
 		rr.Unmatched = len(rr.Checks) == 0 && !rule.AllowEmpty
 		rep.Rules = append(rep.Rules, rr)
+	}
+	for _, side := range []string{"base", "head"} {
+		if len(pooled[side]) > 0 {
+			rep.Warnings = append(rep.Warnings, pooledWarning(side, strings.Join(pooled[side], ", ")))
+		}
 	}
 	return rep, nil
 }

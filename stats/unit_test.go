@@ -234,3 +234,33 @@ func TestGateNull(t *testing.T) {
 		t.Error("a null sweep without a baseline was accepted")
 	}
 }
+
+// TestCompareMismatchWarnings: what differs besides the change under test
+// is named, field by field; the methodology is refused.
+func TestCompareMismatchWarnings(t *testing.T) {
+	base := synthFile(1, 10, 0.05, 1, synthMatrix[:1])
+	head := synthFile(2, 10, 0.05, 1, synthMatrix[:1])
+	for _, f := range []*results.File{base, head} {
+		f.Cells[0].Target, f.Cells[0].Engine = "myengine", "my-engine"
+	}
+	base.Cells[0].EngineVersion, head.Cells[0].EngineVersion = "1.2.0", "1.3.0"
+	base.Cells[0].ClockErrorUS, head.Cells[0].ClockErrorUS = 40, 4000
+	base.Plan.Reps, head.Plan.Reps = 10, 20
+	base.Plan.WorldOptions.PostgresFsync, head.Plan.WorldOptions.PostgresFsync = "on", "off"
+	c, err := Compare(base, head, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Warnings, "\n")
+	for _, want := range []string{"reps differs: base 10, head 20", "PostgreSQL fsync differs: base on, head off",
+		`engine version differs in fanout/branches=20/target=myengine/profile=cloud: base "1.2.0", head "1.3.0"`,
+		"clock bound class differs in fanout/branches=20/target=myengine/profile=cloud: base < 100µs, head < 10ms"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	head.Methodology++
+	if _, err := Compare(base, head, CompareOptions{}); err == nil || !strings.Contains(err.Error(), "methodology") {
+		t.Errorf("another methodology: err = %v", err)
+	}
+}
