@@ -89,6 +89,9 @@ type markdown struct {
 	// comparable is false when the baseline was measured with another
 	// methodology, so deltas would mislead.
 	comparable bool
+	// null holds each row's null Δ (stats.MetricRow.NullDeltaPct) when
+	// opt.Null is set and compares.
+	null map[sigKey]float64
 	// warnings are what differs between the baseline and this run besides
 	// the change under test (stats.Comparison.Warnings), shown at the top.
 	warnings []string
@@ -99,13 +102,28 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 	if opt.Baseline != nil && opt.Baseline.Methodology == f.Methodology {
 		m.base = cellIndex(opt.Baseline)
 		m.comparable = true
-		if cmp, err := stats.Compare(opt.Baseline, f, stats.CompareOptions{}); err == nil {
-			m.warnings = cmp.Warnings
+		cmp, err := stats.Compare(opt.Baseline, f, stats.CompareOptions{Null: opt.Null})
+		if err != nil && opt.Null != nil {
+			m.warnings = append(m.warnings, "the null sweep is not used: "+err.Error())
+			cmp, err = stats.Compare(opt.Baseline, f, stats.CompareOptions{})
+		}
+		if err == nil {
+			m.warnings = append(m.warnings, cmp.Warnings...)
 			m.sig = map[sigKey]stats.Significance{}
+			if cmp.HasNull {
+				m.null = map[sigKey]float64{}
+			}
 			for _, mc := range cmp.Metrics {
 				for _, r := range mc.Rows {
 					if r.InBase && r.InHead && r.Base.N > 0 && r.Head.N > 0 {
-						m.sig[sigKey{r.Cell, mc.Metric}] = r.Test
+						t := r.Test
+						if r.Verdict == stats.VerdictNoise {
+							t.Significant = false // within the null spread: noise
+						}
+						m.sig[sigKey{r.Cell, mc.Metric}] = t
+					}
+					if m.null != nil && r.InNull {
+						m.null[sigKey{r.Cell, mc.Metric}] = r.NullDeltaPct
 					}
 				}
 			}
@@ -249,8 +267,13 @@ func (m *markdown) header(sb *strings.Builder) {
 // scenario writes one scenario's table, stalls, errors and histograms.
 func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	fmt.Fprintf(sb, "### %s\n\n", g.Name)
-	sb.WriteString("| metric | cell | best | p50 | p75 | p90 | p99 | n |\n")
-	sb.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
+	if m.null != nil {
+		sb.WriteString("| metric | cell | best | p50 | p75 | p90 | p99 | null Δ | n |\n")
+		sb.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	} else {
+		sb.WriteString("| metric | cell | best | p50 | p75 | p90 | p99 | n |\n")
+		sb.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
+	}
 	rows := 0
 	omitted := 0
 	names := orderedMetrics(g.Cells)
@@ -305,6 +328,9 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 // row renders best | p50 | p75 | p90 | p99 | n for one metric of a cell.
 func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 	if mt.Count == 0 {
+		if m.null != nil {
+			return "- | - | - | - | - | - | 0"
+		}
 		return "- | - | - | - | - | 0"
 	}
 	var bm *results.Metric
@@ -348,6 +374,14 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 	n := fmt.Sprint(mt.Count)
 	if sig != nil && !sig.Significant {
 		n += " " + markNoise
+	}
+	if m.null != nil {
+		// The null sweep's change of the tested per-run statistic's median.
+		nd := "—"
+		if d, ok := m.null[sigKey{cellKey(c), name}]; ok && !math.IsNaN(d) {
+			nd = fmt.Sprintf("%+.0f%%", d)
+		}
+		cols = append(cols, nd)
 	}
 	return strings.Join(append(cols, n), " | ")
 }
@@ -701,6 +735,10 @@ func (m *markdown) footer(sb *strings.Builder) {
 		"The best column shows the fastest sample without Δ or marks: one run's luck is not a change. "+
 		"%s in the n column: the change is not statistically significant (Mann-Whitney U over runs — per-run values, or one aggregate per run for a metric with several samples per run — α = %.2f), and its marks are dropped.\n\n",
 		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, stats.Alpha)
+	if m.null != nil {
+		sb.WriteString("The null Δ column is a second sweep of the baseline against the baseline (the median of the tested per-run statistic): " +
+			"the change noise alone makes. A significant change no larger than it counts as noise: " + markNoise + ", no marks.\n\n")
+	}
 	if t := m.targetsLine(); t != "" {
 		sb.WriteString(t + "\n\n")
 	}

@@ -430,3 +430,17 @@ func TestBaselineWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestNullColumn: with a null sweep the table has a null Δ column and the
+// footer says what it is.
+func TestNullColumn(t *testing.T) {
+	out := render(t, fixtureHead(), Options{Baseline: fixtureBase(), Null: fixtureBase()})
+	for _, want := range []string{"| p99 | null Δ | n |", "The null Δ column is a second sweep of the baseline", " | +0% | 10"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if out := render(t, fixtureHead(), Options{Baseline: fixtureBase()}); strings.Contains(out, "null Δ") {
+		t.Error("a null column without a null sweep")
+	}
+}

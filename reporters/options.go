@@ -13,6 +13,10 @@ type Options struct {
 	// change against the baseline's matching cell (same scenario, branches,
 	// steps, options, version, switches, world and profile).
 	Baseline *results.File
+	// Null, with Baseline, is a second sweep of the baseline (same commit,
+	// machine and settings): each row shows its null Δ (the change noise
+	// alone makes), and a change no larger than it loses its marks.
+	Null *results.File
 	// History are earlier sweeps, shown newest first in a collapsed
 	// "Previous results" section.
 	History []*results.File

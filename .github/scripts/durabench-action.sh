@@ -40,6 +40,39 @@ build() {
 	(cd "$1" && DURABENCH_BIN="$2" bash -eo pipefail -c "$INPUT_BUILD")
 }
 
+# prepare_baseline checks the baseline ref out beside the workspace (once)
+# and builds it with the consumer's command; it fails with a warning.
+prepare_baseline() {
+	tree="$RUNNER_TEMP/durabench-baseline"
+	if [ -f "$tree.prepared" ]; then
+		return 0
+	fi
+	rm -rf "$tree" "$tree.prepared"
+	git fetch --no-tags --depth=1 origin "$DURABENCH_BASELINE_REF" 2>/dev/null || true
+	if ! git worktree add --detach "$tree" "$DURABENCH_BASELINE_REF"; then
+		echo "::warning::durabench: baseline $DURABENCH_BASELINE_REF cannot be checked out; the report shows the head alone"
+		return 1
+	fi
+	if ! build "$tree" "$out/bin-base"; then
+		echo "::warning::durabench: the baseline $DURABENCH_BASELINE_REF does not build; the report shows the head alone"
+		return 1
+	fi
+	touch "$tree.prepared"
+}
+
+# sweep_baseline sweeps the prepared baseline into directory $1 (removed,
+# with a warning naming $2, when the sweep fails).
+sweep_baseline() {
+	sweep_args "$tree"
+	if ! (cd "$tree" && PATH="$out/bin-base:$PATH" "$durabench" sweep "${args[@]}" --quiet --out "$1"); then
+		echo "::warning::durabench: the $2 sweep failed"
+		rm -rf "$1"
+		return 1
+	fi
+}
+
+null_sweep() { [ "${INPUT_NULL_SWEEP:-false}" = true ]; }
+
 case "$step" in
 key)
 	# The cache key of the durabench binary: the action's own sources, so
@@ -79,27 +112,39 @@ baseline)
 		echo "durabench: no baseline (no baseline-ref or baseline-results, and not a pull request)"
 		exit 0
 	fi
-	tree="$RUNNER_TEMP/durabench-baseline"
-	rm -rf "$tree"
-	git fetch --no-tags --depth=1 origin "$DURABENCH_BASELINE_REF" 2>/dev/null || true
-	if ! git worktree add --detach "$tree" "$DURABENCH_BASELINE_REF"; then
-		echo "::warning::durabench: baseline $DURABENCH_BASELINE_REF cannot be checked out; the report shows the head alone"
+	if null_sweep; then
+		# ABA: the baseline was swept before the head (baseline-first);
+		# sweep it again now, so drift over the job hits both sides.
+		if [ -f "$out/base/results.json" ] && prepare_baseline; then
+			sweep_baseline "$out/null" "second baseline (null)" || true
+		fi
 		exit 0
 	fi
-	if ! build "$tree" "$out/bin-base"; then
-		echo "::warning::durabench: the baseline $DURABENCH_BASELINE_REF does not build; the report shows the head alone"
+	prepare_baseline || exit 0
+	sweep_baseline "$out/base" "baseline (the report shows the head alone)" || true
+	;;
+baseline-first)
+	# With null-sweep, the baseline is swept before the head and again
+	# after it (ABA); without it this step does nothing.
+	null_sweep || exit 0
+	if [ -n "${INPUT_BASELINE_RESULTS:-}" ]; then
+		echo "::warning::durabench: null-sweep sweeps baseline-ref twice; with baseline-results there is no baseline to sweep again"
 		exit 0
 	fi
-	sweep_args "$tree"
-	if ! (cd "$tree" && PATH="$out/bin-base:$PATH" "$durabench" sweep "${args[@]}" --quiet --out "$out/base"); then
-		echo "::warning::durabench: the baseline sweep failed; the report shows the head alone"
-		rm -rf "$out/base"
+	if [ -z "${DURABENCH_BASELINE_REF:-}" ]; then
+		echo "durabench: no baseline to sweep twice (no baseline-ref, and not a pull request)"
+		exit 0
 	fi
+	prepare_baseline || exit 0
+	sweep_baseline "$out/base" "baseline (the report shows the head alone)" || true
 	;;
 render)
 	args=()
 	if [ -f "$out/base/results.json" ]; then
 		args+=(--baseline "$out/base/results.json")
+		if [ -f "$out/null/results.json" ]; then
+			args+=(--null "$out/null/results.json")
+		fi
 	fi
 	if [ -n "${DURABENCH_HISTORY_DIR:-}" ] && [ -d "$DURABENCH_HISTORY_DIR" ]; then
 		args+=(--history "$DURABENCH_HISTORY_DIR")
@@ -131,6 +176,9 @@ gate)
 	args=()
 	if [ -f "$out/base/results.json" ]; then
 		args+=(--baseline "$out/base/results.json")
+		if [ -f "$out/null/results.json" ]; then
+			args+=(--null "$out/null/results.json")
+		fi
 	fi
 	if [ -n "${INPUT_GATE_RULES:-}" ]; then
 		args+=(--rules "$INPUT_GATE_RULES")

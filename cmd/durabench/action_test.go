@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/durabench/durabench/results"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -179,6 +181,7 @@ func TestAction(t *testing.T) {
 		state    string // what the sticky comment says at the end ("" none)
 		gate     string
 		baseline bool
+		null     bool // a second baseline sweep (null-sweep), swept after the head
 	}{
 		{name: "pull request, baseline file", event: "pull_request", pr: pr,
 			with:  map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "history-key": ""},
@@ -199,6 +202,13 @@ func TestAction(t *testing.T) {
 			with: map[string]string{"sweep-file": "bench/sweep.yaml", "sweep-flags": "--seed 1",
 				"build": `echo built > "$DURABENCH_BIN/marker"`, "comment": "false"},
 			calls: "", gate: "passed", baseline: true},
+		{name: "null sweep: baseline, head, baseline again", event: "push", gitRef: true,
+			with: map[string]string{"sweep-file": "bench/sweep.yaml", "sweep-flags": "--seed 1", "null-sweep": "true",
+				"build": `echo built > "$DURABENCH_BIN/marker"`, "comment": "false"},
+			calls: "", gate: "passed", baseline: true, null: true},
+		{name: "null sweep without a baseline ref sweeps nothing twice", event: "pull_request", pr: pr,
+			with:  map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "null-sweep": "true"},
+			calls: "create,update 101", state: "✅ completed", gate: "passed", baseline: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newActionHarness(t, a, node)
@@ -229,7 +239,32 @@ func TestAction(t *testing.T) {
 			if (err == nil) != tc.baseline {
 				t.Errorf("baseline results: %v, want present %v", err, tc.baseline)
 			}
+			nullPath := filepath.Join(h.temp, "durabench", "null", "results.json")
+			_, err = os.Stat(nullPath)
+			if (err == nil) != tc.null {
+				t.Errorf("null sweep results: %v, want present %v", err, tc.null)
+			}
+			if tc.null {
+				// ABA: the null sweep began after the head, the head after the baseline.
+				var started []time.Time
+				for _, side := range []string{"base", "head", "null"} {
+					f, err := results.Read(filepath.Join(h.temp, "durabench", side, "results.json"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					started = append(started, f.StartedAt)
+				}
+				if !started[0].Before(started[1]) || !started[1].Before(started[2]) {
+					t.Errorf("sweeps started base %v, head %v, null %v: not ABA", started[0], started[1], started[2])
+				}
+				if !strings.Contains(h.log.String(), ", null sweep ") {
+					t.Errorf("the gate did not get the null sweep; log:\n%s", h.log.String())
+				}
+			}
 			comment, _ := os.ReadFile(filepath.Join(h.temp, "durabench", "comment.md"))
+			if tc.null && !strings.Contains(string(comment), "| null Δ | n |") {
+				t.Errorf("the comment has no null Δ column:\n%s", firstLines(string(comment), 30))
+			}
 			t.Logf("the comment:\n%s", firstLines(string(comment), 14))
 			summary, _ := os.ReadFile(h.summary)
 			if tc.state != "" && !strings.Contains(string(summary), "Durable Workflow Benchmarks") {

@@ -20,6 +20,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "text, md, github, json, benchfmt or otlp (the runs' timelines as OTLP/JSON traces)")
 	runs := fs.String("runs", "", "with --format otlp: run ids (comma-separated), or stalled, failed (default: every run the sweep kept)")
 	baseline := fs.String("baseline", "", "results file to compare with")
+	null := fs.String("null", "", "with --baseline: a second sweep of the baseline; rows show its null Δ")
 	history := fs.String("history", "", "history directory (durabench history add) for previous results")
 	png := fs.String("png", "", "also write PNG charts into DIR")
 	status := fs.String("status", "", "running or failed: write the GitHub sticky comment for a run without results (no results file)")
@@ -55,6 +56,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := reporters.Options{}
 	if opt.Baseline, err = readBaseline(*baseline); err != nil {
+		return err
+	}
+	if *null != "" && opt.Baseline == nil {
+		return usageErr("--null is a second sweep of the baseline; give --baseline too")
+	}
+	if opt.Null, err = readBaseline(*null); err != nil {
 		return err
 	}
 	if *history != "" {
