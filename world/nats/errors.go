@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,6 +21,16 @@ var ErrUnreachable = errors.New("NATS server unreachable")
 // the NATS server is down or closed. It wraps world.ErrTransient, so the engine
 // treats it as retryable; a driver that sees it persist stops the sweep.
 var ErrConnectionLost = fmt.Errorf("connection to NATS lost: %w", world.ErrTransient)
+
+// untilLeader makes a publish that no stream leader answers ("no
+// responders": a replicated stream electing a new leader after its leader
+// died) go out again every 100 ms until the call's deadline. Nothing was
+// stored, so it is safe. nats.go's default, two more tries 250 ms apart,
+// gave up during an election on a loaded three-node cluster: every run the
+// driver started in the 4 s after the leader's SIGKILL failed at create run
+// (make chaos, docs/reliability.md).
+var untilLeader = []jetstream.PublishOpt{jetstream.WithRetryWait(100 * time.Millisecond),
+	jetstream.WithRetryAttempts(int(opTimeout / (100 * time.Millisecond)))}
 
 // JetStream API error codes that durabench branches on (see the server's
 // errors.json). The client only exports some of them.

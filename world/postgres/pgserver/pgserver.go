@@ -38,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -82,12 +83,14 @@ type Server struct {
 	url      string
 	dir      string
 	port     int
-	pid      int // the postmaster
+	pid      atomic.Int64 // the postmaster (a restart changes it)
 	version  string
 	settings []string
 
 	guard    *exec.Cmd
 	stdin    io.WriteCloser
+	pids     *bufio.Reader // the guardian's stdout: the postmaster's pid, then one per restart
+	restarts sync.Mutex
 	exited   chan struct{} // closed when the guardian exited
 	stopOnce sync.Once
 	stopErr  error
@@ -104,7 +107,7 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) Port() int { return s.port }
 
 // PID is the postmaster's process id.
-func (s *Server) PID() int { return s.pid }
+func (s *Server) PID() int { return int(s.pid.Load()) }
 
 // Version is the output of `postgres --version`.
 func (s *Server) Version() string { return s.version }
@@ -324,13 +327,16 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 		guard.Wait()
 		close(s.exited)
 	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	s.pids = bufio.NewReader(stdout)
+	line, err := s.pids.ReadString('\n')
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: the guardian shell did not start postgres: %w", err)
 	}
-	if s.pid, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
 		return nil, fmt.Errorf("pgserver: the guardian shell said %q, not a process id", line)
 	}
+	s.pid.Store(int64(pid))
 	s.url = fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", User, s.port, Database)
 	return s, s.waitReady(ctx)
 }
@@ -338,14 +344,24 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 // guardian is the shell that runs postgres and, once its standard input
 // closes, stops it and removes the directory. $1 the binaries, $2 the data
 // directory, $3 the log, $4 the directory to remove, then postgres's -c
-// settings. It prints the postmaster's pid first.
+// settings. It prints the postmaster's pid first; a line "restart" on its
+// standard input stops postgres with a fast shutdown, starts it again on
+// the same data directory and prints the new pid.
 const guardian = `bin=$1 data=$2 log=$3 dir=$4
 shift 4
-"$bin/postgres" -D "$data" "$@" >>"$log" 2>&1 </dev/null &
-pid=$!
-echo "$pid"
-exec 1>/dev/null
-while read -r _; do :; done
+start() {
+  "$bin/postgres" -D "$data" "$@" >>"$log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid"
+}
+start "$@"
+while read -r line; do
+  if [ "$line" = restart ]; then
+    kill -INT "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    start "$@"
+  fi
+done
 kill -QUIT "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 rm -rf "$dir"
@@ -420,28 +436,57 @@ func (s *Server) waitReady(ctx context.Context) error {
 
 // alive reports whether the postmaster runs.
 func (s *Server) alive() bool {
-	if s.pid <= 0 {
+	pid := s.PID()
+	if pid <= 0 {
 		return false
 	}
 	// A zombie (exited, not yet reaped by the guardian) counts as gone.
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err == nil {
 		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
 			return false
 		}
 		return true
 	}
-	return syscall.Kill(s.pid, 0) == nil
+	return syscall.Kill(pid, 0) == nil
 }
 
 // Kill ends the postmaster with SIGKILL, as a crash would; its backends
 // notice and exit, and clients see their connections drop. The directory
 // stays until Stop (or this process's exit).
 func (s *Server) Kill() error {
-	if s.pid <= 0 {
+	pid := s.PID()
+	if pid <= 0 {
 		return errors.New("pgserver: no server")
 	}
-	return syscall.Kill(s.pid, syscall.SIGKILL)
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// Restart stops the server with a fast shutdown (sessions are ended,
+// committed transactions stay: a clean checkpoint) and starts it again on the
+// same data directory and port, as an operator restarting PostgreSQL does.
+// It returns when the server accepts connections again.
+func (s *Server) Restart(ctx context.Context) error {
+	s.restarts.Lock()
+	defer s.restarts.Unlock()
+	if s.guard == nil {
+		return errors.New("pgserver: no server")
+	}
+	if _, err := io.WriteString(s.stdin, "restart\n"); err != nil {
+		return fmt.Errorf("pgserver: restart: %w", err)
+	}
+	line, err := s.pids.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("pgserver: restart: the guardian shell did not start postgres again: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return fmt.Errorf("pgserver: restart: the guardian shell said %q, not a process id", line)
+	}
+	s.pid.Store(int64(pid))
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return s.waitReady(ctx)
 }
 
 // Stop stops the server (immediate shutdown: it is thrown away) and

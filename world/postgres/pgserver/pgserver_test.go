@@ -178,3 +178,52 @@ func TestFindBinaries(t *testing.T) {
 		t.Fatalf("FindBinaries = %q, %v", dir, err)
 	}
 }
+
+// TestRestart: a restart (fast shutdown, then the same data directory and
+// port) ends open sessions, keeps every committed row, and gives a new
+// postmaster; Stop still removes it all.
+func TestRestart(t *testing.T) {
+	needBinaries(t)
+	s, err := pgserver.Start(context.Background(), pgserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "CREATE TABLE kept (n int); INSERT INTO kept SELECT generate_series(1, 100)"); err != nil {
+		t.Fatal(err)
+	}
+	before := s.PID()
+	if err := s.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.PID() == before || syscall.Kill(before, 0) == nil {
+		t.Errorf("postmaster %d still runs after Restart (now %d)", before, s.PID())
+	}
+	if c.Ping(ctx) == nil {
+		t.Error("a session opened before the restart still answers")
+	}
+	c2, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatalf("connect after Restart: %v", err)
+	}
+	defer c2.Close(ctx)
+	var n int
+	if err := c2.QueryRow(ctx, "SELECT count(*) FROM kept").Scan(&n); err != nil || n != 100 {
+		t.Fatalf("rows after Restart: %d, %v; want 100", n, err)
+	}
+	pid := s.PID()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still there after Stop: %v", s.Dir(), err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("restarted postmaster %d still runs after Stop", pid)
+	}
+}
