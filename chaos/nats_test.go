@@ -260,8 +260,10 @@ func TestNATSClusterNodeKilled(t *testing.T) {
 			}
 			record(t, figure{Case: "NATS R3: SIGKILL the stream " + role + ", restart after 3 s", InFlight: inFlight, Tally: k, Exit: code,
 				Note: fmt.Sprintf("last incident: %.120s", last)})
-			if k.Lost != 0 || k.Runs != reps {
-				t.Errorf("%s: want every run accounted for", k)
+			// R3 keeps every acknowledged write and elects a new leader:
+			// every run finishes (late ones are stalls, not failures).
+			if k.Lost != 0 || k.Runs != reps || k.Failed != 0 || k.Unfinished != 0 {
+				t.Errorf("%s: want every run finished", k)
 			}
 			for _, fr := range f.Cells[0].FailedRuns {
 				t.Logf("failed: %s: %s", fr.Run, fr.Error)

@@ -161,6 +161,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 		prog.CellStart(i, c)
 		rc, res, err := p.runCell(ctx, c, prog)
+		var stop *stopAfterCell
+		if errors.As(err, &stop) {
+			// The cell ran and is kept; nothing after it can.
+			if jerr := journal.Append(rc); jerr != nil {
+				failure = jerr
+				break
+			}
+			f.Cells = append(f.Cells, rc)
+			prog.CellDone(i, c, &rc, false)
+			failure = fmt.Errorf("after cell %s: %w", c.Label(), stop.err)
+			break
+		}
 		if err != nil {
 			failure = fmt.Errorf("cell %s: %w", c.Label(), err)
 			prog.CellFailed(i, c, err)

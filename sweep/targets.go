@@ -166,6 +166,11 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	if lt == nil {
 		return results.Cell{}, nil, fmt.Errorf("target %s was not opened", c.Target.Name)
 	}
+	if lt.plugin != nil {
+		if err := lt.plugin.Exited(); err != nil {
+			return results.Cell{}, nil, err
+		}
+	}
 	id := c.identity()
 	id.Engine, id.EngineVersion = lt.info.Engine, lt.info.Version
 	if ok, why := lt.info.Supports(c.Scenario.Name, c.Options); !ok {
@@ -199,5 +204,24 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	}
 	rc := c.declared(res.Summarize(id, p.metricsConfig(c), c.Pacer.Open()))
 	rc.ClockErrorUS = float64(sess.Clock().RTT/2) / float64(time.Microsecond)
+	if lt.plugin != nil {
+		// An adapter that died during the cell failed the runs it held and
+		// every run after: each says so, with the adapter's last log lines,
+		// and the sweep stops after keeping the cell (its next cells would
+		// only fail the same way). --resume starts a new adapter.
+		if err := lt.plugin.Exited(); err != nil {
+			for i := range rc.FailedRuns {
+				rc.FailedRuns[i].Error += "; " + err.Error()
+			}
+			return rc, res, &stopAfterCell{err}
+		}
+	}
 	return rc, res, nil
 }
+
+// stopAfterCell is a cell's error that comes with the cell's results: the
+// sweep keeps the cell, then stops with the error.
+type stopAfterCell struct{ err error }
+
+func (e *stopAfterCell) Error() string { return e.err.Error() }
+func (e *stopAfterCell) Unwrap() error { return e.err }

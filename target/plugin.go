@@ -233,6 +233,22 @@ func (p *Plugin) Stop() error {
 	return p.err
 }
 
+// Exited is nil while the adapter runs; once its process has exited (it
+// crashed, or was killed), an error saying how, with the last lines of its
+// log.
+func (p *Plugin) Exited() error {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	how := "exited"
+	if p.err != nil {
+		how = fmt.Sprintf("exited (%v)", p.err)
+	}
+	return fmt.Errorf("target %s: adapter %s%s %s%s", p.Name, ExecutablePrefix, p.Name, how, p.log.tail())
+}
+
 // Log returns the last lines the adapter wrote to stderr.
 func (p *Plugin) Log() string { return p.log.String() }
 

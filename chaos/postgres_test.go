@@ -1,0 +1,76 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/world/postgres/pgserver"
+)
+
+// TestPostgresRestarted: a sweep on the PostgreSQL world; mid-cell the
+// server is restarted (fast shutdown, then started again on the same data
+// directory). The world reconnects and every run of the cell finishes or is
+// counted with its reason, none lost; a sweep that stopped instead (exit 3)
+// is finished by --resume.
+func TestPostgresRestarted(t *testing.T) {
+	needChaos(t)
+	if _, err := pgserver.FindBinaries(); err != nil {
+		t.Fatal(err) // make chaos needs them; .ci/run installs them
+	}
+	srv, err := pgserver.Start(ctxT(t), pgserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	const reps = 60
+	dir := t.TempDir()
+	args := []string{"--world", "postgres", "--postgres-url", srv.URL(),
+		"--branches", "16", "--option", "body=300ms", "--versions", "pending-count", "--switches", "none",
+		"--reps", fmt.Sprint(reps), "--warmup", "0", "--pace", "open", "--rate", "10",
+		"--visibility-timeout", "5s", "--cell-timeout", "2m"}
+	s := startSweep(t, dir, nil, args...)
+	inFlight := s.waitStarted(t, 20, 2*time.Minute)
+	began := time.Now()
+	if err := srv.Restart(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PostgreSQL restarted in %v with %d runs in flight", time.Since(began).Round(time.Millisecond), inFlight)
+	code := s.wait(t, 4*time.Minute)
+	t.Logf("sweep exit %d; stderr:\n%s", code, s.stderr.String())
+	f := readResults(t, s.out)
+	note := ""
+	if code == 3 {
+		note = "the sweep stopped (exit 3); --resume finished it"
+		r := startSweep(t, dir, nil, append(args, "--resume", s.out)...)
+		if rc := r.wait(t, 4*time.Minute); rc != 0 {
+			t.Fatalf("--resume: exit %d; stderr:\n%s", rc, r.stderr.String())
+		}
+		f = readResults(t, s.out)
+	} else if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, s.stderr.String())
+	}
+	if len(f.Cells) != 1 || f.Partial {
+		t.Fatalf("%d cells, partial %v (%s)", len(f.Cells), f.Partial, f.Error)
+	}
+	k := account(f.Cells[0], reps)
+	if f.Cells[0].WorldIncidents != nil {
+		note += fmt.Sprintf(" last incident: %.120s", f.Cells[0].WorldIncidents.Last)
+	}
+	record(t, figure{Case: "PostgreSQL: restart mid-cell (fast shutdown, same data dir)", InFlight: inFlight, Tally: k, Exit: code, Note: note})
+	for _, fr := range f.Cells[0].FailedRuns {
+		t.Logf("failed: %s: %s", fr.Run, fr.Error)
+	}
+	if k.Lost != 0 || k.Runs != reps || k.Unfinished != 0 {
+		t.Errorf("%s: want every run accounted for, none unfinished", k)
+	}
+	// Committed work is never lost: a run whose creation committed
+	// finishes; the runs that fail are those the server refused to create
+	// while it was down, with that reason.
+	for _, fr := range f.Cells[0].FailedRuns {
+		if !strings.Contains(fr.Error, "create run") || !strings.Contains(fr.Error, "connection to PostgreSQL lost") {
+			t.Errorf("run %s failed after it was created: %s", fr.Run, fr.Error)
+		}
+	}
+}
