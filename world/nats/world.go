@@ -624,9 +624,15 @@ func (w *World) connLost() {
 // prints each to stderr.
 func (w *World) connOptions() []nats.Option {
 	return []nats.Option{
-		nats.DisconnectErrHandler(func(*nats.Conn, error) {
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if !w.isClosed() {
 				w.incidents.disconnect.Add(1)
+				// The cell's report names it (a reset, a server gone).
+				msg := "natsworld: disconnected"
+				if err != nil {
+					msg += ": " + err.Error()
+				}
+				w.incidents.last.Store(&msg)
 			}
 			w.connLost()
 		}),
