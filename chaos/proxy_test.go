@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -30,8 +31,7 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader) (time.Duration, error) {
-	t.Helper()
+func roundTrip(c net.Conn, r *bufio.Reader) (time.Duration, error) {
 	start := time.Now()
 	if _, err := c.Write([]byte("ping\n")); err != nil {
 		return 0, err
@@ -41,7 +41,7 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader) (time.Duration, error)
 		return 0, err
 	}
 	if line != "ping\n" {
-		t.Fatalf("echo = %q", line)
+		return 0, fmt.Errorf("echo = %q", line)
 	}
 	return time.Since(start), nil
 }
@@ -61,13 +61,13 @@ func TestProxyFaults(t *testing.T) {
 		return c, bufio.NewReader(c)
 	}
 	c, r := dial()
-	if d, err := roundTrip(t, c, r); err != nil || d > 500*time.Millisecond {
+	if d, err := roundTrip(c, r); err != nil || d > 500*time.Millisecond {
 		t.Fatalf("round trip without faults: %v, %v", d, err)
 	}
 
 	// Latency applies each way: a round trip takes at least twice it.
 	p.SetLatency(50 * time.Millisecond)
-	if d, err := roundTrip(t, c, r); err != nil || d < 100*time.Millisecond {
+	if d, err := roundTrip(c, r); err != nil || d < 100*time.Millisecond {
 		t.Fatalf("round trip with 50ms latency: %v, %v; want at least 100ms", d, err)
 	}
 	p.SetLatency(0)
@@ -81,7 +81,7 @@ func TestProxyFaults(t *testing.T) {
 		r *bufio.Reader
 	}{{c, r}, {c2, r2}} {
 		go func() {
-			d, err := roundTrip(t, cc.c, cc.r)
+			d, err := roundTrip(cc.c, cc.r)
 			if err != nil {
 				d = -1
 			}
@@ -98,11 +98,11 @@ func TestProxyFaults(t *testing.T) {
 	if n := p.Reset(); n != 2 {
 		t.Fatalf("Reset broke %d connections, want 2", n)
 	}
-	if _, err := roundTrip(t, c, r); !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
+	if _, err := roundTrip(c, r); !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
 		t.Fatalf("round trip after Reset: %v, want connection reset", err)
 	}
 	c3, r3 := dial()
-	if _, err := roundTrip(t, c3, r3); err != nil {
+	if _, err := roundTrip(c3, r3); err != nil {
 		t.Fatalf("new connection after Reset: %v", err)
 	}
 	if p.Accepted() != 3 || p.Resets() != 2 {
