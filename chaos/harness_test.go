@@ -270,11 +270,12 @@ func record(t *testing.T, f figure) {
 	defer figuresMu.Unlock()
 	figures = append(figures, f)
 	var b strings.Builder
-	b.WriteString("| fault | runs | in flight at the fault | finished | failed | unfinished (stalls) | lost | world incidents | exit | notes |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| fault | runs | in flight at the fault | finished | late (stalls) | failed | unfinished | lost | world incidents | exit | notes |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, f := range figures {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", f.Case, f.Tally.Runs, f.InFlight,
-			f.Tally.Finished, f.Tally.Failed, f.Tally.Unfinished, f.Tally.Lost, f.Tally.Incidents, f.Exit, f.Note)
+		k := f.Tally
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", f.Case, k.Runs, f.InFlight,
+			k.Finished, k.Stalls-k.Unfinished, k.Failed, k.Unfinished, k.Lost, k.Incidents, f.Exit, f.Note)
 	}
 	if err := os.MkdirAll("../out", 0o755); err == nil {
 		_ = os.WriteFile("../out/chaos.md", []byte(b.String()), 0o644)
