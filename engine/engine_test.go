@@ -164,7 +164,7 @@ func (h *harness) run(t *testing.T, id string, p engine.Program) {
 	if err := h.e.StartRun(ctx, id, p); err != nil {
 		t.Fatal(err)
 	}
-	if !done.Wait(ctx, 30*time.Second) {
+	if !done.Wait(ctx, 2*time.Minute) {
 		t.Fatalf("run %s did not finish", id)
 	}
 }
