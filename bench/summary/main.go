@@ -114,6 +114,14 @@ var rules = []rule{
 	{regexp.MustCompile(`^Pacer/`), "lag-p99-us", "coarse-lag-p99-us", "precise/coarse", "", nil, nil},
 	{regexp.MustCompile(`^CapacityInProcess$`), "runs/s", "null-runs/s", "engine/null", "driver ≥ 47,500 runs/s (95% of 50,000)",
 		[]check{{"null-runs/s", ">=", 47500}}, nil},
+	// Through the protocol, the target in another process: what precise
+	// pacing costs the target (its start-to-step time under precise and
+	// coarse pacing), and one driver's runs/s at 10,000/s against the
+	// loopback HTTP floor (the same requests, no engine).
+	{regexp.MustCompile(`^ProtocolPacing$`), "start-to-step-p50-us", "coarse-start-to-step-p50-us", "precise/coarse", "ratio ≤ 1.25 (noise)",
+		[]check{{"precise/coarse", "<=", 1.25}}, nil},
+	{regexp.MustCompile(`^CapacityProtocol$`), "runs/s", "floor-runs/s", "engine/floor", "≥ 9,500 runs/s, lag p99 < 1 ms, 0 errors",
+		[]check{{"runs/s", ">=", 9500}, {"lag-p99-us", "<", 1000}, {"errors", "<=", 0}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
 		[]check{{"ns/op", "<", 1e9}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/`), "ns/op", "", "", "", nil, nil},
@@ -127,6 +135,10 @@ var details = []struct {
 }{
 	{regexp.MustCompile(`^Pacer/`), []part{{"lag-p50-us", "p50"}, {"coarse-lag-p50-us", "coarse p50"},
 		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}}},
+	{regexp.MustCompile(`^ProtocolPacing$`), []part{{"lag-p50-us", "lag p50"}, {"coarse-lag-p50-us", "coarse lag p50"},
+		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}}},
+	{regexp.MustCompile(`^CapacityProtocol$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
+		{"errors", "errors"}, {"floor-errors", "floor errors"}, {"cpu-us/run", "driver CPU/run"}, {"floor-cpu-us/run", "floor"}}},
 	{regexp.MustCompile(`^CapacityInProcess$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
 		{"cpu-%", "CPU"}, {"null-lag-p99-us", "null lag p99"}}},
 }
@@ -380,6 +392,10 @@ func format(unit string, v float64) string {
 		return fmt.Sprintf("%.0f runs/s", v)
 	case strings.HasSuffix(unit, "cpu-%"):
 		return fmt.Sprintf("%.0f%%", v)
+	case strings.HasSuffix(unit, "-us/run"):
+		return duration(time.Duration(v*float64(time.Microsecond))) + "/run"
+	case strings.HasSuffix(unit, "errors"):
+		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
 }

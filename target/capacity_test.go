@@ -1,0 +1,266 @@
+package target_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/driver"
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/target"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+)
+
+// childEnv names the backend a re-executed test binary serves (see
+// TestMain): the driver's benchmarks need their target in another process,
+// as a sweep's is, so that the driver's CPU and the target's are apart.
+const childEnv = "DURABENCH_TARGET_CHILD"
+
+func TestMain(m *testing.M) {
+	if kind := os.Getenv(childEnv); kind != "" {
+		os.Exit(serveChild(kind))
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild serves the backend kind ("reference": the built-in engine,
+// version resilient, on mem; "null": no engine) on a loopback port, prints
+// its URL and serves until its standard input closes.
+func serveChild(kind string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	var b target.Backend = &nullBackend{rt: world.NewReal()}
+	if kind == "reference" {
+		v, err := engine.LookupVersion("resilient")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		b = target.NewReference(mem.New(world.Options{}), v)
+	}
+	if err := target.Serve(ctx, "127.0.0.1:0", b, os.Stdout); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// nullBackend is the loopback HTTP floor: the protocol's requests with no
+// engine behind them. A started run has run its one step and finished by
+// the time the start request is answered.
+type nullBackend struct {
+	rt   *world.Real
+	sink target.Sink
+}
+
+func (n *nullBackend) Info() target.Info {
+	return target.Info{Protocol: target.ProtocolVersion, Engine: "null", Version: "0",
+		Clock: "monotonic ns since the server started", Scenarios: []target.Scenario{{Name: "step"}}}
+}
+
+func (n *nullBackend) Now() time.Duration { return n.rt.Now() }
+
+func (n *nullBackend) Open(_ context.Context, sink target.Sink) error { n.sink = sink; return nil }
+
+func (n *nullBackend) Start(_ context.Context, req target.StartRequest) error {
+	at := int64(n.rt.Now())
+	for _, kind := range []string{target.EventRunStarted, target.EventStepStarted, target.EventStepCompleted, target.EventRunCompleted} {
+		n.sink.Event(req.Run, target.Event{Kind: kind, At: at, Source: target.SourceHistory, Attempt: 1})
+	}
+	n.sink.Finished(req.Run, false, "")
+	return nil
+}
+
+func (n *nullBackend) Resume(context.Context, string, string, target.ResumeRequest) error { return nil }
+
+func (n *nullBackend) Close(context.Context) error { return nil }
+
+// startChild starts a child serving kind and returns its URL; the child
+// stops when the benchmark ends.
+func startChild(tb testing.TB, kind string) string {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+kind)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("%s target: %v", kind, err)
+	}
+	return strings.TrimSpace(url)
+}
+
+// cpuTime is this process's user + system CPU time (getrusage): the
+// driver's, the target being another process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// protocolFigures are one open-paced single-step cell through the
+// protocol, as a sweep's summary has them.
+type protocolFigures struct {
+	ttfsP50, lagP50, lagP99 float64 // µs
+	// startToStepP50 is the median of each run's TTFS less its lag: the
+	// time from the start request to the step body, the target's share.
+	startToStepP50 float64 // µs
+	runsPerSec     float64 // measured runs / the measured phase
+	cpuShare       float64 // the driver process's CPU / wall time
+	cpuPerRun      float64 // the driver process's CPU per run, warm-up included (µs)
+	errors         int
+}
+
+// protocolCell runs one cell of the step scenario on the target at url,
+// open-paced at rate for runs runs (a tenth more as warm-up).
+func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse bool) protocolFigures {
+	tb.Helper()
+	ctx := context.Background()
+	sc, err := scenarios.Get("step")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, _, err := sc.Build(scenarios.Values(nil))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := target.NewClient(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := mem.New(world.Options{}) // the driver's clock
+	defer w.Close()
+	sess, err := target.NewSession(ctx, c, "step", nil, w.Runtime())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cpu0, wall0 := cpuTime(), time.Now()
+	res, err := driver.Run(ctx, driver.Config{World: w, Program: p, Target: sess,
+		RunPrefix: fmt.Sprintf("cap%d", time.Now().UnixNano()), Reps: runs, Warmup: runs / 10,
+		Pacer: driver.OpenRate{Rate: rate}, CellTimeout: time.Minute, CoarsePacing: coarse})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	cell := res.Summarize(results.Cell{Scenario: "step"}, metrics.Config{}, true)
+	f := protocolFigures{runsPerSec: float64(len(res.Timelines)) / res.Elapsed.Seconds(),
+		cpuShare: cpu.Seconds() / wall.Seconds(), cpuPerRun: float64(cpu.Microseconds()) / float64(runs+runs/10),
+		errors: cell.Errors + len(res.Unstarted)}
+	if m, ok := cell.Metrics[metrics.TTFS]; ok {
+		f.ttfsP50 = float64(m.P50)
+	}
+	if cell.DriverLag != nil {
+		f.lagP50, f.lagP99 = float64(cell.DriverLag.P50), float64(cell.DriverLag.P99)
+	}
+	var fromStart []float64
+	for i, tl := range res.Timelines {
+		if len(tl.Steps) > 0 && i < len(res.Lag) {
+			fromStart = append(fromStart, float64(tl.Steps[0].Start-tl.T0-res.Lag[i])/1e3)
+		}
+	}
+	if len(fromStart) > 0 {
+		slices.Sort(fromStart)
+		f.startToStepP50 = fromStart[len(fromStart)/2]
+	}
+	return f
+}
+
+// median is the median of get over fs.
+func median(fs []protocolFigures, get func(protocolFigures) float64) float64 {
+	v := make([]float64, len(fs))
+	for i, f := range fs {
+		v[i] = get(f)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// BenchmarkProtocolPacing: what precise pacing costs a target in another
+// process. The reference target (built-in engine on mem) runs in a child
+// process; single-step cells of half a second open at 1,000 runs/s
+// alternate precise and coarse pacing, b.N of each. A target slowed by the
+// driver's spinning would take longer from each start request to its
+// step (start-to-step p50, TTFS less the driver's lag, run by run): their
+// ratio precise/coarse is the cost, 1 within noise. TTFS p50 and lag p50
+// are each side's own.
+func BenchmarkProtocolPacing(b *testing.B) {
+	url := startChild(b, "reference")
+	const rate, runs = 1000, 500
+	var precise, coarse []protocolFigures
+	for range b.N {
+		precise = append(precise, protocolCell(b, url, rate, runs, false))
+		coarse = append(coarse, protocolCell(b, url, rate, runs, true))
+	}
+	sts := func(f protocolFigures) float64 { return f.startToStepP50 }
+	ttfs := func(f protocolFigures) float64 { return f.ttfsP50 }
+	b.ReportMetric(median(precise, sts), "start-to-step-p50-us")
+	b.ReportMetric(median(coarse, sts), "coarse-start-to-step-p50-us")
+	b.ReportMetric(median(precise, sts)/median(coarse, sts), "precise/coarse")
+	b.ReportMetric(median(precise, ttfs), "ttfs-p50-us")
+	b.ReportMetric(median(coarse, ttfs), "coarse-ttfs-p50-us")
+	b.ReportMetric(median(precise, func(f protocolFigures) float64 { return f.lagP50 }), "lag-p50-us")
+	b.ReportMetric(median(coarse, func(f protocolFigures) float64 { return f.lagP50 }), "coarse-lag-p50-us")
+	b.ReportMetric(100*median(precise, func(f protocolFigures) float64 { return f.cpuShare }), "cpu-%")
+	b.ReportMetric(100*median(coarse, func(f protocolFigures) float64 { return f.cpuShare }), "coarse-cpu-%")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkCapacityProtocol: how many single-step runs per second one
+// driver sustains through the protocol, open-paced at 10,000/s for one
+// second against the reference target in another process, next to the
+// loopback HTTP floor (the same requests, no engine: nullBackend), with
+// its lag, errors (runs failed, unstarted or lost, all counted) and the
+// driver process's CPU share.
+func BenchmarkCapacityProtocol(b *testing.B) {
+	ref, null := startChild(b, "reference"), startChild(b, "null")
+	const rate, runs = 10000, 10000
+	var eng, floor []protocolFigures
+	for range b.N {
+		eng = append(eng, protocolCell(b, ref, rate, runs, false))
+		floor = append(floor, protocolCell(b, null, rate, runs, false))
+	}
+	rps := func(f protocolFigures) float64 { return f.runsPerSec }
+	b.ReportMetric(median(eng, rps), "runs/s")
+	b.ReportMetric(median(floor, rps), "floor-runs/s")
+	b.ReportMetric(median(eng, rps)/median(floor, rps), "engine/floor")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.lagP50 }), "lag-p50-us")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.lagP99 }), "lag-p99-us")
+	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.lagP99 }), "floor-lag-p99-us")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return float64(f.errors) }), "errors")
+	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return float64(f.errors) }), "floor-errors")
+	b.ReportMetric(100*median(eng, func(f protocolFigures) float64 { return f.cpuShare }), "cpu-%")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.cpuPerRun }), "cpu-us/run")
+	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.cpuPerRun }), "floor-cpu-us/run")
+	b.ReportMetric(0, "ns/op")
+}
