@@ -123,6 +123,15 @@ var testedOn = map[string]Statistic{
 	STSOQueue:  RunMean,
 }
 
+// bimodal lists the metrics whose runs fall into two modes (TTFS: the
+// first step reached inline or through a queue hop, in the same cell):
+// their fastest run moves by hundreds of percent on a no-op change, so
+// compare also tests the share of runs in the fast mode, as a proportion.
+var bimodal = map[string]bool{TTFS: true}
+
+// Bimodal reports whether the metric name has a fast and a slow mode.
+func Bimodal(name string) bool { return bimodal[name] }
+
 // Tested is the statistic compare and gate test d on (see Statistic).
 func (d Def) Tested() Statistic {
 	if s, ok := testedOn[d.Name]; ok {

@@ -376,6 +376,10 @@ type MetricComparison struct {
 	// Geomean summarises the medians over every cell present, with a
 	// non-zero median, on both sides.
 	Geomean GeomeanRow
+	// Shares compare the share of runs in the fast mode, per cell both
+	// sides have, for a bimodal metric (metrics.Bimodal: TTFS); nil for
+	// the others.
+	Shares []ShareRow
 }
 
 // MetricRow compares one metric of one cell. Its summaries and its test
@@ -666,6 +670,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 			}
 			mc.Rows = append(mc.Rows, row)
 		}
+		mc.Shares = shareRows(name, all, bIdx, hIdx, opt.Alpha)
 		mc.Geomean.Cells = len(gb)
 		mc.Geomean.Base, mc.Geomean.Head = Geomean(gb), Geomean(gh)
 		mc.Geomean.DeltaPct = math.NaN()

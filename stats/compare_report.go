@@ -56,6 +56,18 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		t.write(bw, "  ")
 	}
+	for _, m := range c.Metrics {
+		if len(m.Shares) == 0 {
+			continue
+		}
+		fmt.Fprintf(bw, "\n%s fast-mode share: runs under %d × the fastest run of either side (Fisher's exact test)\n", m.Metric, FastFactor)
+		t := alignedTable{align: "lrrrrl"}
+		t.add("cell", "under", c.Base.Label, c.Head.Label, "vs base", "")
+		for _, r := range m.Shares {
+			t.add(label[r.Cell], FormatMicros(r.ThresholdUS), shareCell(r.BaseFast, r.BaseN), shareCell(r.HeadFast, r.HeadN), shareDelta(r), fmt.Sprintf("(p=%.3f n=%d+%d runs)", r.P, r.BaseN, r.HeadN))
+		}
+		t.write(bw, "  ")
+	}
 	if len(c.Counts) > 0 {
 		fmt.Fprintln(bw)
 		t := alignedTable{}
@@ -121,6 +133,14 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 				null = " |"
 			}
 			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s |%s | %s |\n", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), null, geomeanNote(g))
+		}
+		if len(m.Shares) > 0 {
+			fmt.Fprintf(bw, "\n%s is bimodal: the share of runs in its fast mode (under %d × the fastest run of either side), compared as a proportion (Fisher's exact test).\n\n", m.Metric, FastFactor)
+			fmt.Fprintf(bw, "| cell | under | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+			for _, r := range m.Shares {
+				fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %.3f | %d+%d |\n", mdEscape(label[r.Cell]), FormatMicros(r.ThresholdUS),
+					shareCell(r.BaseFast, r.BaseN), shareCell(r.HeadFast, r.HeadN), shareDelta(r), r.P, r.BaseN, r.HeadN)
+			}
 		}
 	}
 	if len(c.Counts) > 0 {
@@ -239,6 +259,18 @@ func testCell(r MetricRow) string {
 		n += " runs"
 	}
 	return fmt.Sprintf("(p=%.3f %s)", r.Test.P, n)
+}
+
+func shareCell(fast, n int) string {
+	return fmt.Sprintf("%d/%d (%.0f%%)", fast, n, 100*float64(fast)/float64(n))
+}
+
+// shareDelta is the change in percentage points, "~" when not significant.
+func shareDelta(r ShareRow) string {
+	if !r.Significant {
+		return "~"
+	}
+	return fmt.Sprintf("%+.0f pp", r.DeltaPP)
 }
 
 // nullCell is the null sweep's Δ of a row ("" without one).

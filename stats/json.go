@@ -2,6 +2,7 @@ package stats
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"time"
@@ -56,6 +57,21 @@ type jsonCompareRow struct {
 	Verdict  string `json:"verdict"`
 }
 
+type jsonShare struct {
+	Metric      string  `json:"metric"`
+	Cell        string  `json:"cell"`
+	Unit        string  `json:"unit"`
+	Statistic   string  `json:"statistic"`
+	ThresholdUS float64 `json:"threshold_us"`
+	BaseFast    int     `json:"base_fast"`
+	NBase       int     `json:"n_base"`
+	HeadFast    int     `json:"head_fast"`
+	NHead       int     `json:"n_head"`
+	DeltaPP     float64 `json:"delta_pp"`
+	P           num     `json:"p"`
+	Verdict     string  `json:"verdict"`
+}
+
 type jsonCount struct {
 	Cell string      `json:"cell"`
 	Base *CellCounts `json:"base"`
@@ -76,13 +92,15 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 		Confidence float64          `json:"confidence"`
 		Warnings   []string         `json:"warnings"`
 		Rows       []jsonCompareRow `json:"rows"`
+		// Shares are the fast-mode shares of bimodal metrics (TTFS).
+		Shares []jsonShare `json:"shares"`
 		Counts     []jsonCount      `json:"counts"`
 		OnlyBase   []string         `json:"only_base"`
 		OnlyHead   []string         `json:"only_head"`
 	}{
 		Schema: CompareJSONSchema, Base: jsonSweepOf(c.Base), Head: jsonSweepOf(c.Head),
 		Alpha: c.Alpha, Confidence: c.Confidence, Warnings: nonNil(c.Warnings),
-		Rows: []jsonCompareRow{}, Counts: []jsonCount{}, OnlyBase: keyStrings(c.OnlyBase), OnlyHead: keyStrings(c.OnlyHead),
+		Rows: []jsonCompareRow{}, Shares: []jsonShare{}, Counts: []jsonCount{}, OnlyBase: keyStrings(c.OnlyBase), OnlyHead: keyStrings(c.OnlyHead),
 	}
 	if c.HasNull {
 		doc.Null = jsonSweepOf(c.Null)
@@ -101,6 +119,20 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 				row.Head = num(r.Head.Median)
 			}
 			doc.Rows = append(doc.Rows, row)
+		}
+	}
+	for _, m := range c.Metrics {
+		for _, r := range m.Shares {
+			v := VerdictSame
+			switch {
+			case r.Significant && r.DeltaPP < 0:
+				v = VerdictWorse // fewer runs in the fast mode
+			case r.Significant:
+				v = VerdictBetter
+			}
+			doc.Shares = append(doc.Shares, jsonShare{Metric: m.Metric, Cell: r.Cell.String(), Unit: UnitRun,
+				Statistic: fmt.Sprintf("fast-mode share (under %d × the fastest run)", FastFactor), ThresholdUS: r.ThresholdUS,
+				BaseFast: r.BaseFast, NBase: r.BaseN, HeadFast: r.HeadFast, NHead: r.HeadN, DeltaPP: r.DeltaPP, P: num(r.P), Verdict: v})
 		}
 	}
 	for _, r := range c.Counts {

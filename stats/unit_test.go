@@ -264,3 +264,62 @@ func TestCompareMismatchWarnings(t *testing.T) {
 		t.Errorf("another methodology: err = %v", err)
 	}
 }
+
+func TestFisherExact(t *testing.T) {
+	// The textbook table (Wikipedia, "Fisher's exact test"): p ≈ 0.002759.
+	if p := FisherExact(1, 9, 11, 3); math.Abs(p-0.002759) > 1e-5 {
+		t.Errorf("FisherExact(1,9,11,3) = %.6f, want 0.002759", p)
+	}
+	if p := FisherExact(5, 5, 5, 5); p != 1 {
+		t.Errorf("identical rows: p = %v, want 1", p)
+	}
+}
+
+// TestFastModeShare: TTFS is bimodal. A head none of whose 30 runs
+// happened to take the fast mode (3 of 30 in the base) has a best 30×
+// slower, yet the share is not a significant change; a head that lost a
+// fast mode of 10 runs in 30 is.
+func TestFastModeShare(t *testing.T) {
+	ttfs := func(fast, slow int) *results.File {
+		var v []int64
+		for i := range fast {
+			v = append(v, 30_000+int64(i))
+		}
+		for i := range slow {
+			v = append(v, 900_000+int64(i)*1000)
+		}
+		f := synthFile(1, 0, 0, 1, nil)
+		f.Cells = []results.Cell{{Scenario: "fanout", Branches: 8, Version: "resilient", World: "nats", Profile: "none", Runs: len(v),
+			Metrics: map[string]results.Metric{"ttfs": results.NewMetric(v, 0)}}}
+		return f
+	}
+	c, err := Compare(ttfs(3, 27), ttfs(0, 30), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Metrics[0].Shares
+	if len(s) != 1 || s[0].BaseFast != 3 || s[0].HeadFast != 0 || s[0].Significant || s[0].ThresholdUS != 60_000 {
+		t.Errorf("3/30 → 0/30: %+v, want not significant, threshold 60ms", s)
+	}
+	c, err = Compare(ttfs(10, 20), ttfs(0, 30), CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = c.Metrics[0].Shares
+	if len(s) != 1 || !s[0].Significant || math.Abs(s[0].DeltaPP+33.3) > 0.1 {
+		t.Errorf("10/30 → 0/30: %+v, want significant, -33 pp", s)
+	}
+	var text, md, js bytes.Buffer
+	_ = c.WriteText(&text)
+	_ = c.WriteMarkdown(&md)
+	_ = c.WriteJSON(&js)
+	for _, out := range []string{text.String(), md.String()} {
+		if !strings.Contains(out, "fast mode") && !strings.Contains(out, "fast-mode") {
+			t.Errorf("no fast-mode share in:\n%s", out)
+		}
+	}
+	if !strings.Contains(js.String(), `"base_fast": 10`) || !strings.Contains(js.String(), `"verdict": "worse"`) {
+		t.Errorf("json shares:\n%s", js.String())
+	}
+	t.Logf("%s", text.String())
+}
