@@ -93,10 +93,10 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 		Warnings   []string         `json:"warnings"`
 		Rows       []jsonCompareRow `json:"rows"`
 		// Shares are the fast-mode shares of bimodal metrics (TTFS).
-		Shares []jsonShare `json:"shares"`
-		Counts     []jsonCount      `json:"counts"`
-		OnlyBase   []string         `json:"only_base"`
-		OnlyHead   []string         `json:"only_head"`
+		Shares   []jsonShare `json:"shares"`
+		Counts   []jsonCount `json:"counts"`
+		OnlyBase []string    `json:"only_base"`
+		OnlyHead []string    `json:"only_head"`
 	}{
 		Schema: CompareJSONSchema, Base: jsonSweepOf(c.Base), Head: jsonSweepOf(c.Head),
 		Alpha: c.Alpha, Confidence: c.Confidence, Warnings: nonNil(c.Warnings),
