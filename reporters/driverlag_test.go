@@ -60,6 +60,16 @@ func TestDriverLagInReports(t *testing.T) {
 	if !strings.Contains(txt.String(), "TTFS p50      p99  lag p50      p99") {
 		t.Errorf("text report: no lag columns after TTFS:\n%s", txt.String())
 	}
+	// A target's cells: the engines table has the lag p99 after TTFS p99.
+	f.Cells[1].Target, f.Cells[1].Engine, f.Cells[1].EngineVersion = "goworkflows", "go-workflows", "v1.2.0"
+	var eng bytes.Buffer
+	if err := Markdown(&eng, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(eng.String(), "| TTFS p50 | TTFS p99 | driver lag p99 | TTLS p50 |") ||
+		!strings.Contains(eng.String(), "| 62.00µs | 64.00µs | 900.0µs | - |") {
+		t.Errorf("engines table: no driver lag p99 after TTFS p99:\n%s", eng.String())
+	}
 	ttfs, lag := strings.Index(md.String(), "| **TTFS** |"), strings.Index(md.String(), "| **driver lag** |")
 	if ttfs < 0 || lag < ttfs || strings.Count(md.String()[ttfs:lag], "| **") > 1 {
 		t.Errorf("markdown report: driver lag rows do not follow TTFS:\n%s", md.String())

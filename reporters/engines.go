@@ -44,8 +44,17 @@ func (m *markdown) engines(sb *strings.Builder) {
 		return
 	}
 	sb.WriteString("### Engines\n\n")
-	sb.WriteString("| scenario | size | engine | TTFS p50 | TTFS p99 | TTLS p50 | TTLS p99 | skew p50 | skew p99 | TTC p50 | runs | stalls | errors |\n")
-	sb.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	// Open-paced cells: the driver's lag p99 beside TTFS, which it is part of.
+	lag := false
+	for _, g := range m.groups {
+		lag = lag || hasDriverLag(g.Cells)
+	}
+	lagHead, lagRule := "", ""
+	if lag {
+		lagHead, lagRule = " driver lag p99 |", "--:|"
+	}
+	sb.WriteString("| scenario | size | engine | TTFS p50 | TTFS p99 |" + lagHead + " TTLS p50 | TTLS p99 | skew p50 | skew p99 | TTC p50 | runs | stalls | errors |\n")
+	sb.WriteString("|---|--:|---|--:|--:|" + lagRule + "--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var skipped []string
 	for _, g := range m.groups {
 		for _, c := range g.Cells {
@@ -64,6 +73,12 @@ func (m *markdown) engines(sb *strings.Builder) {
 			l50, l99 := pq(metrics.TTLS)
 			s50, s99 := pq(metrics.Skew)
 			c50, _ := pq(metrics.TTC)
+			if lag {
+				f99 += " | -"
+				if c.DriverLag != nil && c.DriverLag.Count > 0 {
+					f99 = f99[:len(f99)-1] + fmtUS(c.DriverLag.P99)
+				}
+			}
 			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
 				g.Name, cellSize(c), engineLabel(c), f50, f99, l50, l99, s50, s99, c50, c.Runs, c.Stalls, c.Errors)
 		}
