@@ -303,7 +303,58 @@ func planWarnings(base, head *results.File) []string {
 		}
 		diff("Go", base.Host.Go, head.Host.Go)
 	}
+	w = append(w, matrixWarnings(base, head)...)
 	return append(w, cellWarnings(base, head)...)
+}
+
+// matrixWarnings names the engines, worlds and profiles one side measured
+// and the other did not: their cells are never matched (they are listed as
+// one-sided), so a comparison across them must say so. Files whose engines
+// were selected (SelectEngine) compare engines on purpose.
+func matrixWarnings(base, head *results.File) []string {
+	sets := func(f *results.File) (engines, worlds, profiles []string) {
+		for i := range f.Cells {
+			c := &f.Cells[i]
+			if c.Target == selected {
+				return nil, nil, nil
+			}
+			engine := c.Target // versions of the built-in engine are one engine
+			if engine == "" {
+				engine = "reference"
+			}
+			engines = appendNew(engines, engine)
+			if c.World != "" {
+				worlds = appendNew(worlds, c.World)
+			}
+			profiles = appendNew(profiles, c.Profile)
+		}
+		return engines, worlds, profiles
+	}
+	be, bw, bp := sets(base)
+	he, hw, hp := sets(head)
+	if be == nil || he == nil {
+		return nil
+	}
+	var w []string
+	for _, d := range []struct {
+		name string
+		b, h []string
+	}{{"engines", be, he}, {"worlds", bw, hw}, {"profiles", bp, hp}} {
+		slices.Sort(d.b)
+		slices.Sort(d.h)
+		if !slices.Equal(d.b, d.h) {
+			w = append(w, fmt.Sprintf("%s differ: base %s, head %s (cells of one side only are not compared)",
+				d.name, strings.Join(d.b, ","), strings.Join(d.h, ",")))
+		}
+	}
+	return w
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // orNone renders an empty setting as "(none)".

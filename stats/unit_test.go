@@ -323,3 +323,30 @@ func TestFastModeShare(t *testing.T) {
 	}
 	t.Logf("%s", text.String())
 }
+
+// TestCompareAcrossWorlds: two sweeps of different worlds share no cell;
+// the comparison says why instead of printing empty tables.
+func TestCompareAcrossWorlds(t *testing.T) {
+	base := synthFile(1, 10, 0.05, 1, synthMatrix[:1])
+	head := synthFile(2, 10, 0.05, 1, synthMatrix[:1])
+	head.Cells[0].World = "nats"
+	c, err := Compare(base, head, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Warnings, "\n"); !strings.Contains(got, "worlds differ: base sim, head nats") {
+		t.Errorf("warnings %q", got)
+	}
+	// Selected engines compare across worlds on purpose: no warning.
+	b, err := SelectEngine(base, "reference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := SelectEngine(head, "reference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Compare(b, h, CompareOptions{}); err != nil || len(c.Warnings) != 0 {
+		t.Errorf("selected engines: warnings %q err %v", c.Warnings, err)
+	}
+}
