@@ -35,7 +35,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := stats.CompareOptions{Null: null, NullLabel: *nullPath}
+	opt := stats.CompareOptions{Null: null, NullLabel: "null"}
 	if *engines.base != "" {
 		opt.BaseLabel, opt.HeadLabel = *engines.base, *engines.head
 	}
