@@ -715,7 +715,11 @@ func (m *markdown) footer(sb *strings.Builder) {
 	}
 	for _, d := range metrics.Definitions {
 		if present[d.Name] {
-			fmt.Fprintf(sb, "- **%s** (%s) — %s; one sample per %s.\n", d.Short, d.Title, d.Definition, d.Sample)
+			tested := ""
+			if st := d.Tested(); st != metrics.RunValue {
+				tested = "; compared on the " + string(st) // the unit of a test is the run
+			}
+			fmt.Fprintf(sb, "- **%s** (%s) — %s; one sample per %s%s.\n", d.Short, d.Title, d.Definition, d.Sample, tested)
 		}
 	}
 	sb.WriteString("\n")
