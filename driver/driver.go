@@ -137,8 +137,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer starter.stop()
 
 	rt := cfg.World.Runtime()
-	precise := !cfg.CoarsePacing && !cfg.World.Capabilities().VirtualTime
-	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, runCtx: runCtx, wait: newWaiter(rt, precise)}
+	realTime := !cfg.World.Capabilities().VirtualTime
+	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, runCtx: runCtx,
+		wait: newWaiter(rt, realTime && !cfg.CoarsePacing), realTime: realTime}
 	res := &Result{}
 	if cfg.Warmup > 0 {
 		w := d.phase(ctx, "w", cfg.Warmup, true)
@@ -220,6 +221,8 @@ type cellRun struct {
 	}
 	runCtx context.Context
 	wait   waiter
+	// realTime is false on a virtual-time world (sim).
+	realTime bool
 }
 
 // phaseState is shared between the pacing task, the runs' completion
@@ -306,7 +309,9 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
 
+	starters := newStarters(rt, d.realTime)
 	rt.Go(func() {
+		defer starters.close()
 		defer func() {
 			st.mu.Lock()
 			st.paced = true
@@ -350,7 +355,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.sched = append(st.sched, sched)
 			st.lag = append(st.lag, 0)
 			st.mu.Unlock()
-			rt.Go(func() {
+			starters.start(func() {
 				actual := rt.Now()
 				st.mu.Lock()
 				st.lag[i] = actual - sched

@@ -140,3 +140,46 @@ func TestPreciseWait(t *testing.T) {
 		t.Errorf("a cancelled wait took %v", took)
 	}
 }
+
+// slowFirstStart is a null engine whose first start request hangs until
+// release is closed: a target that takes long to answer one start.
+type slowFirstStart struct {
+	nullEngine
+	once    sync.Once
+	release chan struct{}
+}
+
+func (s *slowFirstStart) StartRun(ctx context.Context, id string, p engine.Program) error {
+	s.once.Do(func() { <-s.release })
+	return s.nullEngine.StartRun(ctx, id, p)
+}
+
+// TestSlowStartDelaysNoOtherRun: open pacing starts every run on time
+// while an earlier run's start request hangs — runs are never queued
+// behind another's start, whichever goroutine starts them.
+func TestSlowStartDelaysNoOtherRun(t *testing.T) {
+	w := mem.New(world.Options{})
+	defer w.Close()
+	eng := &slowFirstStart{nullEngine: nullEngine{rt: w.Runtime()}, release: make(chan struct{})}
+	time.AfterFunc(500*time.Millisecond, func() { close(eng.release) })
+	res, err := Run(context.Background(), Config{World: w, Program: engine.FanOut(1), RunPrefix: "slow", Reps: 40,
+		Pacer: OpenRate{Rate: 100}, CellTimeout: 20 * time.Second, Target: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := 0
+	for i, lag := range res.Lag[1:] {
+		if lag > 100*time.Millisecond { // the hung start lasts 500 ms
+			late++
+			t.Logf("run %d started %v late", i+2, lag)
+		}
+	}
+	if late > 0 {
+		t.Errorf("%d of 39 runs started over 100 ms late behind a hung start request", late)
+	}
+	for _, tl := range res.Timelines {
+		if !tl.Finished {
+			t.Errorf("run %s unfinished", tl.ID)
+		}
+	}
+}
