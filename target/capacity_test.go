@@ -177,6 +177,9 @@ func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse bool
 	f := protocolFigures{runsPerSec: float64(len(res.Timelines)) / res.Elapsed.Seconds(),
 		cpuShare: cpu.Seconds() / wall.Seconds(), cpuPerRun: float64(cpu.Microseconds()) / float64(runs+runs/10),
 		errors: cell.Errors + len(res.Unstarted)}
+	if len(cell.FailedRuns) > 0 {
+		tb.Logf("%s: %d of %d runs failed, first: %s", url, len(cell.FailedRuns), runs, cell.FailedRuns[0].Error)
+	}
 	if m, ok := cell.Metrics[metrics.TTFS]; ok {
 		f.ttfsP50 = float64(m.P50)
 	}
