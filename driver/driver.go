@@ -318,6 +318,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.signalLocked(rt)
 			st.mu.Unlock()
 		}()
+		var prevAt time.Duration // the previous run's schedule
 		for i := 0; i < n; i++ {
 			var at time.Duration
 			for {
@@ -338,11 +339,16 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 					continue
 				}
 				if at > now {
-					d.wait.until(paceCtx, epoch+min(at, timeout))
+					gap := time.Duration(0)
+					if i > 0 {
+						gap = at - prevAt
+					}
+					d.wait.until(paceCtx, epoch+min(at, timeout), gap)
 					continue
 				}
 				break
 			}
+			prevAt = at
 			sched := epoch + at
 			// The anchor t0 is the schedule, registered before StartRun.
 			id := ids[i]

@@ -126,7 +126,7 @@ func TestPreciseWait(t *testing.T) {
 	for _, d := range []time.Duration{0, c.SpinWindow / 2, 2 * c.SpinWindow, time.Millisecond, 3 * coarseStretch} {
 		for range 5 {
 			at := rt.Now() + d
-			w.until(context.Background(), at)
+			w.until(context.Background(), at, 0)
 			if now := rt.Now(); now < at {
 				t.Errorf("wait of %v returned %v early", d, at-now)
 			}
@@ -135,7 +135,7 @@ func TestPreciseWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := rt.Now()
-	w.until(ctx, start+time.Minute)
+	w.until(ctx, start+time.Minute, 0)
 	if took := rt.Now() - start; took > 10*time.Second {
 		t.Errorf("a cancelled wait took %v", took)
 	}
