@@ -53,7 +53,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		g := e.rt.NewGroup()
 		for i, idx := range inline {
 			g.Go(func() error {
-				res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), world.Precondition{})
+				res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), inv.prog.payload, world.Precondition{})
 				owned[i] = err == nil && !res.Duplicate
 				return err
 			})
@@ -63,7 +63,7 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 			// swallowed (the message carries the step input, so the
 			// consumer re-ensures it); a publish failure fails the pass.
 			g.Go(func() error {
-				_, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), world.Precondition{})
+				_, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), inv.prog.payload, world.Precondition{})
 				if err != nil && !world.IsTransient(err) && !errors.Is(err, world.ErrConflict) {
 					return err
 				}
@@ -121,7 +121,7 @@ func (e *Engine) createSequential(ctx context.Context, inv *invocation, s int, m
 	}
 	if e.w.Capabilities().Guard {
 		for pos, idx := range missing {
-			res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), guard)
+			res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), inv.prog.payload, guard)
 			if err != nil {
 				return err
 			}
@@ -133,7 +133,7 @@ func (e *Engine) createSequential(ctx context.Context, inv *invocation, s int, m
 	g := e.rt.NewGroup()
 	for pos, idx := range missing {
 		g.Go(func() error {
-			res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), world.Precondition{})
+			res, err := e.createStep(ctx, inv.run, inv.prog.step(s, idx), inv.prog.payload, world.Precondition{})
 			if err != nil {
 				return err
 			}
@@ -162,10 +162,11 @@ func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued 
 	return g.Wait()
 }
 
-// createStep appends step_created for the step named n. It is idempotent
-// through the event ID: a re-ensure of an existing step reports Duplicate.
-func (e *Engine) createStep(ctx context.Context, run string, n stepNames, pre world.Precondition) (world.AppendResult, error) {
-	res, err := e.w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: n.create, Entity: n.id}, pre)
+// createStep appends step_created for the step named n, with its input. It
+// is idempotent through the event ID: a re-ensure of an existing step
+// reports Duplicate.
+func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input []byte, pre world.Precondition) (world.AppendResult, error) {
+	res, err := e.w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: n.create, Entity: n.id, Data: input}, pre)
 	if err != nil {
 		return res, fmt.Errorf("step_created %s/%s: %w", run, n.id, err)
 	}

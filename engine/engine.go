@@ -77,6 +77,9 @@ type programInfo struct {
 	*Program
 	seqBase []int
 	names   []stageNames
+	// payload is every step's input and output (Program.Payload bytes),
+	// built once per run.
+	payload []byte
 }
 
 // stepNames are the strings one step's world operations carry.
@@ -132,6 +135,9 @@ func newProgramInfo(p Program) *programInfo {
 	for i, s := range p.Stages {
 		info.seqBase[i] = n
 		n += stageSteps(s)
+	}
+	if p.Payload > 0 {
+		info.payload = payloadBytes(p.Payload)
 	}
 	return info
 }

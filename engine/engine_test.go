@@ -220,6 +220,8 @@ func TestEveryVersionCompletesExactlyOnce(t *testing.T) {
 		{"fanout20", engine.FanOut(20)},
 		{"fanout256", engine.FanOut(256)},
 		{"sequence50", engine.Sequence(50)},
+		{"race20", raceThenStep(20)},
+		{"payload", engine.Program{Stages: engine.Sequence(3).Stages, Payload: 10 << 10}},
 	}
 	switchSets := []string{"none", "resilient-step-dispatch=0"}
 	for _, v := range engine.Versions() {

@@ -25,6 +25,9 @@ type StepSpan struct {
 type ChunkSpan struct {
 	Stage, Index  int
 	Written, Read time.Duration
+	// Bytes is the chunk's size as read (0: not reported, e.g. by a target
+	// that does not send it).
+	Bytes int
 }
 
 // Observer receives engine-side timestamps. Implementations must be safe for

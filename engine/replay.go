@@ -21,6 +21,9 @@ type runState struct {
 	createdSet    []bool
 	hookCreated   bool
 	hookReceived  bool
+	// race is, once every stage is complete, the first race stage whose
+	// losers have not all finished (-1: none): the run may not end yet.
+	race int
 }
 
 // derive replays events against the program. It walks the log once per call:
@@ -72,7 +75,7 @@ func derive(events []world.Event, p *Program, upTo int64) runState {
 			}
 		}
 	}
-	st.current = n
+	st.current, st.race = n, -1
 	for s := 0; s < n; s++ {
 		if !counts[s].complete(p.Stages[s]) {
 			st.current = s
@@ -81,21 +84,47 @@ func derive(events []world.Event, p *Program, upTo int64) runState {
 			break
 		}
 	}
-	// Which steps of the current stage exist: only needed when some but not
-	// all were created (a dispatch that stopped half way).
-	if st.current < n && st.created > 0 && st.created < stageSteps(p.Stages[st.current]) {
-		st.createdSet = make([]bool, stageSteps(p.Stages[st.current]))
+	open := st.current // the stage whose steps the replay may (re)dispatch
+	if st.current == n {
+		for s := 0; s < n; s++ {
+			if p.Stages[s].Race && counts[s].done < p.Stages[s].Steps {
+				st.race, open = s, s
+				st.created, st.done = counts[s].created, counts[s].done
+				break
+			}
+		}
+	}
+	// Which steps of that stage exist: only needed when some but not all
+	// were created (a dispatch that stopped half way).
+	if open < n && st.created > 0 && st.created < stageSteps(p.Stages[open]) {
+		st.createdSet = make([]bool, stageSteps(p.Stages[open]))
 		for i := range events {
 			ev := &events[i]
 			if ev.Kind != world.StepCreated || (upTo > 0 && ev.Pos > upTo) {
 				continue
 			}
-			if stage, idx, ok := parseStepID(ev.Entity); ok && stage == st.current && idx < len(st.createdSet) {
+			if stage, idx, ok := parseStepID(ev.Entity); ok && stage == open && idx < len(st.createdSet) {
 				st.createdSet[idx] = true
 			}
 		}
 	}
 	return st
+}
+
+// stageDone counts the completed steps of stage s in events up to position
+// upTo (0: all).
+func stageDone(events []world.Event, s int, upTo int64) int {
+	n := 0
+	for i := range events {
+		ev := &events[i]
+		if !ev.Kind.StepTerminal() || (upTo > 0 && ev.Pos > upTo) {
+			continue
+		}
+		if stage, _, ok := parseStepID(ev.Entity); ok && stage == s {
+			n++
+		}
+	}
+	return n
 }
 
 type stageCount struct {
@@ -104,8 +133,11 @@ type stageCount struct {
 }
 
 func (c stageCount) complete(s Stage) bool {
-	if s.Kind == StageHook {
+	switch {
+	case s.Kind == StageHook:
 		return c.hookReceived
+	case s.Race:
+		return c.done >= 1
 	}
 	return c.done >= stageSteps(s)
 }
@@ -245,6 +277,14 @@ func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState, eve
 		}
 		st.lastPos = res.Pos
 		guard.LastPos = res.Pos
+	}
+	if st.current == len(inv.prog.Stages) && st.race >= 0 {
+		// Every stage is complete but a race's losers are still running:
+		// the run ends when the last of them completes (its completer
+		// continues the run). Hand any of them a dispatch that stopped half
+		// way never finished to the queue, so none is left behind.
+		st.current = st.race
+		return e.dispatchStage(ctx, inv, st, guard, events)
 	}
 	if st.current == len(inv.prog.Stages) {
 		res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.RunCompleted, ID: idRunCompleted}, guard)

@@ -119,7 +119,11 @@ func (e *Engine) claim(ctx context.Context, run, id string) error {
 // ensureCreated materializes step_created from a message's step input.
 // An existing step (duplicate ID, or created without one) is success.
 func (e *Engine) ensureCreated(ctx context.Context, m *message, names stepNames) error {
-	_, err := e.createStep(ctx, m.run, names, world.Precondition{})
+	var input []byte
+	if p, ok := e.programs.Load(m.run); ok {
+		input = p.(*programInfo).payload
+	}
+	_, err := e.createStep(ctx, m.run, names, input, world.Precondition{})
 	if err == nil || errors.Is(err, world.ErrConflict) {
 		e.stats.reensures.Add(1)
 		return nil
@@ -155,7 +159,8 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	id := names.id
 	since := e.rt.Now()
 	e.end.begin(inv.run, since)
-	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id}, world.Precondition{})
+	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id,
+		Data: inv.prog.payload}, world.Precondition{})
 	// The step ends when its completion is written: until then a crash
 	// runs it again. Under a loaded backend that write waits its turn, and
 	// that wait is the step's (what the reference's step entities record,
@@ -175,6 +180,19 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	if res.Duplicate {
 		return false, nil // another delivery completed it and owns the continuation
 	}
+	stage := inv.prog.Stages[s]
+	if stage.Race {
+		// A race continues the run twice: when its first step completes
+		// (the run goes on) and when its last does (the run may end). With
+		// positions assigned at commit, exactly one completer sees each
+		// count up to its own position.
+		events, err := e.w.Load(ctx, inv.run)
+		if err != nil {
+			return false, fmt.Errorf("load %s: %w", inv.run, err)
+		}
+		done := stageDone(events, s, res.Pos)
+		return done == 1 || done >= stage.Steps, nil
+	}
 	if e.f.PendingCount && res.Pending > 0 {
 		// Steps are still pending: not the last, and no log load. Pending 0
 		// makes this completer a candidate only: under parallel dispatch a
@@ -182,7 +200,7 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 		// the candidate confirms against the log (once per stage, normally).
 		return false, nil
 	}
-	if stageSteps(inv.prog.Stages[s]) == 1 {
+	if stageSteps(stage) == 1 {
 		return true, nil // the only step of its stage: its completion ends the stage
 	}
 	// Load the log to see whether the stage is complete. Without a guard the

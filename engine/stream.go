@@ -10,20 +10,21 @@ import (
 	"github.com/durabench/durabench/world"
 )
 
-// streamWriter writes the stage's chunks, one every interval, then closes
-// the stream and records stream_closed in the run's log.
+// streamWriter writes the stage's chunks, each when it is due (one every
+// interval, or at its cadence offset), then closes the stream and records
+// stream_closed in the run's log.
 func (e *Engine) streamWriter(ctx context.Context, run string, s int, spec *StreamSpec) error {
 	name := streamName(run, s)
 	start := e.rt.Now()
-	for i := 0; i < spec.Chunks; i++ {
+	for i := 0; i < spec.ChunkCount(); i++ {
 		// Pace against the schedule, not the previous write, so slow writes
 		// do not stretch the generation window.
-		if wait := start + spec.Interval*time.Duration(i) - e.rt.Now(); wait > 0 {
+		if wait := start + spec.Due(i) - e.rt.Now(); wait > 0 {
 			if err := e.rt.Sleep(ctx, wait); err != nil {
 				return err
 			}
 		}
-		c := world.Chunk{Index: i, Data: chunkData(i, spec.Structured), WrittenAt: e.rt.Now()}
+		c := world.Chunk{Index: i, Data: ChunkData(spec, i), WrittenAt: e.rt.Now()}
 		if err := e.w.WriteChunk(ctx, name, c); err != nil && !errors.Is(err, world.ErrConflict) {
 			return fmt.Errorf("stream %s: write %d: %w", name, i, err)
 		}
@@ -52,7 +53,7 @@ func (e *Engine) streamReader(ctx context.Context, run string, s int, spec *Stre
 		}
 		now := e.rt.Now()
 		for _, c := range chunks {
-			e.obs.StreamChunk(run, ChunkSpan{Stage: s, Index: c.Index, Written: c.WrittenAt, Read: now})
+			e.obs.StreamChunk(run, ChunkSpan{Stage: s, Index: c.Index, Written: c.WrittenAt, Read: now, Bytes: len(c.Data)})
 			next = c.Index + 1
 		}
 		if closed {
@@ -64,6 +65,30 @@ func (e *Engine) streamReader(ctx context.Context, run string, s int, spec *Stre
 			}
 		}
 	}
+}
+
+// ChunkData is chunk i of the stream: a text delta or a small structured
+// object, or exactly ChunkBytes(i) bytes when the spec sets sizes.
+func ChunkData(spec *StreamSpec, i int) []byte {
+	if n := spec.ChunkBytes(i); n > 0 {
+		return sizedChunk(i, n)
+	}
+	return chunkData(i, spec.Structured)
+}
+
+// sizedChunk is chunk i of exactly n bytes (n >= 1): printable filler that
+// differs from chunk to chunk, so no layer can deduplicate or compress it
+// away to nothing.
+func sizedChunk(i, n int) []byte {
+	b := make([]byte, n)
+	x := uint32(i)*2654435761 + 1
+	for j := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[j] = 'a' + byte(x%26)
+	}
+	return b
 }
 
 // chunkData is a text delta or a small structured object, as an LLM stream.

@@ -1,0 +1,108 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+)
+
+// raceThenStep is a race of n steps followed by one step: the run's
+// continuation after the race.
+func raceThenStep(n int) engine.Program {
+	p := engine.Race(n)
+	p.Stages = append(p.Stages, engine.Stage{Kind: engine.StageSteps, Steps: 1})
+	return p
+}
+
+func TestRaceContinuesOnTheFirstAndEndsAfterTheLast(t *testing.T) {
+	h := start(t, mem.New(world.Options{}), version(t, "pending-count"))
+	p := raceThenStep(20)
+	p.Body.Jitter = 200 * time.Millisecond
+	h.run(t, "race", p)
+	h.checkExactlyOnce(t, "race", p)
+	h.rec.mu.Lock()
+	spans, end := h.rec.spans["race"], h.rec.ends["race"]
+	h.rec.mu.Unlock()
+	var firstEnd, lastEnd, next time.Duration
+	for _, s := range spans {
+		switch {
+		case s.Stage == 1:
+			next = s.Start
+		case firstEnd == 0 || s.End < firstEnd:
+			firstEnd = s.End
+		}
+		if s.Stage == 0 {
+			lastEnd = max(lastEnd, s.End)
+		}
+	}
+	if next < firstEnd || next >= lastEnd {
+		t.Errorf("the step after the race started at %v: want after the first branch ended (%v) and before the last did (%v)",
+			next, firstEnd, lastEnd)
+	}
+	if end < lastEnd {
+		t.Errorf("run ended at %v, before its last branch (%v)", end, lastEnd)
+	}
+}
+
+func TestPayloadIsStoredWithEveryStep(t *testing.T) {
+	h := start(t, mem.New(world.Options{}), version(t, "runcontext"))
+	p := engine.FanOut(3)
+	p.Payload = 10 << 10
+	h.run(t, "pl", p)
+	events, err := h.w.Load(context.Background(), "pl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range events {
+		if ev.Kind == world.StepCreated || ev.Kind == world.StepCompleted {
+			n++
+			if len(ev.Data) != 10<<10 || bytes.Count(ev.Data, []byte{0}) > 0 {
+				t.Fatalf("%s %s carries %d bytes, want 10240 non-zero bytes", ev.Kind, ev.Entity, len(ev.Data))
+			}
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d step_created/step_completed events, want 6", n)
+	}
+}
+
+func TestStreamFollowsItsCadenceAndSizes(t *testing.T) {
+	h := start(t, mem.New(world.Options{}), version(t, "runcontext"))
+	cad := []engine.CadenceChunk{{Offset: 0, Bytes: 5}, {Offset: 40 * time.Millisecond, Bytes: 300},
+		{Offset: 40 * time.Millisecond, Bytes: 1}, {Offset: 120 * time.Millisecond, Bytes: 64}}
+	p := engine.Program{Stages: []engine.Stage{{Kind: engine.StageStream,
+		Stream: &engine.StreamSpec{Cadence: cad, Speed: 2}}}}
+	h.run(t, "cad", p)
+	h.rec.mu.Lock()
+	chunks := h.rec.chunks["cad"]
+	h.rec.mu.Unlock()
+	if len(chunks) != len(cad) {
+		t.Fatalf("reader saw %d chunks, want %d", len(chunks), len(cad))
+	}
+	for i, c := range chunks {
+		if c.Bytes != cad[i].Bytes {
+			t.Errorf("chunk %d: %d bytes, want %d", i, c.Bytes, cad[i].Bytes)
+		}
+	}
+	// At speed 2 the last chunk is due 60 ms after the first.
+	if gap := chunks[3].Written - chunks[0].Written; gap < 60*time.Millisecond || gap > 500*time.Millisecond {
+		t.Errorf("last chunk written %v after the first, want 60 ms (offset 120 ms at speed 2)", gap)
+	}
+	sizes := engine.Program{Stages: []engine.Stage{{Kind: engine.StageStream,
+		Stream: &engine.StreamSpec{Chunks: 7, Sizes: []int{10, 1000, 100}}}}}
+	h.run(t, "sizes", sizes)
+	h.rec.mu.Lock()
+	chunks = h.rec.chunks["sizes"]
+	h.rec.mu.Unlock()
+	for i, c := range chunks {
+		if want := []int{10, 1000, 100}[i%3]; c.Bytes != want {
+			t.Errorf("sized chunk %d: %d bytes, want %d", i, c.Bytes, want)
+		}
+	}
+}
