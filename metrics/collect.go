@@ -3,6 +3,8 @@ package metrics
 import (
 	"slices"
 	"time"
+
+	"github.com/durabench/durabench/engine"
 )
 
 // DefaultStallFloor is the smallest default stall threshold: on a fast world
@@ -50,6 +52,30 @@ type Config struct {
 	Stall StallRule
 	// ChunkInterval is the stream writer's pacing, for SO.
 	ChunkInterval time.Duration
+	// Stream is the program's stream stage, for write_slip (the chunks'
+	// due offsets) and for the sizes of chunks a target did not report.
+	Stream *engine.StreamSpec
+}
+
+// ProgressBins is how many equal slices of a stream (by chunk index over
+// the run's chunk count) the CRTT progress profile has.
+const ProgressBins = 10
+
+// CRTTBin is a group of chunk round trips: Key is the progress bin
+// (0..ProgressBins−1) or the chunk size in bytes.
+type CRTTBin struct {
+	Key   int
+	Count int
+	// Sum is the sum of the round trips, so Sum / Count is their mean.
+	Sum time.Duration
+}
+
+// Mean is the bin's mean round trip.
+func (b CRTTBin) Mean() time.Duration {
+	if b.Count == 0 {
+		return 0
+	}
+	return b.Sum / time.Duration(b.Count)
 }
 
 // Samples are one metric's samples in microseconds, in run order, negatives
@@ -128,6 +154,10 @@ type Collection struct {
 	Stalls    []Stall
 	// Threshold is the stall threshold that was applied.
 	Threshold time.Duration
+	// CRTTProgress is the mean chunk round trip per tenth of the stream,
+	// pooled over runs (empty bins are left out); CRTTBySize the same by
+	// chunk size in bytes, ascending. Both are empty without chunks.
+	CRTTProgress, CRTTBySize []CRTTBin
 }
 
 // Collect computes every metric the timelines support, in run order.
@@ -187,6 +217,22 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		for _, d := range StreamLatencies(t) {
 			add(SL, d)
 		}
+		if d, ok := FirstStepEnd(t); ok {
+			add(FirstEnd, d)
+		}
+		cs := chunksByIndex(t)
+		c.profile(cs, cfg.Stream)
+		for _, ch := range cs {
+			add(CRTTBucket(ch.Index), ch.Read-ch.Written)
+		}
+		// CDV and write slip of an unfinished run are lower bounds over
+		// what it read, as its TTLS is.
+		if d, ok := DelayVariation(cs); ok {
+			add(CDV, d)
+		}
+		if d, ok := WriterSlip(t, cs, cfg.Stream); ok {
+			add(WriteSlip, d)
+		}
 		for _, d := range ResumeLatencies(t) {
 			add(ResumeToStep, d)
 		}
@@ -205,10 +251,16 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		if d, ok := StreamOverhead(t, cfg.ChunkInterval); ok {
 			add(SO, d)
 		}
+		if r, w, ok := SteadyRates(cs, cfg.Stream); ok {
+			add(ReadRate, r)
+			add(WriteRate, w)
+		}
 	}
 	for _, s := range c.Samples {
 		s.endRun()
 	}
+	c.CRTTProgress = nonEmpty(c.CRTTProgress)
+	slices.SortFunc(c.CRTTBySize, func(a, b CRTTBin) int { return a.Key - b.Key })
 	c.STSOSlope, c.HasSlope = Slope(xs, ys)
 
 	slices.Sort(okTTLS)
@@ -231,6 +283,42 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		}
 	}
 	return c
+}
+
+// profile adds a run's chunks (in index order) to the CRTT progress and
+// size profiles.
+func (c *Collection) profile(cs []engine.ChunkSpan, spec *engine.StreamSpec) {
+	if len(cs) == 0 {
+		return
+	}
+	n := cs[len(cs)-1].Index + 1
+	if spec != nil {
+		n = max(n, spec.ChunkCount())
+	}
+	if c.CRTTProgress == nil {
+		c.CRTTProgress = make([]CRTTBin, ProgressBins)
+		for i := range c.CRTTProgress {
+			c.CRTTProgress[i].Key = i
+		}
+	}
+	for _, ch := range cs {
+		rtt := ch.Read - ch.Written
+		b := &c.CRTTProgress[min(ProgressBins-1, ch.Index*ProgressBins/n)]
+		b.Count++
+		b.Sum += rtt
+		size := chunkBytes(ch, spec)
+		i := slices.IndexFunc(c.CRTTBySize, func(b CRTTBin) bool { return b.Key == size })
+		if i < 0 {
+			c.CRTTBySize = append(c.CRTTBySize, CRTTBin{Key: size})
+			i = len(c.CRTTBySize) - 1
+		}
+		c.CRTTBySize[i].Count++
+		c.CRTTBySize[i].Sum += rtt
+	}
+}
+
+func nonEmpty(bins []CRTTBin) []CRTTBin {
+	return slices.DeleteFunc(bins, func(b CRTTBin) bool { return b.Count == 0 })
 }
 
 // Slope is the least-squares slope of ys over xs; ok is false when xs has

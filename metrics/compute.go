@@ -227,3 +227,111 @@ func ResumeLatencies(t *RunTimeline) []time.Duration {
 	}
 	return out
 }
+
+// FirstStepEnd is first_end: earliest step end (step_completed written) −
+// t0. ok is false when no step body ran.
+func FirstStepEnd(t *RunTimeline) (d time.Duration, ok bool) {
+	if len(t.Steps) == 0 {
+		return 0, false
+	}
+	first := t.Steps[0].End
+	for _, s := range t.Steps[1:] {
+		first = min(first, s.End)
+	}
+	return first - t.T0, true
+}
+
+// CRTT bucket bounds: chunk 0 is crtt_first, chunks 1..EarlyChunks are
+// crtt_early, the rest crtt_late.
+const EarlyChunks = 20
+
+// CRTTBucket is the metric a chunk's round trip counts in, by its index.
+func CRTTBucket(index int) string {
+	switch {
+	case index == 0:
+		return CRTTFirst
+	case index <= EarlyChunks:
+		return CRTTEarly
+	}
+	return CRTTLate
+}
+
+// chunksByIndex is t's chunks in index order, each index once (the first
+// read of it).
+func chunksByIndex(t *RunTimeline) []engine.ChunkSpan {
+	cs := slices.Clone(t.Chunks)
+	slices.SortStableFunc(cs, func(a, b engine.ChunkSpan) int {
+		return cmp.Or(cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Index, b.Index))
+	})
+	return slices.CompactFunc(cs, func(a, b engine.ChunkSpan) bool { return a.Stage == b.Stage && a.Index == b.Index })
+}
+
+// DelayVariation is CDV: the largest rise of the chunk round trip from one
+// chunk to the next (in index order), at least 0. ok is false with fewer
+// than two chunks.
+func DelayVariation(cs []engine.ChunkSpan) (d time.Duration, ok bool) {
+	if len(cs) < 2 {
+		return 0, false
+	}
+	for i := 1; i < len(cs); i++ {
+		d = max(d, (cs[i].Read-cs[i].Written)-(cs[i-1].Read-cs[i-1].Written))
+	}
+	return d, true
+}
+
+// WriterSlip is write_slip: the writer's largest lateness against its
+// schedule, chunk written − (writer body start + the chunk's due offset).
+// The writer is the stream stage's step 0. ok is false when the spec, the
+// writer's start or every chunk is missing.
+func WriterSlip(t *RunTimeline, cs []engine.ChunkSpan, spec *engine.StreamSpec) (d time.Duration, ok bool) {
+	if spec == nil || len(cs) == 0 {
+		return 0, false
+	}
+	start, found := time.Duration(0), false
+	for _, s := range t.Steps {
+		if s.Stage == cs[0].Stage && s.Index == 0 && (!found || s.Start < start) {
+			start, found = s.Start, true
+		}
+	}
+	if !found {
+		return 0, false
+	}
+	for _, c := range cs {
+		if c.Index < spec.ChunkCount() {
+			d = max(d, c.Written-(start+spec.Due(c.Index)))
+		}
+	}
+	return d, true
+}
+
+// chunkBytes is a chunk's size: as the reader reported it, else as the
+// spec makes it.
+func chunkBytes(c engine.ChunkSpan, spec *engine.StreamSpec) int {
+	if c.Bytes > 0 || spec == nil || c.Index >= spec.ChunkCount() {
+		return c.Bytes
+	}
+	return len(engine.ChunkData(spec, c.Index))
+}
+
+// SteadyRates are read_rate and write_rate, inverse rates in time per KiB
+// over the steady window: chunks in index order without the first and last
+// ⌊n/10⌋. The time from the window's first chunk to its last is divided by
+// the bytes of the chunks after its first. ok is false when the window has
+// fewer than two chunks or no bytes.
+func SteadyRates(cs []engine.ChunkSpan, spec *engine.StreamSpec) (read, write time.Duration, ok bool) {
+	trim := len(cs) / 10
+	w := cs[trim : len(cs)-trim]
+	if len(w) < 2 {
+		return 0, 0, false
+	}
+	bytes := 0
+	for _, c := range w[1:] {
+		bytes += chunkBytes(c, spec)
+	}
+	if bytes == 0 {
+		return 0, 0, false
+	}
+	perKiB := func(d time.Duration) time.Duration { return time.Duration(float64(d) * 1024 / float64(bytes)) }
+	last := w[len(w)-1]
+	return perKiB(last.Read - w[0].Read), perKiB(last.Written - w[0].Written), true
+}

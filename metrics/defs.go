@@ -27,6 +27,14 @@ const (
 	SL           = "sl"
 	SO           = "so"
 	ResumeToStep = "resume_to_step"
+	FirstEnd     = "first_end"
+	CRTTFirst    = "crtt_first"
+	CRTTEarly    = "crtt_early"
+	CRTTLate     = "crtt_late"
+	CDV          = "cdv"
+	WriteSlip    = "write_slip"
+	ReadRate     = "read_rate"
+	WriteRate    = "write_rate"
 	// DriverLag is not derived from a timeline: the driver measures actual −
 	// scheduled start of each run (open-loop pacing).
 	DriverLag = "driver_lag"
@@ -62,6 +70,8 @@ var Definitions = []Def{
 		"latest step end (step_completed written) − t0; a run unfinished at the cell timeout counts the elapsed time (timeout − t0)", "run", Microseconds},
 	{Skew, "skew", "branch start skew",
 		"latest branch body start − earliest branch body start, per parallel stage (a stage of ≥ 2 steps)", "run × parallel stage", Microseconds},
+	{FirstEnd, "first end", "time to first step end",
+		"earliest step end (step_completed written) − t0: a fan-out's or race's first branch to finish (TTFS is the first to start)", "run", Microseconds},
 	{SkewOffset, "skew offset", "branch start offset",
 		"each branch's body start − the earliest branch body start of its stage", "branch", Microseconds},
 	{STSO, "STSO", "step-to-step overhead",
@@ -78,6 +88,20 @@ var Definitions = []Def{
 		"chunk read − chunk written", "chunk", Microseconds},
 	{SO, "SO", "stream overhead",
 		"(last chunk read − first chunk written) − chunks × pacing interval", "run", Microseconds},
+	{CRTTFirst, "CRTT 0", "chunk round trip, first chunk",
+		"chunk read − chunk written, for chunk 0", "run (chunk 0)", Microseconds},
+	{CRTTEarly, "CRTT 1–20", "chunk round trip, chunks 1–20",
+		"chunk read − chunk written, for chunks 1 to 20", "chunk", Microseconds},
+	{CRTTLate, "CRTT 21+", "chunk round trip, chunks 21 on",
+		"chunk read − chunk written, for chunks 21 and later", "chunk", Microseconds},
+	{CDV, "CDV", "chunk delay variation",
+		"max over i ≥ 1 of CRTT[i] − CRTT[i−1], chunks in index order, at least 0: one stalled chunk is its run's CDV", "run", Microseconds},
+	{WriteSlip, "write slip", "writer lateness",
+		"max over chunks of chunk written − (writer body start + the chunk's due offset at the cadence's speed, or index × interval)", "run", Microseconds},
+	{ReadRate, "read µs/KiB", "sustained read rate (inverse)",
+		"(read of the window's last chunk − read of its first) × 1024 / bytes of the window's chunks after its first; the window drops the first and last 10% of chunks (⌊n/10⌋ each); lower is faster: KiB/s = 10⁶ / value", "run", Microseconds},
+	{WriteRate, "write µs/KiB", "sustained write rate (inverse)",
+		"as read µs/KiB, on the chunks' write times", "run", Microseconds},
 	{ResumeToStep, "resume→step", "hook resume to next step",
 		"earliest step body start at or after the hook's resume − the resume", "hook", Microseconds},
 	{DriverLag, "driver lag", "driver start lag",

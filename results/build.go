@@ -48,6 +48,7 @@ func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell 
 		}
 		c.Metrics[name] = m
 	}
+	c.CRTTProgress, c.CRTTBySize = crttBins(col.CRTTProgress), crttBins(col.CRTTBySize)
 	if col.HasSlope {
 		c.STSOSlopeUS = &col.STSOSlope
 	}
@@ -71,6 +72,15 @@ func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell 
 		c.DriverLag = &m
 	}
 	return c
+}
+
+func crttBins(bins []metrics.CRTTBin) []CRTTBin {
+	var out []CRTTBin
+	for _, b := range bins {
+		out = append(out, CRTTBin{Key: b.Key, Count: b.Count,
+			MeanUS: float64(b.Sum) / float64(b.Count) / float64(time.Microsecond)})
+	}
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -183,6 +183,16 @@ type Cell struct {
 	// WorkerStats are each external worker's clock offset against the
 	// driver and its counts.
 	WorkerStats []WorkerStat `json:"worker_stats,omitempty"`
+	// CadenceSHA256 is the SHA-256 of the replayed cadence's canonical
+	// tuples (stream-replay): two cells replayed the same capture when
+	// they are equal, whatever the file was called.
+	CadenceSHA256 string `json:"cadence_sha256,omitempty"`
+	// CRTTProgress is the mean chunk round trip per tenth of the stream
+	// (Key 0..9: chunk index × 10 / chunks), pooled over the cell's runs;
+	// CRTTBySize the same per chunk size in bytes (Key), ascending. Stream
+	// cells only.
+	CRTTProgress []CRTTBin `json:"crtt_progress,omitempty"`
+	CRTTBySize   []CRTTBin `json:"crtt_by_size,omitempty"`
 	// WorldIncidents counts what went wrong below the world contract while
 	// the cell ran (world.Incidents: replies the client dropped, timeouts,
 	// reads refused for a gap, lost connections, calls that failed
@@ -217,6 +227,14 @@ type WorkerStat struct {
 	// Left is set when the worker stopped on a signal mid-cell, cleanly
 	// (its running handlers finished, the messages it held were nak'ed).
 	Left bool `json:"left,omitempty"`
+}
+
+// CRTTBin is one bin of a CRTT profile: the chunks in it and their mean
+// round trip in microseconds.
+type CRTTBin struct {
+	Key    int     `json:"key"`
+	Count  int     `json:"count"`
+	MeanUS float64 `json:"mean_us"`
 }
 
 // StalledRun is a run counted as a stall.

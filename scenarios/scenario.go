@@ -48,6 +48,11 @@ const (
 	Duration Type = "duration"
 	String   Type = "string"
 	Bool     Type = "bool"
+	// Bytes is a size: an integer with an optional unit B, KB (1024 bytes)
+	// or MB (1024 KB), spelled canonically in the largest exact unit.
+	Bytes Type = "bytes"
+	// BytesList is one or more sizes separated by "/" ("64/1KB/16KB").
+	BytesList Type = "bytes list"
 )
 
 // OptionSpec declares one option of a scenario.
@@ -97,6 +102,23 @@ func (o OptionSpec) Parse(s string) (string, error) {
 			return "", errorf(ErrInvalid, "option %s: %q is not true or false", o.Name, s)
 		}
 		return strconv.FormatBool(b), nil
+	case Bytes:
+		n, err := parseBytes(s)
+		if err != nil || n < max(o.Min, 1) {
+			return "", errorf(ErrInvalid, "option %s: %q is not a size of at least %s (e.g. 10KB, 1MB, 512)", o.Name, s, FormatBytes(max(o.Min, 1)))
+		}
+		return FormatBytes(n), nil
+	case BytesList:
+		var out []string
+		for _, part := range strings.Split(s, "/") {
+			n, err := parseBytes(strings.TrimSpace(part))
+			if err != nil || n < max(o.Min, 1) {
+				return "", errorf(ErrInvalid, "option %s: %q is not a size of at least %s (sizes are separated by /, e.g. 64/1KB/16KB)",
+					o.Name, part, FormatBytes(max(o.Min, 1)))
+			}
+			out = append(out, FormatBytes(n))
+		}
+		return strings.Join(out, "/"), nil
 	case String:
 		if len(o.Choices) > 0 {
 			for _, c := range o.Choices {
@@ -123,6 +145,54 @@ func (v Values) Duration(name string) time.Duration { d, _ := time.ParseDuration
 
 // Bool returns a Bool option's value.
 func (v Values) Bool(name string) bool { b, _ := strconv.ParseBool(v[name]); return b }
+
+// Bytes returns a Bytes option's value in bytes.
+func (v Values) Bytes(name string) int { n, _ := parseBytes(v[name]); return n }
+
+// BytesList returns a BytesList option's sizes in bytes.
+func (v Values) BytesList(name string) []int {
+	var out []int
+	for _, part := range strings.Split(v[name], "/") {
+		if n, err := parseBytes(part); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// maxBytes bounds a size option: 64 MB.
+const maxBytes = 64 << 20
+
+// parseBytes reads "512", "512B", "10KB", "1MB" (binary units, any case).
+func parseBytes(s string) (int, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	mult := 1
+	switch {
+	case strings.HasSuffix(u, "MB"):
+		mult, u = 1<<20, strings.TrimSuffix(u, "MB")
+	case strings.HasSuffix(u, "KB"):
+		mult, u = 1<<10, strings.TrimSuffix(u, "KB")
+	case strings.HasSuffix(u, "B"):
+		u = strings.TrimSuffix(u, "B")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(u))
+	if err != nil || n < 0 || n > maxBytes/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+// FormatBytes spells n bytes in the largest unit that divides it exactly
+// ("1MB", "10KB", "100").
+func FormatBytes(n int) string {
+	switch {
+	case n > 0 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "MB"
+	case n > 0 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "KB"
+	}
+	return strconv.Itoa(n)
+}
 
 // String returns a String option's value.
 func (v Values) String(name string) string { return v[name] }

@@ -289,12 +289,15 @@ func (p *Plan) metricsConfig(c CellPlan) metrics.Config {
 	return metrics.Config{
 		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
 		ChunkInterval: scenarios.ChunkInterval(c.Program),
+		Stream:        scenarios.Stream(c.Program),
 	}
 }
 
 // declared keeps only the metrics the cell's scenario declares, so a report
-// never shows a figure the scenario does not measure (a stream's TTLS).
+// never shows a figure the scenario does not measure (a stream's TTLS), and
+// records the identity of a replayed cadence.
 func (c CellPlan) declared(rc results.Cell) results.Cell {
+	rc.CadenceSHA256 = scenarios.CadenceSHA256(c.Program)
 	if len(c.Scenario.Metrics) == 0 {
 		return rc
 	}

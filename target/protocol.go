@@ -119,7 +119,10 @@ type Event struct {
 	// clock, ns).
 	Token   string `json:"token,omitempty"`
 	Written int64  `json:"written,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Bytes is a chunk_read's size as read (optional: without it the
+	// chunk's size is the one the scenario makes).
+	Bytes int    `json:"bytes,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Timeline is GET /v1/runs/{id}/timeline?after=SEQ&wait=DURATION: the

@@ -105,7 +105,7 @@ func (o refObserver) HookCreated(run, token string, at time.Duration) {
 }
 
 func (o refObserver) StreamChunk(run string, c engine.ChunkSpan) {
-	o.sink.Event(run, Event{Kind: EventChunkRead, At: ns(c.Read), Written: ns(c.Written), Stage: c.Stage, Index: c.Index,
+	o.sink.Event(run, Event{Kind: EventChunkRead, At: ns(c.Read), Written: ns(c.Written), Stage: c.Stage, Index: c.Index, Bytes: c.Bytes,
 		Source: SourceWorker})
 }
 

@@ -150,7 +150,7 @@ func (s *Session) follow(run string, p engine.Program) {
 				s.mu.Unlock()
 				obs.HookCreated(run, ev.Token, conv(ev.At))
 			case EventChunkRead:
-				obs.StreamChunk(run, engine.ChunkSpan{Stage: ev.Stage, Index: ev.Index, Written: conv(ev.Written), Read: conv(ev.At)})
+				obs.StreamChunk(run, engine.ChunkSpan{Stage: ev.Stage, Index: ev.Index, Written: conv(ev.Written), Read: conv(ev.At), Bytes: ev.Bytes})
 			case EventRunCompleted:
 				obs.RunFinished(run, conv(ev.At), false)
 				finished = true
