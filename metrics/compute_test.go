@@ -214,6 +214,12 @@ func TestCollect(t *testing.T) {
 		SO:         {Values: us(8)},
 		// hook at 5, next step at 7
 		ResumeToStep: {Values: us(2)},
+		// earliest step end − t0: fanout, seq, redeliver, neg, hook, stuck
+		FirstEnd: {Values: us(3, 2, 2, 3, 3, 2)},
+		// the stream's chunks, 1, 2 and 3 ms on their trips
+		CRTTFirst: {Values: us(1)},
+		CRTTEarly: {Values: us(2, 3)},
+		CDV:       {Values: us(1)},
 	}
 	for name, w := range want {
 		got := c.Samples[name]
@@ -320,7 +326,8 @@ func TestSlope(t *testing.T) {
 }
 
 func TestDefinitionsCoverEveryMetric(t *testing.T) {
-	names := []string{TTFS, TTLS, Skew, SkewOffset, STSO, STSOInline, STSOQueue, WO, TTC, SL, SO, ResumeToStep, DriverLag}
+	names := []string{TTFS, TTLS, Skew, SkewOffset, STSO, STSOInline, STSOQueue, WO, TTC, SL, SO, ResumeToStep, DriverLag,
+		FirstEnd, CRTTFirst, CRTTEarly, CRTTLate, CDV, WriteSlip, ReadRate, WriteRate}
 	seen := map[string]bool{}
 	for _, d := range Definitions {
 		if seen[d.Name] {

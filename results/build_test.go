@@ -85,6 +85,7 @@ func TestBuildCell(t *testing.T) {
 		metrics.STSOInline: {1000, 2000, 3000},
 		metrics.WO:         {2000, 3000, 4000},
 		metrics.TTC:        {10000, 10000, 10000, 1000000},
+		metrics.FirstEnd:   {2000, 2000, 2000, 2000},
 	}
 	for name, want := range wantValues {
 		if m, ok := c.Metrics[name]; !ok || !slices.Equal(m.Values, want) {

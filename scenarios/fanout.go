@@ -12,7 +12,7 @@ func init() {
 			{Name: "branches", Type: Int, Default: "20", Min: 1, Size: true, Help: "parallel steps in the stage"},
 			{Name: "body", Type: Duration, Default: "0s", Help: "fixed duration of each step body"},
 		},
-		Metrics: []string{"ttfs", "ttls", "skew", "skew_offset", "wo", "ttc"},
+		Metrics: []string{"ttfs", "first_end", "ttls", "skew", "skew_offset", "wo", "ttc"},
 		Program: func(v Values) (engine.Program, error) {
 			p := engine.FanOut(v.Int("branches"))
 			p.Body.Fixed = v.Duration("body")
