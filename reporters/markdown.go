@@ -319,6 +319,7 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	}
 	m.incidents(sb, g, d)
 	m.slopes(sb, g)
+	m.crtt(sb, g)
 	if d.histograms {
 		m.histograms(sb, g, d.widestOnly)
 	}
@@ -536,6 +537,28 @@ func (m *markdown) slopes(sb *strings.Builder, g scenarioGroup) {
 	}
 	if len(parts) > 0 {
 		sb.WriteString("\n**STSO slope** over the step index (replay cost per step of log): " + strings.Join(parts, " · ") + "\n")
+	}
+}
+
+// crtt writes the CRTT-by-bucket table of the group's stream cells, their
+// CRTT by chunk size and the replayed cadences' SHA-256.
+func (m *markdown) crtt(sb *strings.Builder, g scenarioGroup) {
+	sc := streamCells(g.Cells)
+	if len(sc) == 0 {
+		return
+	}
+	sb.WriteString("\n**Chunk round trips (CRTT) by chunk index**, with each run's delay variation, writer slip and steady rates:\n\n")
+	for i, row := range crttTable(sc, m.lab) {
+		sb.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		if i == 0 {
+			sb.WriteString("|---" + strings.Repeat("|--:", len(row)-1) + "|\n")
+		}
+	}
+	for _, l := range crttSizes(sc, m.lab) {
+		sb.WriteString("\nCRTT by chunk size, " + l + "\n")
+	}
+	for _, l := range cadenceLines(sc) {
+		sb.WriteString("\n`" + l + "`\n")
 	}
 }
 

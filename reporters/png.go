@@ -119,6 +119,10 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 			save("skew-"+slug(g.Name, familyLabel(fam)+".png"), p, err)
 		}
 	}
+	for _, g := range c.groups {
+		p, err := c.crttProgress(g)
+		save(slug("crtt-progress", g.Name+".png"), p, err)
+	}
 	return files, errors.Join(errs...)
 }
 

@@ -123,6 +123,27 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		for _, l := range lagWarnings(g.Cells, lab) {
 			fmt.Fprintln(ew, "  warning: "+l)
 		}
+		if sc := streamCells(g.Cells); len(sc) > 0 {
+			fmt.Fprintln(ew, "chunk round trips (CRTT) by chunk index")
+			tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+			for i, row := range crttTable(sc, lab) {
+				if i > 0 {
+					row[0] += strings.Repeat(" ", width-utf8.RuneCountInString(row[0]))
+				} else {
+					row[0] += strings.Repeat(" ", max(0, width-4))
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, l := range crttSizes(sc, lab) {
+				fmt.Fprintln(ew, "CRTT by chunk size, "+l)
+			}
+			for _, l := range cadenceLines(sc) {
+				fmt.Fprintln(ew, l)
+			}
+		}
 	}
 	return ew.err
 }

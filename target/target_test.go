@@ -86,6 +86,10 @@ func TestReferenceOverTheProtocol(t *testing.T) {
 		{"fanout", map[string]string{"branches": "256"}, 256},
 		{"hook-step", nil, 1},
 		{"sequential", map[string]string{"steps": "30"}, 30},
+		{"race", map[string]string{"branches": "4"}, 5},
+		{"payload", map[string]string{"steps": "3", "size": "64KB"}, 3},
+		{"stream-replay", map[string]string{"speed": "8"}, 2},
+		{"stream-sizes", map[string]string{"chunks": "30", "interval": "1ms", "sizes": "10/1KB"}, 2},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			res, err := runCell(t, hs.URL, fmt.Sprint("c", i), tc.scenario, tc.opts, 5)
@@ -101,6 +105,16 @@ func TestReferenceOverTheProtocol(t *testing.T) {
 				}
 				if len(tl.Steps) != tc.steps {
 					t.Fatalf("run %s: %d step bodies, want %d", tl.ID, len(tl.Steps), tc.steps)
+				}
+				if tc.scenario == "stream-sizes" {
+					if len(tl.Chunks) != 30 {
+						t.Fatalf("run %s: %d chunks read, want 30", tl.ID, len(tl.Chunks))
+					}
+					for _, c := range tl.Chunks {
+						if want := []int{10, 1024}[c.Index%2]; c.Bytes != want {
+							t.Fatalf("run %s chunk %d: %d bytes reported, want %d", tl.ID, c.Index, c.Bytes, want)
+						}
+					}
 				}
 				for _, s := range tl.Steps {
 					if s.End < s.Start || s.Start < tl.T0-5*time.Millisecond || s.End > tl.Done+5*time.Millisecond {
