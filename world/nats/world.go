@@ -309,6 +309,9 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	return w, nil
 }
 
+// EmbeddedMaxPayload is the largest message the embedded server takes.
+const EmbeddedMaxPayload = 8 << 20
+
 func (w *World) startEmbedded() error {
 	st, err := newStore()
 	if err != nil {
@@ -324,6 +327,9 @@ func (w *World) startEmbedded() error {
 		NoLog:      true,
 		// The engine drives hundreds of concurrent publishes; the default
 		// 64 MB per-client pending limit is plenty, keep it.
+		// An event is one message: a step's 1 MB payload (the payload
+		// scenario) plus its header is over NATS's 1 MB default.
+		MaxPayload: EmbeddedMaxPayload,
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

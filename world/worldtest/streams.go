@@ -1,6 +1,7 @@
 package worldtest
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/durabench/durabench/world"
@@ -9,6 +10,29 @@ import (
 var streamTests = []subtest{
 	{name: "WriteReadClose", fn: testStreams},
 	{name: "LongPoll", fn: testStreamLongPoll},
+	{name: "LargeData", fn: testLargeData},
+}
+
+// testLargeData: a 512 KB chunk and a 512 KB event (a payload scenario's
+// step input) are stored and read back byte for byte.
+func testLargeData(c *env) {
+	big := make([]byte, 512<<10)
+	for i := range big {
+		big[i] = byte(i*7 + i>>9)
+	}
+	c.NoErr(c.W.WriteChunk(c.Ctx, "big", world.Chunk{Index: 0, Data: big, WrittenAt: time.Millisecond}), "WriteChunk 512 KB")
+	got, _ := c.read("big", 0, time.Second)
+	if len(got) != 1 || !bytes.Equal(got[0].Data, big) {
+		c.Fatalf("read back %d chunks, the first %d bytes; want the 512 KB chunk intact", len(got), len(got[0].Data))
+	}
+	c.createRun("r")
+	_, err := c.W.Append(c.Ctx, "r", world.Event{Kind: world.StepCreated, ID: "c/0.0", Entity: "0.0", Data: big}, world.Precondition{})
+	c.NoErr(err, "Append a 512 KB event")
+	events, err := c.W.Load(c.Ctx, "r")
+	c.NoErr(err, "Load")
+	if n := len(events); n != 2 || !bytes.Equal(events[1].Data, big) {
+		c.Fatalf("loaded %d events; want run_created and the 512 KB step_created intact", n)
+	}
 }
 
 func (c *env) write(stream string, i int, data string) {
