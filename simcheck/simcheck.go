@@ -40,6 +40,7 @@ func DefaultScenarios() []Scenario {
 		{"stages-3x4", engine.Program{Stages: []engine.Stage{
 			{Kind: engine.StageSteps, Steps: 4}, {Kind: engine.StageSteps, Steps: 4}, {Kind: engine.StageSteps, Steps: 4}}}},
 		{"sequence-4", engine.Sequence(4)},
+		{"race-8", engine.Program{Stages: []engine.Stage{{Kind: engine.StageSteps, Steps: 8, Race: true}, {Kind: engine.StageSteps, Steps: 1}}}},
 	}
 }
 
