@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world/postgres/pgserver"
 )
 
@@ -108,5 +109,43 @@ func TestUnreachablePostgres(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out", "results.json")); err == nil {
 		t.Error("results.json written for a sweep that never ran")
+	}
+}
+
+// TestPostgresSDKSuite: the SDK suite's scenarios run on PostgreSQL with
+// both dispatch paths: every cell completes with no error or stall and
+// carries the metrics its scenario declares (a 1 MB payload included).
+func TestPostgresSDKSuite(t *testing.T) {
+	needPostgres(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	r := durabench(t, dir, "sweep", "--world", "postgres", "--versions", "baseline,pending-count", "--switches", "none",
+		"--scenario", "race,payload,stream-replay,stream-sizes", "--branches", "4", "--option", "steps=3",
+		"--option", "size=1MB", "--option", "speed=8", "--option", "chunks=30", "--option", "interval=1ms",
+		"--reps", "2", "--warmup", "0", "--stall-threshold", "5s", "--quiet", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("sweep exit %d: %s", r.code, r.stderr)
+	}
+	f, err := results.Read(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cells) != 8 {
+		t.Fatalf("%d cells, want 4 scenarios × 2 versions", len(f.Cells))
+	}
+	for _, c := range f.Cells {
+		id := c.Scenario + "/" + c.Version
+		if c.Runs != 2 || c.Errors != 0 || c.Stalls != 0 {
+			t.Errorf("%s: runs %d errors %d stalls %d %v", id, c.Runs, c.Errors, c.Stalls, c.FailedRuns)
+		}
+		s, err := scenarios.Get(c.Scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range s.Metrics {
+			if _, ok := c.Metrics[name]; !ok {
+				t.Errorf("%s: declared metric %s missing", id, name)
+			}
+		}
 	}
 }
