@@ -5,7 +5,7 @@
 GO ?= go
 OUT ?= out/default
 
-.PHONY: run test tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines test-targets chaos
+.PHONY: run test tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines engine-workflow test-targets chaos
 
 build:
 	$(GO) build -o bin/durabench ./cmd/durabench
@@ -36,8 +36,25 @@ lint-workflows:
 # builds the executable durabench-target-NAME; `durabench sweep --targets NAME`
 # finds it next to bin/durabench.
 engines: build
-	@for d in targets/*/; do n=$$(basename $$d); echo "engines: bin/durabench-target-$$n"; \
+	@for d in targets/*/; do n=$$(basename $$d); [ -f $$d/go.mod ] || continue; echo "engines: bin/durabench-target-$$n"; \
 	  $(GO) build -C $$d -o ../../bin/durabench-target-$$n . || exit 1; done
+	@$(MAKE) --no-print-directory engine-workflow
+
+# The Workflow SDK adapter (targets/workflow, Node.js; its README): each SDK
+# version under targets/workflow/sdk/ installed from its own lockfile (npm ci,
+# again only when the lockfile changes) and built by the SDK's own workflow
+# build (again when the workloads change); bin/durabench-target-workflow
+# runs adapter.mjs with node. Node and npm are its only tools.
+WF := targets/workflow
+WF_BUILDS := $(patsubst %,$(WF)/sdk/%/.well-known/workflow/v1/manifest.json,$(notdir $(wildcard $(WF)/sdk/*)))
+engine-workflow: $(WF_BUILDS)
+	@echo "engines: bin/durabench-target-workflow ($(notdir $(wildcard $(WF)/sdk/*)))"
+	@mkdir -p bin && printf '#!/bin/sh\nexec node "%s/$(WF)/adapter.mjs" "$$@"\n' "$$(pwd)" > bin/durabench-target-workflow && chmod +x bin/durabench-target-workflow
+$(WF)/sdk/%/node_modules/.package-lock.json: $(WF)/sdk/%/package-lock.json $(WF)/sdk/%/package.json
+	cd $(WF)/sdk/$* && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+$(WF)/sdk/%/.well-known/workflow/v1/manifest.json: $(WF)/sdk/%/node_modules/.package-lock.json $(WF)/workflows/bench.js
+	rm -rf $(WF)/sdk/$*/workflows && cp -r $(WF)/workflows $(WF)/sdk/$*/
+	cd $(WF)/sdk/$* && npx --no-install workflow build > /dev/null
 
 # Each adapter module: tidy, vetted, its tests (the conformance checker
 # in-process and through its executable), then `durabench target check`
@@ -47,10 +64,14 @@ engines: build
 # then reuse make engines' build).
 NORACE_TARGETS ?= temporal
 test-targets: engines
-	@for d in targets/*/; do n=$$(basename $$d); race=-race; \
+	@for d in targets/*/; do n=$$(basename $$d); race=-race; [ -f $$d/go.mod ] || continue; \
 	  case " $(NORACE_TARGETS) " in *" $$n "*) race=;; esac; echo "test-targets: $$n $$race"; \
 	  (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test $$race -timeout 15m ./...) || exit 1; \
 	  ./bin/durabench target check $$n --runs 2 || exit 1; done
+	@echo "test-targets: workflow (node --test, then target check on world-local and world-postgres)"
+	cd $(WF) && node --test test/
+	./bin/durabench target check workflow --runs 2
+	./bin/durabench target check 'workflow --world=postgres' --runs 2
 
 # The three-node NATS cluster runs (slower; CI runs them): the world's
 # conformance suite, and a distributed sweep (driver + two durabench workers).

@@ -1,0 +1,657 @@
+// durabench-target-workflow: the Workflow SDK (npm `workflow`) served over
+// the durabench target protocol (docs/target-protocol.md). durabench starts it
+// as
+//
+//	durabench-target-workflow --addr 127.0.0.1:0 [--world local|postgres] [--sdk VERSION|PATH] [--env NAME=VALUE]…
+//
+// It hosts the handlers the SDK's `workflow build` made of workflows/bench.js
+// on one node:http server, next to the protocol's endpoints, starts runs with
+// the SDK's start(), and prints its URL once it listens. SIGTERM stops it and
+// removes what it started (the world-local data dir, a throwaway PostgreSQL).
+// See README.md.
+import http from "node:http";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { RunLog, KEEP_MS, parseWait } from "./lib/timeline.mjs";
+import { checkHistory, isTerminal, readEvents } from "./lib/history.mjs";
+import { startPostgres } from "./lib/pgserver.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const NAME = "durabench-target-workflow";
+// DEFAULT_SDK is the version built by make engines when --sdk is not given.
+export const DEFAULT_SDK = "4.8.9";
+// READ_GAP_MS: a run's event log is read at most this often (each flow or
+// step delivery asks for a read; they are coalesced), and every
+// FALLBACK_MS without one. Reading delays when durabench hears of an event,
+// never its timestamp (the log's own).
+const READ_GAP_MS = 50;
+const FALLBACK_MS = 1000;
+// SETTLE_MS: once a terminal event is readable, the log is read once more
+// this much later before the run is reported over, so duplicate terminal
+// events written by concurrent deliveries are in the check.
+const SETTLE_MS = 250;
+
+function fail(code, msg) {
+  process.stderr.write(`${NAME}: ${msg}\n`);
+  process.exit(code);
+}
+
+// now is the target clock: monotonic ns since the adapter started
+// (performance.now()); step bodies stamp with the same clock.
+const now = () => Math.round(performance.now() * 1e6);
+// fromWall converts an event-log Date (wall clock, ms) to the target clock:
+// the middle of its millisecond, never after now.
+const fromWall = (d) => Math.min(Math.round((new Date(d).getTime() + 0.5 - performance.timeOrigin) * 1e6), now());
+
+export function parseFlags(argv) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      addr: { type: "string", default: "127.0.0.1:0" },
+      world: { type: "string", default: "local" },
+      "pg-url": { type: "string" },
+      "pg-fsync": { type: "boolean", default: false },
+      sdk: { type: "string", default: DEFAULT_SDK },
+      env: { type: "string", multiple: true, default: [] },
+      "max-branches": { type: "string", default: "1024" },
+      "max-steps": { type: "string", default: "1024" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (positionals.length) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  if (!["local", "postgres"].includes(values.world)) throw new Error(`--world ${values.world}: want local or postgres`);
+  const env = {};
+  for (const kv of values.env) {
+    const i = kv.indexOf("=");
+    if (i <= 0) throw new Error(`--env ${JSON.stringify(kv)}: want NAME=VALUE`);
+    env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  const int = (flag) => {
+    const v = Number(values[flag]);
+    if (!Number.isInteger(v) || v < 1) throw new Error(`--${flag} ${values[flag]}: want a positive integer`);
+    return v;
+  };
+  const m = /^(.*):(\d+)$/.exec(values.addr);
+  if (!m) throw new Error(`--addr ${values.addr}: want host:port`);
+  return {
+    help: values.help,
+    host: m[1] || "127.0.0.1",
+    port: Number(m[2]),
+    world: values.world,
+    pgURL: values["pg-url"],
+    pgFsync: values["pg-fsync"],
+    sdk: values.sdk,
+    env,
+    maxBranches: int("max-branches"),
+    maxSteps: int("max-steps"),
+  };
+}
+
+const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-url URL] [--sdk VERSION|PATH] [--env NAME=VALUE]…
+  --addr          address to listen on (port 0: a free port; default 127.0.0.1:0)
+  --world         local (default: world-local, a fresh data dir under a temp dir) or postgres
+  --pg-url        world-postgres database (default: a throwaway PostgreSQL from the system's binaries)
+  --pg-fsync      keep fsync on in the throwaway PostgreSQL (default off)
+  --sdk           SDK version built by make engines (sdk/VERSION: ${DEFAULT_SDK} by default), or the path
+                  of a directory laid out like one (package.json, node_modules, workflow build's output)
+  --env           an SDK switch, NAME=VALUE (repeatable), e.g. WORKFLOW_RESILIENT_STEP_DISPATCH=1
+  --max-branches  largest fanout declared in /v1/info (default 1024)
+  --max-steps     longest sequential declared in /v1/info (default 1024)
+`;
+
+// sdkDir resolves --sdk: a version under sdk/, or a directory.
+export function sdkDir(sdk) {
+  const dir = sdk.includes("/") || sdk.startsWith(".") ? resolve(sdk) : join(here, "sdk", sdk);
+  if (!existsSync(join(dir, "node_modules", "workflow", "package.json"))) {
+    throw new Error(`--sdk ${sdk}: ${dir} has no installed workflow package (make engines builds sdk/<version>/; a path needs npm install there)`);
+  }
+  return dir;
+}
+
+// bundles finds workflow build's output: 4.x writes flow.js and step.js
+// (CommonJS), 5.0 flow.mjs only (steps run from the flow route).
+function bundles(dir) {
+  const base = join(dir, ".well-known", "workflow", "v1");
+  const pick = (name) => [".mjs", ".js"].map((ext) => join(base, name + ext)).find(existsSync);
+  const flow = pick("flow");
+  if (!flow) throw new Error(`${base}: no flow.js or flow.mjs: run \`npx workflow build\` in ${dir} (make engines does)`);
+  return { flow, step: pick("step"), manifest: JSON.parse(readFileSync(join(base, "manifest.json"), "utf8")) };
+}
+
+async function load(req, file) {
+  if (file.endsWith(".mjs")) return import(pathToFileURL(file).href);
+  return req(file);
+}
+
+// workflowIds maps each scenario to its workflow's id in the build's manifest.
+function workflowIds(manifest) {
+  const byName = {};
+  for (const file of Object.values(manifest.workflows ?? {})) {
+    for (const [name, w] of Object.entries(file)) byName[name] = w.workflowId;
+  }
+  const ids = { fanout: byName.fanout, sequential: byName.sequential, step: byName.step, "hook-step": byName.hookStep };
+  for (const [s, id] of Object.entries(ids)) if (!id) throw new Error(`manifest.json: no workflow for scenario ${s}`);
+  return ids;
+}
+
+// intOption reads an integer option (default def) within [1, max].
+function intOption(opts, name, def, max) {
+  const raw = opts?.[name];
+  if (raw === undefined || raw === "") return def;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < 1) throw new Unsupported(`option ${name}=${raw}: want a positive integer`);
+  if (v > max) throw new Unsupported(`option ${name}=${v} is over its limit ${max}`);
+  return v;
+}
+
+// bodyOption reads the step body's duration (a Go duration) in ms.
+function bodyOption(opts) {
+  const raw = opts?.body;
+  if (raw === undefined || raw === "" || raw === "0" || raw === "0s") return 0;
+  const ms = parseWait(raw);
+  if (ms === 0 && !/^0+(\.0+)?(ns|us|µs|ms|s|m|h)$/.test(raw)) throw new Unsupported(`option body=${raw}: want a duration such as 5ms`);
+  return ms;
+}
+
+class Unsupported extends Error {}
+
+export async function main(argv) {
+  let flags;
+  try {
+    flags = parseFlags(argv);
+  } catch (e) {
+    process.stderr.write(`${NAME}: ${e.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (flags.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  let dir;
+  try {
+    dir = sdkDir(flags.sdk);
+  } catch (e) {
+    fail(2, e.message);
+  }
+  const cleanups = [];
+  const cleanup = async () => {
+    while (cleanups.length) {
+      try {
+        await cleanups.pop()();
+      } catch (e) {
+        process.stderr.write(`${NAME}: cleanup: ${e.message}\n`);
+      }
+    }
+  };
+
+  // The HTTP server listens first: world-local delivers to its URL.
+  const server = http.createServer();
+  server.keepAliveTimeout = 65_000;
+  server.on("connection", (s) => s.setNoDelay(true));
+  await new Promise((res, rej) => {
+    server.once("error", rej);
+    server.listen(flags.port, flags.host, res);
+  });
+  const addr = server.address();
+  const url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  cleanups.push(() => new Promise((res) => server.close(() => res())));
+  server.closeIdleConnections?.();
+
+  // The SDK's own switches, then the world's configuration.
+  const switches = { ...flags.env };
+  Object.assign(process.env, switches);
+  let worldDesc = flags.world;
+  try {
+    if (flags.world === "local") {
+      const data = mkdtempSync(join(tmpdir(), "durabench-workflow-"));
+      cleanups.push(() => rmSync(data, { recursive: true, force: true }));
+      process.env.WORKFLOW_TARGET_WORLD = "local";
+      process.env.WORKFLOW_LOCAL_DATA_DIR = data;
+      process.env.WORKFLOW_LOCAL_BASE_URL = url;
+    } else {
+      let pgURL = flags.pgURL;
+      if (!pgURL) {
+        const pg = await startPostgres({ fsync: flags.pgFsync });
+        cleanups.push(() => pg.stop());
+        pgURL = pg.url;
+      }
+      process.env.WORKFLOW_TARGET_WORLD = "@workflow/world-postgres";
+      process.env.WORKFLOW_POSTGRES_URL = pgURL;
+      process.env.WORKFLOW_LOCAL_BASE_URL = url; // postgres' worker delivers to the same routes
+      await bootstrapPostgres(dir, pgURL);
+    }
+  } catch (e) {
+    await cleanup();
+    fail(1, e.message);
+  }
+
+  let sdk;
+  try {
+    sdk = await openSDK(dir);
+  } catch (e) {
+    await cleanup();
+    fail(1, `loading the SDK from ${dir}: ${e.stack || e.message}`);
+  }
+  cleanups.push(async () => {
+    await sdk.world.close?.();
+  });
+
+  const adapter = new Adapter(sdk, flags, { world: worldDesc, switches });
+  cleanups.push(() => adapter.close());
+  server.on("request", (req, res) => adapter.handle(req, res, url));
+
+  const stop = async () => {
+    await cleanup();
+    process.exit(0);
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+  process.stdout.write(url + "\n");
+}
+
+// bootstrapPostgres creates world-postgres' schema with the package's own
+// bootstrap bin.
+async function bootstrapPostgres(dir, pgURL) {
+  const { spawnSync } = await import("node:child_process");
+  const pkgFile = join(dir, "node_modules", "@workflow", "world-postgres", "package.json");
+  const pkg = JSON.parse(readFileSync(pkgFile, "utf8"));
+  const bin = pkg.bin?.bootstrap;
+  if (!bin) throw new Error(`${pkgFile}: no bootstrap bin`);
+  const r = spawnSync(process.execPath, [join(dirname(pkgFile), bin)], {
+    env: { ...process.env, WORKFLOW_POSTGRES_URL: pgURL, DATABASE_URL: pgURL },
+    encoding: "utf8",
+  });
+  if (r.status !== 0) throw new Error(`world-postgres bootstrap: ${(r.stderr || r.stdout || "").trim().split("\n").slice(-3).join(" ")}`);
+}
+
+// pkgVersion is the version of package name installed in dir ("" if none).
+function pkgVersion(dir, name) {
+  try {
+    return JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")).version;
+  } catch {
+    return "";
+  }
+}
+
+// openSDK loads the SDK from dir: start() and the world from its packages,
+// the flow (and 4.x step) handlers from its build.
+async function openSDK(dir) {
+  const req = createRequire(join(dir, "package.json"));
+  const b = bundles(dir);
+  const api = await import(pathToFileURL(req.resolve("workflow/api")).href);
+  const runtime = await import(pathToFileURL(req.resolve("workflow/runtime")).href);
+  const flow = await load(req, b.flow);
+  const step = b.step ? await load(req, b.step) : null;
+  const world = await runtime.getWorld();
+  await world.start?.();
+  const worldPkg = process.env.WORKFLOW_TARGET_WORLD === "local" ? "@workflow/world-local" : process.env.WORKFLOW_TARGET_WORLD;
+  return {
+    version: pkgVersion(dir, "workflow"),
+    worldVersion: pkgVersion(dir, worldPkg),
+    api,
+    world,
+    ids: workflowIds(b.manifest),
+    flow: flow.POST,
+    step: step?.POST ?? null,
+  };
+}
+
+// Adapter serves the protocol for one SDK and world.
+export class Adapter {
+  constructor(sdk, flags, label) {
+    this.sdk = sdk;
+    this.flags = flags;
+    this.label = label;
+    this.logs = new Map(); // durabench run id -> RunLog
+    this.runs = new Map(); // durabench run id -> run state (while running)
+    this.bySdkRun = new Map(); // SDK run id -> durabench run id
+    this.resumes = new Map(); // durabench run id -> Map(resume id -> promise)
+    this.closed = false;
+    globalThis.__durabench = { stepBody: (...a) => this.stepBody(...a) };
+    this.fallback = setInterval(() => {
+      for (const st of this.runs.values()) this.schedule(st);
+    }, FALLBACK_MS);
+    this.sweeper = setInterval(() => this.expire(), 30_000);
+    this.fallback.unref();
+    this.sweeper.unref();
+  }
+
+  info() {
+    const sw = Object.entries(this.label.switches).map(([k, v]) => `${k}=${v}`);
+    return {
+      protocol: 1,
+      engine: "workflow",
+      version: this.sdk.version,
+      clock: "monotonic ns since the adapter started (performance.now()); event-log times converted from their wall-clock ms",
+      world: this.label.world,
+      world_version: this.sdk.worldVersion,
+      switches: sw,
+      scenarios: [
+        { name: "fanout", max: { branches: this.flags.maxBranches } },
+        { name: "sequential", max: { steps: this.flags.maxSteps } },
+        { name: "step" },
+        { name: "hook-step" },
+      ],
+    };
+  }
+
+  async close() {
+    this.closed = true;
+    clearInterval(this.fallback);
+    clearInterval(this.sweeper);
+    for (const l of this.logs.values()) l.wake();
+  }
+
+  expire() {
+    const cut = Date.now() - KEEP_MS;
+    for (const [run, l] of this.logs) {
+      if (l.status !== "running" && l.finishedAt < cut) {
+        this.logs.delete(run);
+        this.resumes.delete(run);
+      }
+    }
+  }
+
+  // stepBody is called by every step body (workflows/bench.js), in this
+  // process: its start is the run's step_started (source worker); its end
+  // bounds the step's completion from below.
+  stepBody(run, stage, index, attempt, start, end, stepId) {
+    const st = this.runs.get(run);
+    const log = this.logs.get(run);
+    if (!st || !log) return;
+    log.add({ kind: "step_started", at: Math.round(start * 1e6), source: "worker", stage, index, attempt });
+    const prev = st.steps.get(stepId);
+    st.bodies.set(stepId, (st.bodies.get(stepId) ?? 0) + 1);
+    if (!prev) st.steps.set(stepId, { stage, index, attempt, end: Math.round(end * 1e6), done: false });
+    else prev.attempt = attempt;
+  }
+
+  async handle(req, res, base) {
+    const path = req.url.split("?")[0];
+    try {
+      if (path.startsWith("/.well-known/workflow/v1/")) return await this.sdkRoute(req, res, base, path);
+      if (path.startsWith("/v1/")) return await this.protocol(req, res, path);
+      return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
+    } catch (e) {
+      if (!res.headersSent) reply(res, 500, { error: String(e?.message ?? e) });
+      else res.destroy();
+    }
+  }
+
+  // sdkRoute hands a queue delivery to the SDK's handler, then asks for a
+  // read of the event logs it may have written.
+  async sdkRoute(req, res, base, path) {
+    const name = path.slice("/.well-known/workflow/v1/".length).split("/")[0];
+    const handler = name === "flow" ? this.sdk.flow : name === "step" ? this.sdk.step : null;
+    if (!handler) return reply(res, 404, { error: `no SDK route ${path}` });
+    const body = await readBody(req);
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
+      else if (v !== undefined) headers.set(k, v);
+    }
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const r = await handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined }));
+    const out = Buffer.from(await r.arrayBuffer());
+    const h = {};
+    r.headers.forEach((v, k) => (h[k] = v));
+    res.writeHead(r.status, h);
+    res.end(out);
+    let runId;
+    try {
+      const msg = JSON.parse(body.toString());
+      runId = msg.runId ?? msg.workflowRunId;
+    } catch {
+      // not a JSON message: read every run
+    }
+    const run = runId && this.bySdkRun.get(runId);
+    if (run && this.runs.get(run)) this.schedule(this.runs.get(run));
+    else for (const st of this.runs.values()) this.schedule(st);
+  }
+
+  async protocol(req, res, path) {
+    const parts = path.slice(4).split("/").map(decodeURIComponent);
+    const q = new URL(req.url, "http://x").searchParams;
+    if (req.method === "GET" && path === "/v1/info") return reply(res, 200, this.info());
+    if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
+    if (req.method === "POST" && path === "/v1/runs") return this.start(req, res);
+    if (parts[0] === "runs" && parts.length === 3 && parts[2] === "timeline" && req.method === "GET") {
+      const log = this.logs.get(parts[1]);
+      if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
+      const ac = new AbortController();
+      res.on("close", () => ac.abort());
+      const tl = await log.poll(Number(q.get("after") ?? 0) || 0, parseWait(q.get("wait") ?? ""), ac.signal);
+      if (!res.destroyed) reply(res, 200, tl);
+      return;
+    }
+    if (parts[0] === "runs" && parts.length === 2 && req.method === "DELETE") {
+      const log = this.logs.get(parts[1]);
+      if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
+      if (log.status === "running") return reply(res, 409, { error: `run ${parts[1]} is running` });
+      this.logs.delete(parts[1]);
+      this.resumes.delete(parts[1]);
+      return reply(res, 200, { run: parts[1] });
+    }
+    if (parts[0] === "runs" && parts.length === 4 && parts[2] === "hooks" && req.method === "POST") {
+      return this.resume(req, res, parts[1], parts[3]);
+    }
+    return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
+  }
+
+  async start(req, res) {
+    let body;
+    try {
+      body = JSON.parse((await readBody(req)).toString());
+    } catch {
+      return reply(res, 400, { error: "a start request is a JSON object" });
+    }
+    const { run, scenario, options } = body ?? {};
+    if (typeof run !== "string" || !run || typeof scenario !== "string" || !scenario) {
+      return reply(res, 400, { error: "a start request needs run and scenario" });
+    }
+    if (this.logs.has(run)) return reply(res, 409, { error: `run ${run} exists`, run });
+    let args, steps;
+    try {
+      const body = bodyOption(options);
+      switch (scenario) {
+        case "fanout":
+          steps = intOption(options, "branches", 20, this.flags.maxBranches);
+          args = [run, steps, body];
+          break;
+        case "sequential":
+          steps = intOption(options, "steps", 50, this.flags.maxSteps);
+          args = [run, steps, body];
+          break;
+        case "step":
+          steps = 1;
+          args = [run, body];
+          break;
+        case "hook-step":
+          steps = 1;
+          args = [run, `${run}-h0`, body];
+          break;
+        default:
+          throw new Unsupported(`workflow does not run scenario ${scenario}`);
+      }
+    } catch (e) {
+      if (e instanceof Unsupported) return reply(res, 422, { error: e.message, run });
+      throw e;
+    }
+    const log = new RunLog(run);
+    this.logs.set(run, log);
+    const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false };
+    this.runs.set(run, st);
+    let r;
+    try {
+      r = await this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, args);
+    } catch (e) {
+      this.logs.delete(run);
+      this.runs.delete(run);
+      return reply(res, 500, { error: `start: ${e.message}`, run });
+    }
+    st.sdkRun = r.runId;
+    this.bySdkRun.set(r.runId, run);
+    reply(res, 202, { run, accepted: now(), sdk_run: r.runId });
+    this.schedule(st);
+  }
+
+  async resume(req, res, run, token) {
+    let body;
+    try {
+      body = JSON.parse((await readBody(req)).toString());
+    } catch {
+      body = null;
+    }
+    if (!body || typeof body.resume_id !== "string" || !body.resume_id) {
+      return reply(res, 400, { error: "a resume request needs resume_id" });
+    }
+    if (!this.logs.has(run)) return reply(res, 404, { error: `no run ${run}` });
+    let ids = this.resumes.get(run);
+    if (!ids) this.resumes.set(run, (ids = new Map()));
+    let p = ids.get(body.resume_id);
+    if (!p) {
+      const payload = body.payload ? Buffer.from(body.payload, "base64").toString("base64") : "";
+      p = this.sdk.api.resumeHook(token, { payload });
+      ids.set(body.resume_id, p);
+      p.catch(() => ids.delete(body.resume_id)); // a failed resume may be retried with its id
+    }
+    try {
+      await p;
+    } catch (e) {
+      return reply(res, 500, { error: `resume ${token}: ${e.message}`, run });
+    }
+    reply(res, 202, { run });
+    const st = this.runs.get(run);
+    if (st) this.schedule(st);
+  }
+
+  // schedule asks for a read of st's event log: now, or READ_GAP_MS after
+  // the last one; one read at a time per run.
+  schedule(st) {
+    if (!st.sdkRun || this.closed) return;
+    if (st.reading) {
+      st.again = true;
+      return;
+    }
+    if (st.timer) return;
+    const wait = Math.max(0, st.lastRead + READ_GAP_MS - Date.now());
+    st.timer = setTimeout(() => {
+      st.timer = null;
+      this.read(st);
+    }, wait);
+  }
+
+  async read(st) {
+    if (this.runs.get(st.run) !== st) return;
+    st.reading = true;
+    st.again = false;
+    st.lastRead = Date.now();
+    try {
+      // The status first, then the log: a terminal status whose terminal
+      // event the log read after it does not hold is an anomaly.
+      const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
+      const events = await readEvents(this.sdk.world, st.sdkRun);
+      this.apply(st, events);
+      if (!st.terminal && ["completed", "failed", "cancelled"].includes(run.status) && !st.statusEarly) {
+        st.statusEarly = true;
+        st.early = { kind: "status_before_terminal", detail: `status ${run.status} read before a terminal event was readable` };
+      }
+      if (st.terminal && !st.settling) {
+        st.settling = true;
+        setTimeout(() => this.settle(st), SETTLE_MS);
+      }
+    } catch (e) {
+      process.stderr.write(`${NAME}: reading run ${st.run} (${st.sdkRun}): ${e.message}\n`);
+    } finally {
+      st.reading = false;
+      if (st.again && !st.settling) this.schedule(st);
+    }
+  }
+
+  // apply turns the event log's new events into timeline events.
+  apply(st, events) {
+    const log = this.logs.get(st.run);
+    if (!log) return;
+    for (const e of events) {
+      if (st.seen.has(e.eventId)) continue;
+      st.seen.add(e.eventId);
+      const at = fromWall(e.createdAt);
+      switch (e.eventType) {
+        case "run_started":
+          log.add({ kind: "run_started", at, source: "history" });
+          break;
+        case "hook_created":
+          log.add({ kind: "hook_waiting", at, source: "history", token: `${st.run}-h0` });
+          break;
+        case "hook_received":
+          log.add({ kind: "hook_received", at, source: "history", token: `${st.run}-h0` });
+          break;
+        case "step_completed": {
+          const s = st.steps.get(e.correlationId);
+          if (!s || s.done) break; // a body that never ran here, or a duplicate: the check reports it
+          s.done = true;
+          log.add({ kind: "step_completed", at: Math.max(at, s.end), source: "history", stage: s.stage, index: s.index, attempt: s.attempt });
+          break;
+        }
+        case "step_failed":
+        case "step_retrying": {
+          const s = st.steps.get(e.correlationId);
+          log.add({ kind: "step_failed", at, source: "history", stage: s?.stage ?? 0, index: s?.index ?? 0, attempt: s?.attempt ?? 1, error: e.eventType });
+          break;
+        }
+        case "run_completed":
+        case "run_failed":
+        case "run_cancelled":
+          if (st.terminal) break;
+          st.terminal = e.eventType;
+          if (e.eventType === "run_completed") log.add({ kind: "run_completed", at, source: "history" });
+          else log.add({ kind: "run_failed", at, source: "history", error: e.eventType });
+          break;
+      }
+    }
+  }
+
+  // settle reads the log once more, checks it, and ends the run.
+  async settle(st) {
+    const log = this.logs.get(st.run);
+    this.runs.delete(st.run);
+    this.bySdkRun.delete(st.sdkRun);
+    if (!log) return;
+    let anomalies = [];
+    try {
+      const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
+      const events = await readEvents(this.sdk.world, st.sdkRun);
+      this.apply(st, events);
+      anomalies = checkHistory(events, st.expect, run.status, st.bodies);
+    } catch (e) {
+      anomalies = [{ kind: "unreadable", detail: `the event log could not be read again: ${e.message}` }];
+    }
+    if (st.early) anomalies.unshift(st.early);
+    log.anomalies = anomalies;
+    log.finish(st.terminal !== "run_completed", st.terminal);
+  }
+}
+
+function readBody(req) {
+  return new Promise((res, rej) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => res(Buffer.concat(chunks)));
+    req.on("error", rej);
+  });
+}
+
+function reply(res, code, v) {
+  const b = JSON.stringify(v);
+  res.writeHead(code, { "content-type": "application/json", "content-length": Buffer.byteLength(b) });
+  res.end(b);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).catch((e) => fail(1, e.stack || e.message));
+}

@@ -1,0 +1,70 @@
+// Reading a run's history from the world's event log, and checking it: per
+// run, every step started and completed exactly once, exactly one terminal
+// event, and the run's status agreeing with its terminal event. What does not
+// hold is an anomaly, reported in the run's timeline answer
+// (docs/target-protocol.md, "anomalies").
+
+// readEvents returns every event of the SDK run, oldest first.
+export async function readEvents(world, runId) {
+  const out = [];
+  let cursor;
+  for (;;) {
+    const page = await world.events.list({
+      runId,
+      pagination: { limit: 1000, sortOrder: "asc", ...(cursor ? { cursor } : {}) },
+      resolveData: "none",
+    });
+    out.push(...page.data);
+    if (!page.hasMore || !page.cursor) return out;
+    cursor = page.cursor;
+  }
+}
+
+const TERMINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
+export const isTerminal = (type) => TERMINAL.has(type);
+
+// checkHistory returns the anomalies of a finished run's event log.
+// `steps` is how many steps the scenario runs; `status` the run's status
+// as the world reports it; `bodies` maps a step id to how many times its
+// body ran in this process.
+export function checkHistory(events, steps, status, bodies) {
+  const out = [];
+  const started = new Map();
+  const completed = new Map();
+  const terminal = [];
+  for (const e of events) {
+    if (e.eventType === "step_started") started.set(e.correlationId, (started.get(e.correlationId) ?? 0) + 1);
+    if (e.eventType === "step_completed") completed.set(e.correlationId, (completed.get(e.correlationId) ?? 0) + 1);
+    if (isTerminal(e.eventType)) terminal.push(e.eventType);
+  }
+  for (const [id, n] of started) {
+    if (n > 1) out.push({ kind: "duplicate_step_started", detail: `${id}: step_started x${n}` });
+  }
+  for (const [id, n] of completed) {
+    if (n > 1) out.push({ kind: "duplicate_step_completed", detail: `${id}: step_completed x${n}` });
+  }
+  for (const id of started.keys()) {
+    if (!completed.has(id)) out.push({ kind: "missing_step_completed", detail: `${id}: started, never completed` });
+  }
+  if (completed.size !== steps) {
+    out.push({ kind: "step_count", detail: `${completed.size} steps completed, the scenario runs ${steps}` });
+  }
+  for (const [id, n] of bodies) {
+    if (n > 1) out.push({ kind: "duplicate_step_body", detail: `${id}: body ran x${n}` });
+  }
+  if (terminal.length === 0) {
+    out.push({ kind: "missing_terminal", detail: "no terminal event" });
+  } else if (terminal.length > 1) {
+    const counts = {};
+    for (const t of terminal) counts[t] = (counts[t] ?? 0) + 1;
+    out.push({
+      kind: "duplicate_terminal",
+      detail: Object.entries(counts).map(([t, n]) => `${t} x${n}`).join(", "),
+    });
+  }
+  if (terminal.length > 0 && status) {
+    const want = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" }[terminal[0]];
+    if (status !== want) out.push({ kind: "status_mismatch", detail: `status ${status}, terminal event ${terminal[0]}` });
+  }
+  return out;
+}

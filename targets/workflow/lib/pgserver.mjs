@@ -1,0 +1,1 @@
+export async function startPostgres() { throw new Error("not yet"); }
