@@ -55,7 +55,7 @@ export function parseFlags(argv) {
       addr: { type: "string", default: "127.0.0.1:0" },
       world: { type: "string", default: "local" },
       "pg-url": { type: "string" },
-      "pg-fsync": { type: "boolean", default: false },
+      "pg-no-fsync": { type: "boolean", default: false },
       sdk: { type: "string", default: DEFAULT_SDK },
       env: { type: "string", multiple: true, default: [] },
       "max-branches": { type: "string", default: "1024" },
@@ -84,7 +84,7 @@ export function parseFlags(argv) {
     port: Number(m[2]),
     world: values.world,
     pgURL: values["pg-url"],
-    pgFsync: values["pg-fsync"],
+    pgNoFsync: values["pg-no-fsync"],
     sdk: values.sdk,
     env,
     maxBranches: int("max-branches"),
@@ -96,7 +96,7 @@ const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-
   --addr          address to listen on (port 0: a free port; default 127.0.0.1:0)
   --world         local (default: world-local, a fresh data dir under a temp dir) or postgres
   --pg-url        world-postgres database (default: a throwaway PostgreSQL from the system's binaries)
-  --pg-fsync      keep fsync on in the throwaway PostgreSQL (default off)
+  --pg-no-fsync   turn fsync off in the throwaway PostgreSQL (default on, as a user's server runs)
   --sdk           SDK version built by make engines (sdk/VERSION: ${DEFAULT_SDK} by default), or the path
                   of a directory laid out like one (package.json, node_modules, workflow build's output)
   --env           an SDK switch, NAME=VALUE (repeatable), e.g. WORKFLOW_RESILIENT_STEP_DISPATCH=1
@@ -178,6 +178,9 @@ export async function main(argv) {
   } catch (e) {
     fail(2, e.message);
   }
+  // The SDK resolves its world package (WORKFLOW_TARGET_WORLD) from the
+  // working directory.
+  process.chdir(dir);
   const cleanups = [];
   const cleanup = async () => {
     while (cleanups.length) {
@@ -216,7 +219,7 @@ export async function main(argv) {
     } else {
       let pgURL = flags.pgURL;
       if (!pgURL) {
-        const pg = await startPostgres({ fsync: flags.pgFsync });
+        const pg = await startPostgres({ fsync: !flags.pgNoFsync });
         cleanups.push(() => pg.stop());
         pgURL = pg.url;
       }
