@@ -9,6 +9,7 @@
 // the SDK's start(), and prints its URL once it listens. SIGTERM stops it and
 // removes what it started (the world-local data dir, a throwaway PostgreSQL).
 // See README.md.
+import { AsyncLocalStorage } from "node:async_hooks";
 import http from "node:http";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -160,6 +161,27 @@ function bodyOption(opts) {
 
 class Unsupported extends Error {}
 
+// route tells a step body which delivery runs it (its route and queue): a
+// step run by a delivery of the workflow queue ran inline, in the
+// orchestrator's own task (5.0), with no queue hop before it.
+const route = new AsyncLocalStorage();
+
+// SHORT abbreviates the SDK's switches in a cell's label.
+const SHORT = {
+  WORKFLOW_RESILIENT_STEP_DISPATCH: "rsd",
+  WORKFLOW_TURBO: "turbo",
+  WORKFLOW_MAX_INLINE_STEPS: "max-inline",
+  WORKFLOW_OPTIMISTIC_INLINE_START: "ois",
+  WORKFLOW_VM: "vm",
+};
+
+// label is how reports name the adapter's cells: `workflow 5.0.0-beta.55 ·
+// rsd=1 · local`.
+export function label(version, switches, world) {
+  const sw = Object.entries(switches).map(([k, v]) => `${SHORT[k] ?? k.replace(/^WORKFLOW_/, "").toLowerCase()}=${v}`);
+  return ["workflow " + version, ...sw, world].join(" · ");
+}
+
 export async function main(argv) {
   let flags;
   try {
@@ -207,6 +229,21 @@ export async function main(argv) {
 
   // The SDK's own switches, then the world's configuration.
   const switches = { ...flags.env };
+  if (flags.world === "postgres" && !existsSync(join(dir, "node_modules", "@workflow", "world-postgres", "package.json"))) {
+    // A combination that cannot run: served, every cell skipped with why.
+    const version = pkgVersion(dir, "workflow");
+    const why = `workflow ${version} has no world-postgres in ${dir} (the published 5.0 betas of @workflow/world-postgres fail: "Event id is not slot-numbered")`;
+    process.stderr.write(`${NAME}: ${why}\n`);
+    server.on("request", (req, res) => unavailable(req, res, why, label(version, switches, flags.world), version));
+    const stop = async () => {
+      await cleanup();
+      process.exit(0);
+    };
+    process.once("SIGTERM", stop);
+    process.once("SIGINT", stop);
+    process.stdout.write(url + "\n");
+    return;
+  }
   Object.assign(process.env, switches);
   let worldDesc = flags.world;
   try {
@@ -330,6 +367,7 @@ export class Adapter {
       protocol: 1,
       engine: "workflow",
       version: this.sdk.version,
+      label: label(this.sdk.version, this.label.switches, this.label.world),
       clock: "monotonic ns since the adapter started (performance.now()); event-log times converted from their wall-clock ms",
       world: this.label.world,
       world_version: this.sdk.worldVersion,
@@ -370,7 +408,9 @@ export class Adapter {
     log.add({ kind: "step_started", at: Math.round(start * 1e6), source: "worker", stage, index, attempt });
     const prev = st.steps.get(stepId);
     st.bodies.set(stepId, (st.bodies.get(stepId) ?? 0) + 1);
-    if (!prev) st.steps.set(stepId, { stage, index, attempt, end: Math.round(end * 1e6), done: false });
+    // A step run by a delivery of the workflow's own queue ran inline.
+    const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
+    if (!prev) st.steps.set(stepId, { stage, index, attempt, end: Math.round(end * 1e6), done: false, inline });
     else prev.attempt = attempt;
   }
 
@@ -399,7 +439,8 @@ export class Adapter {
       else if (v !== undefined) headers.set(k, v);
     }
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
-    const r = await handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined }));
+    const queue = String(req.headers["x-vqs-queue-name"] ?? "");
+    const r = await route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
     const out = Buffer.from(await r.arrayBuffer());
     const h = {};
     r.headers.forEach((v, k) => (h[k] = v));
@@ -598,7 +639,7 @@ export class Adapter {
           const s = st.steps.get(e.correlationId);
           if (!s || s.done) break; // a body that never ran here, or a duplicate: the check reports it
           s.done = true;
-          log.add({ kind: "step_completed", at: Math.max(at, s.end), source: "history", stage: s.stage, index: s.index, attempt: s.attempt });
+          log.add({ kind: "step_completed", at: Math.max(at, s.end), source: "history", stage: s.stage, index: s.index, attempt: s.attempt, ...(s.inline ? { inline: true } : {}) });
           break;
         }
         case "step_failed":
@@ -638,6 +679,18 @@ export class Adapter {
     log.anomalies = anomalies;
     log.finish(st.terminal !== "run_completed", st.terminal);
   }
+}
+
+// unavailable serves a combination that cannot run: /v1/info says why
+// (`unavailable`) and lists no scenario, a start is 422.
+function unavailable(req, res, why, lab, version) {
+  const path = req.url.split("?")[0];
+  if (req.method === "GET" && path === "/v1/info") {
+    return reply(res, 200, { protocol: 1, engine: "workflow", version, label: lab, unavailable: why, clock: "monotonic ns since the adapter started", scenarios: [] });
+  }
+  if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
+  if (req.method === "POST" && path === "/v1/runs") return reply(res, 422, { error: why });
+  return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
 }
 
 function readBody(req) {

@@ -1,0 +1,154 @@
+// The adapter's own tests (node --test test/): its history check and
+// duration parsing, then the adapter process itself on the SDK make engines
+// built (sdk/4.8.9 by default; WORKFLOW_TEST_SDK picks another), world-local,
+// driven over the protocol as durabench drives it.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { checkHistory } from "../lib/history.mjs";
+import { parseWait, RunLog } from "../lib/timeline.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sdk = process.env.WORKFLOW_TEST_SDK ?? "4.8.9";
+
+test("parseWait reads Go durations, bounded by 30 s", () => {
+  assert.equal(parseWait("5s"), 5000);
+  assert.equal(parseWait("250ms"), 250);
+  assert.equal(parseWait("1m30s"), 30_000);
+  assert.equal(parseWait("1.5s"), 1500);
+  assert.equal(parseWait(""), 0);
+  assert.equal(parseWait("soon"), 0);
+});
+
+test("checkHistory finds duplicate terminal events, missing and duplicate steps, a status disagreeing", () => {
+  const ev = (eventType, correlationId) => ({ eventType, correlationId });
+  const clean = [ev("run_started"), ev("step_started", "s1"), ev("step_completed", "s1"), ev("run_completed")];
+  assert.deepEqual(checkHistory(clean, 1, "completed", new Map([["s1", 1]])), []);
+  const dup = [...clean, ev("run_completed"), ev("run_completed")];
+  assert.deepEqual(checkHistory(dup, 1, "completed", new Map()), [{ kind: "duplicate_terminal", detail: "run_completed x3" }]);
+  const kinds = checkHistory(
+    [ev("step_started", "s1"), ev("step_started", "s1"), ev("step_started", "s2"), ev("step_completed", "s1"), ev("step_completed", "s1")],
+    2, "completed", new Map([["s1", 2]]),
+  ).map((a) => a.kind);
+  assert.deepEqual(kinds, ["duplicate_step_started", "duplicate_step_completed", "missing_step_completed", "step_count", "duplicate_step_body", "missing_terminal"]);
+  assert.deepEqual(checkHistory([ev("run_failed")], 0, "completed", new Map()).map((a) => a.kind), ["status_mismatch"]);
+});
+
+test("a long poll waits for an event, answers at once for a waiting hook or a finished run", async () => {
+  const log = new RunLog("r");
+  let t = Date.now();
+  assert.deepEqual((await log.poll(0, 120)).events, []);
+  assert.ok(Date.now() - t >= 100, "an empty poll waits its wait");
+  t = Date.now();
+  setTimeout(() => log.add({ kind: "hook_waiting", at: 1, source: "history", token: "x" }), 30);
+  const tl = await log.poll(0, 5000);
+  assert.equal(tl.events[0].kind, "hook_waiting");
+  assert.ok(Date.now() - t < 1000);
+  log.add({ kind: "run_completed", at: 2, source: "history" });
+  log.finish(false);
+  t = Date.now();
+  assert.equal((await log.poll(2, 5000)).status, "completed");
+  assert.ok(Date.now() - t < 100);
+});
+
+const built = existsSync(join(here, "..", "sdk", sdk, ".well-known", "workflow", "v1", "manifest.json"));
+
+describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/${sdk} is not built: make engines` }, () => {
+  let proc;
+  let url;
+  const call = async (method, path, body) => {
+    const r = await fetch(url + path, { method, headers: { "content-type": "application/json" }, body: body && JSON.stringify(body) });
+    return { status: r.status, body: await r.json().catch(() => null) };
+  };
+  const follow = async (run) => {
+    let after = 0;
+    const events = [];
+    for (;;) {
+      const { status, body } = await call("GET", `/v1/runs/${run}/timeline?after=${after}&wait=10s`);
+      assert.equal(status, 200);
+      assert.equal(body.run, run);
+      events.push(...body.events);
+      after = events.length;
+      if (body.events.some((e) => e.kind === "hook_waiting")) {
+        const tok = body.events.find((e) => e.kind === "hook_waiting").token;
+        for (let i = 0; i < 2; i++) {
+          const r = await call("POST", `/v1/runs/${run}/hooks/${tok}`, { resume_id: `drv/${tok}`, payload: "b2s=" });
+          assert.equal(r.status, 202);
+        }
+      }
+      if (body.status !== "running") return { ...body, events };
+    }
+  };
+
+  before(async () => {
+    proc = spawn(process.execPath, [join(here, "..", "adapter.mjs"), "--sdk", sdk], { stdio: ["ignore", "pipe", "inherit"] });
+    url = await new Promise((res, rej) => {
+      let out = "";
+      proc.stdout.on("data", (b) => {
+        out += b;
+        if (out.includes("\n")) res(out.split("\n")[0]);
+      });
+      proc.once("exit", (code) => rej(new Error(`adapter exited ${code} before it was ready`)));
+    });
+  });
+  after(async () => {
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise((res) => proc.once("exit", res));
+    proc.kill("SIGTERM");
+    assert.equal(await exited, 0, "SIGTERM stops the adapter cleanly");
+  });
+
+  test("info names the SDK, its world and the scenarios", async () => {
+    const { body } = await call("GET", "/v1/info");
+    assert.equal(body.protocol, 1);
+    assert.equal(body.engine, "workflow");
+    assert.equal(body.version, sdk);
+    assert.equal(body.world, "local");
+    assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step"]);
+  });
+
+  test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
+    const start = await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout", options: { branches: "8" } });
+    assert.equal(start.status, 202);
+    assert.equal(start.body.run, "t-fan");
+    const tl = await follow("t-fan");
+    assert.equal(tl.status, "completed");
+    assert.deepEqual(tl.events.map((e) => e.seq), tl.events.map((_, i) => i + 1));
+    const idx = (kind) => tl.events.filter((e) => e.kind === kind).map((e) => e.index).sort((a, b) => a - b);
+    assert.deepEqual(idx("step_started"), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(idx("step_completed"), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert.equal(tl.events.at(-1).kind, "run_completed");
+    for (const e of tl.events.filter((e) => e.kind === "step_completed")) {
+      const s = tl.events.find((x) => x.kind === "step_started" && x.index === e.index);
+      assert.ok(s.at <= e.at, `step ${e.index} completes before it starts`);
+      assert.equal(s.source, "worker");
+    }
+    // anomalies, when the SDK wrote any, are named
+    for (const a of tl.anomalies ?? []) assert.ok(a.kind && a.detail);
+  });
+
+  test("a hook-step resumes once however often it is resumed with one id", async () => {
+    assert.equal((await call("POST", "/v1/runs", { run: "t-hook", scenario: "hook-step" })).status, 202);
+    const tl = await follow("t-hook");
+    assert.equal(tl.status, "completed");
+    assert.deepEqual(tl.events.filter((e) => e.kind !== "step_started").map((e) => e.kind),
+      ["run_started", "hook_waiting", "hook_received", "step_completed", "run_completed"]);
+    assert.equal(tl.events.filter((e) => e.kind === "hook_received").length, 1);
+  });
+
+  test("a repeated run id is 409, an unknown scenario or an option over its limit 422", async () => {
+    assert.equal((await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout" })).status, 409);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-x", scenario: "stream-latency" })).status, 422);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-y", scenario: "fanout", options: { branches: "100000" } })).status, 422);
+    assert.equal((await call("GET", "/v1/runs/t-x/timeline?after=0")).status, 404);
+  });
+
+  test("a finished run's timeline stays until it is deleted", async () => {
+    assert.equal((await call("GET", "/v1/runs/t-fan/timeline?after=0")).status, 200);
+    assert.equal((await call("DELETE", "/v1/runs/t-fan")).status, 200);
+    assert.equal((await call("GET", "/v1/runs/t-fan/timeline?after=0")).status, 404);
+  });
+});
