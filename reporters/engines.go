@@ -2,6 +2,7 @@ package reporters
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/durabench/durabench/metrics"
@@ -13,8 +14,8 @@ import (
 // and world.
 func engineLabel(c *results.Cell) string {
 	if c.Target != "" {
-		if c.Engine == "" {
-			return c.Target
+		if c.Engine == "" || strings.HasPrefix(c.Target, c.Engine+" "+c.EngineVersion) {
+			return c.Target // a target's own label names its engine and version
 		}
 		return fmt.Sprintf("%s (%s %s)", c.Target, c.Engine, c.EngineVersion)
 	}
@@ -53,8 +54,14 @@ func (m *markdown) engines(sb *strings.Builder) {
 	if lag {
 		lagHead, lagRule = " driver lag p99 |", "--:|"
 	}
-	sb.WriteString("| scenario | size | engine | TTFS p50 | TTFS p99 |" + lagHead + " TTLS p50 | TTLS p99 | skew p50 | skew p99 | TTC p50 | runs | stalls | errors |\n")
-	sb.WriteString("|---|--:|---|--:|--:|" + lagRule + "--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	// An anomalies column when a target found any in its runs' histories.
+	anomalies := slices.ContainsFunc(m.f.Cells, func(c results.Cell) bool { return c.Anomalies > 0 })
+	head, rule := "", ""
+	if anomalies {
+		head, rule = " anomalies |", "--:|"
+	}
+	sb.WriteString("| scenario | size | engine | TTFS p50 | TTFS p99 |" + lagHead + " TTLS p50 | TTLS p99 | skew p50 | skew p99 | TTC p50 | runs | stalls | errors |" + head + "\n")
+	sb.WriteString("|---|--:|---|--:|--:|" + lagRule + "--:|--:|--:|--:|--:|--:|--:|--:|" + rule + "\n")
 	var skipped []string
 	for _, g := range m.groups {
 		for _, c := range g.Cells {
@@ -79,8 +86,12 @@ func (m *markdown) engines(sb *strings.Builder) {
 					f99 = f99[:len(f99)-1] + fmtUS(c.DriverLag.P99)
 				}
 			}
-			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
+			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d |",
 				g.Name, cellSize(c), engineLabel(c), f50, f99, l50, l99, s50, s99, c50, c.Runs, c.Stalls, c.Errors)
+			if anomalies {
+				fmt.Fprintf(sb, " %d |", c.Anomalies)
+			}
+			sb.WriteString("\n")
 		}
 	}
 	if len(skipped) > 0 {

@@ -450,6 +450,28 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 		lines = append(lines, s)
 	}
 	for _, c := range g.Cells {
+		if c.Anomalies == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%s **Anomalies** in `%s`: %d of %d runs' histories", markError, m.lab.label(c), c.Anomalies, c.Runs)
+		if d.runDetail && len(c.AnomalousRuns) > 0 {
+			var ids []string
+			for i, r := range c.AnomalousRuns {
+				if i == 5 {
+					ids = append(ids, fmt.Sprintf("… %d more", len(c.AnomalousRuns)-i))
+					break
+				}
+				var what []string
+				for _, a := range r.Anomalies {
+					what = append(what, oneLine(a.Kind+": "+a.Detail, 80))
+				}
+				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, strings.Join(what, "; ")))
+			}
+			s += " — " + strings.Join(ids, ", ")
+		}
+		lines = append(lines, s)
+	}
+	for _, c := range g.Cells {
 		inc := c.WorldIncidents
 		if inc == nil || inc.Total() == 0 {
 			continue

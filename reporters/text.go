@@ -3,6 +3,7 @@ package reporters
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -75,6 +76,10 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		if hasIncidents {
 			cols = append(cols, "world incidents")
 		}
+		hasAnomalies := slices.ContainsFunc(g.Cells, func(c *results.Cell) bool { return c.Anomalies > 0 })
+		if hasAnomalies {
+			cols = append(cols, "anomalies")
+		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 		for _, c := range g.Cells {
 			l := lab.label(c)
@@ -114,6 +119,9 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 					n = c.WorldIncidents.Total()
 				}
 				row = append(row, strconv.FormatInt(n, 10))
+			}
+			if hasAnomalies {
+				row = append(row, strconv.Itoa(c.Anomalies))
 			}
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}

@@ -330,6 +330,8 @@ func validateCell(name, at string, c *Cell) error {
 		return bad("errors", "%d of %d runs", c.Errors, c.Runs)
 	case c.Stalls < 0 || c.Stalls > c.Runs:
 		return bad("stalls", "%d of %d runs", c.Stalls, c.Runs)
+	case c.Anomalies < 0 || c.Anomalies > c.Runs:
+		return bad("anomalies", "%d of %d runs", c.Anomalies, c.Runs)
 	case c.Metrics == nil:
 		return bad("metrics", "missing")
 	}

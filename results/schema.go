@@ -161,6 +161,12 @@ type Cell struct {
 	StallThresholdMS float64 `json:"stall_threshold_ms,omitempty"`
 	// FailedRuns lists runs that failed, with the error.
 	FailedRuns []FailedRun `json:"failed_runs,omitempty"`
+	// Anomalies counts the measured runs whose engine-side history the
+	// target found wrong (a duplicate terminal event, a step completed
+	// twice, a status disagreeing with the terminal event: the target
+	// protocol's anomalies); AnomalousRuns lists them with what was found.
+	Anomalies     int            `json:"anomalies,omitempty"`
+	AnomalousRuns []AnomalousRun `json:"anomalous_runs,omitempty"`
 	// ElapsedMS is the cell's wall (or virtual) duration.
 	ElapsedMS float64 `json:"elapsed_ms"`
 	// DriverLagUS summarises actual − scheduled start (open-loop pacing).
@@ -245,6 +251,19 @@ type StalledRun struct {
 	// NotStarted is set for a planned run the driver never started before
 	// the cell timeout (TTLSMS is 0: it has no latency).
 	NotStarted bool `json:"not_started,omitempty"`
+}
+
+// AnomalousRun is a run whose history held anomalies, each a kind
+// ("duplicate_terminal") and what was seen ("run_completed x3").
+type AnomalousRun struct {
+	Run       string    `json:"run"`
+	Anomalies []Anomaly `json:"anomalies"`
+}
+
+// Anomaly is one thing wrong in a run's engine-side history.
+type Anomaly struct {
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // FailedRun is a run that failed.

@@ -73,7 +73,7 @@ func (c CellPlan) Label() string {
 		fmt.Fprintf(&b, " %s=%s", k, c.Options[k])
 	}
 	if c.Target != nil {
-		fmt.Fprintf(&b, " target %s", c.Target.Name)
+		fmt.Fprintf(&b, " target %s", c.Target.ID())
 		return b.String()
 	}
 	fmt.Fprintf(&b, " %s", c.Version.Name)
@@ -172,7 +172,7 @@ func (p *Plan) targetCells(s *scenarios.Scenario, sp ScenarioPlan, combos []scen
 			}
 			c := CellPlan{Target: &spec, Scenario: s, Options: full, Program: prog, World: clockKind,
 				ProfileName: "none", Pacer: pacer}
-			c.Key = cellKey(s.Name, full, "", "none", "", "none") + " target=" + spec.Name
+			c.Key = cellKey(s.Name, full, "", "none", "", "none") + " target=" + spec.ID()
 			c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
 			out = append(out, c)
 		}

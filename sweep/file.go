@@ -136,6 +136,16 @@ func (p *Plan) parseFile(file string, data []byte) error {
 				// list of engines.
 				return p.decodeObjectives(file, "targets", v)
 			}
+			if v.Kind == yaml.SequenceNode && slices.ContainsFunc(v.Content, func(n *yaml.Node) bool { return n.Kind == yaml.MappingNode }) {
+				specs, err := expandTargets(file, v)
+				if err != nil {
+					return err
+				}
+				if err := setTargets(p, specs); err != nil {
+					return fileError(file, v, "targets", "%v", err)
+				}
+				return nil
+			}
 		case "scenarios":
 			return p.decodeScenarios(file, v)
 		}

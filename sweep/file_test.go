@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,55 @@ func TestExamples(t *testing.T) {
 		if _, err := plan.Cells(); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// A targets entry may be an adapter's product of flags: one target per
+// combination, each told apart by its spec, "none" leaving its flag out.
+func TestFileTargetProduct(t *testing.T) {
+	p := writeFile(t, "sweep.yaml", `
+targets:
+  - reference
+  - adapter: workflow
+    sdk: [4.8.9]
+    world: [local, postgres]
+  - adapter: workflow
+    sdk: 5.0.0-beta.55
+    env: [none, WORKFLOW_RESILIENT_STEP_DISPATCH=1]
+scenarios: [fanout]
+branches: [8]
+`)
+	plan, err := planFrom(t, "-f", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range plan.Targets {
+		got = append(got, s.ID())
+	}
+	want := []string{"reference", "workflow --sdk=4.8.9 --world=local", "workflow --sdk=4.8.9 --world=postgres",
+		"workflow --sdk=5.0.0-beta.55", "workflow --sdk=5.0.0-beta.55 --env=WORKFLOW_RESILIENT_STEP_DISPATCH=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("targets %q, want %q", got, want)
+	}
+	for _, s := range plan.Targets[1:] {
+		if s.Name != "workflow" {
+			t.Errorf("target %q runs adapter %q", s.ID(), s.Name)
+		}
+	}
+	cells, err := plan.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, c := range cells {
+		keys[c.Key] = true
+	}
+	if len(keys) != len(cells) {
+		t.Errorf("%d cells, %d distinct keys", len(cells), len(keys))
+	}
+	bad := writeFile(t, "bad.yaml", "targets:\n  - sdk: [4.8.9]\n")
+	if _, err := planFrom(t, "-f", bad); err == nil || !strings.Contains(err.Error(), "adapter: NAME") {
+		t.Errorf("a product without its adapter: %v", err)
 	}
 }

@@ -314,7 +314,7 @@ func (c CellPlan) identity() results.Cell {
 	id := results.Cell{Scenario: c.Scenario.Name, Version: c.Version.Name,
 		Switches: c.Switches.List(), World: c.World.Name, Profile: c.ProfileName}
 	if c.Target != nil {
-		id.Target, id.Version, id.Switches, id.World = c.Target.Name, "", nil, ""
+		id.Target, id.Version, id.Switches, id.World = c.Target.ID(), "", nil, ""
 	}
 	// Branches and steps have fields of their own; other options are kept
 	// when they differ from the scenario's default, so labels stay short.

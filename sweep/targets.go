@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/target"
+	"go.yaml.in/yaml/v3"
 )
 
 // Reference is the built-in engine as a target: it runs in-process on each
@@ -25,6 +27,19 @@ type TargetSpec struct {
 	Name string
 	Args []string
 	URL  string
+	// Label tells apart targets of one adapter started with different
+	// flags (a sweep file's product of an adapter's flags): the spec as
+	// written. Empty when the adapter is given once.
+	Label string
+}
+
+// ID is the target's key in the plan: its cells' keys and the sweep's
+// live targets use it.
+func (t TargetSpec) ID() string {
+	if t.Label != "" {
+		return t.Label
+	}
+	return t.Name
 }
 
 // String is the spec as the user writes it.
@@ -65,18 +80,106 @@ func ParseTarget(s string) (TargetSpec, error) {
 func setTargets(p *Plan, v []string) error {
 	p.Targets = nil
 	seen := map[string]bool{}
+	names := map[string]int{}
 	for _, s := range v {
 		t, err := ParseTarget(s)
 		if err != nil {
 			return err
 		}
-		if seen[t.Name] {
-			return fmt.Errorf("target %s is given twice", t.Name)
+		if seen[t.String()] || (t.URL != "" && names[t.Name] > 0) || (t.IsReference() && names[t.Name] > 0) {
+			return fmt.Errorf("target %s is given twice", t.String())
 		}
-		seen[t.Name] = true
+		seen[t.String()] = true
+		names[t.Name]++
 		p.Targets = append(p.Targets, t)
 	}
+	// An adapter given more than once, with different flags: each is
+	// told apart by its spec.
+	for i, t := range p.Targets {
+		if names[t.Name] > 1 {
+			p.Targets[i].Label = t.String()
+		}
+	}
 	return nil
+}
+
+// expandTargets reads a sweep file's targets list whose entries may be
+// mappings: the product of an adapter's flags,
+//
+//   - adapter: workflow
+//     sdk: [4.8.9, 5.0.0-beta.55]
+//     env: [none, WORKFLOW_RESILIENT_STEP_DISPATCH=1]
+//     world: [local, postgres]
+//
+// is one target per combination ("workflow --sdk=4.8.9 --world=local", …),
+// in the order given (the last key varies fastest). A value "none" (or
+// empty) leaves its flag out; a value of several words repeats the flag.
+func expandTargets(file string, v *yaml.Node) ([]string, error) {
+	var out []string
+	for _, n := range v.Content {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			out = append(out, n.Value)
+			continue
+		case yaml.MappingNode:
+		default:
+			return nil, fileError(file, n, "targets", "want a target (a string) or an adapter's product (adapter: NAME, then flag: [values])")
+		}
+		name := ""
+		type axis struct {
+			flag   string
+			values []string
+		}
+		var axes []axis
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Value == "adapter" {
+				name = val.Value
+				continue
+			}
+			var vals []string
+			switch val.Kind {
+			case yaml.ScalarNode:
+				vals = []string{val.Value}
+			case yaml.SequenceNode:
+				for _, x := range val.Content {
+					if x.Kind != yaml.ScalarNode {
+						return nil, fileError(file, x, "targets."+k.Value, "want a list of values")
+					}
+					vals = append(vals, x.Value)
+				}
+			default:
+				return nil, fileError(file, val, "targets."+k.Value, "want a value or a list of values")
+			}
+			if len(vals) == 0 {
+				return nil, fileError(file, val, "targets."+k.Value, "an empty list")
+			}
+			axes = append(axes, axis{k.Value, vals})
+		}
+		if name == "" || name == Reference || !adapterName.MatchString(name) {
+			return nil, fileError(file, n, "targets", "an adapter's product needs adapter: NAME (an adapter name, not reference)")
+		}
+		combos := [][]string{{name}}
+		for _, a := range axes {
+			var next [][]string
+			for _, c := range combos {
+				for _, val := range a.values {
+					args := slices.Clone(c)
+					if val != "" && val != "none" {
+						for _, w := range strings.Fields(val) {
+							args = append(args, "--"+a.flag+"="+w)
+						}
+					}
+					next = append(next, args)
+				}
+			}
+			combos = next
+		}
+		for _, c := range combos {
+			out = append(out, strings.Join(c, " "))
+		}
+	}
+	return out, nil
 }
 
 // foreignTargets are the plan's targets other than the reference.
@@ -124,7 +227,7 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 	}
 	for _, spec := range p.foreignTargets() {
 		lt := &liveTarget{spec: spec}
-		live[spec.Name] = lt // closeAll stops its adapter from here on
+		live[spec.ID()] = lt // closeAll stops its adapter from here on
 		base := spec.URL
 		if base == "" {
 			path, err := target.Find(spec.Name)
@@ -149,7 +252,7 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 		cancel()
 		if err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("target %s: %w", spec.Name, err)
+			return nil, nil, fmt.Errorf("target %s: %w", spec.ID(), err)
 		}
 		lt.client, lt.info = c, info
 	}
@@ -162,9 +265,9 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 // option over its limit) is a cell with no runs and the reason, never an
 // error.
 func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
-	lt := p.live[c.Target.Name]
+	lt := p.live[c.Target.ID()]
 	if lt == nil {
-		return results.Cell{}, nil, fmt.Errorf("target %s was not opened", c.Target.Name)
+		return results.Cell{}, nil, fmt.Errorf("target %s was not opened", c.Target.ID())
 	}
 	if lt.plugin != nil {
 		if err := lt.plugin.Exited(); err != nil {
@@ -173,6 +276,11 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	}
 	id := c.identity()
 	id.Engine, id.EngineVersion = lt.info.Engine, lt.info.Version
+	if lt.info.Label != "" {
+		// The target names its own cells: its resolved version, switches
+		// and world (an adapter started with flags).
+		id.Target = lt.info.Label
+	}
 	if ok, why := lt.info.Supports(c.Scenario.Name, c.Options); !ok {
 		id.Skipped = why
 		if id.Metrics == nil {
@@ -204,6 +312,8 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	}
 	rc := c.declared(res.Summarize(id, p.metricsConfig(c), c.Pacer.Open()))
 	rc.ClockErrorUS = float64(sess.Clock().RTT/2) / float64(time.Microsecond)
+	rc.AnomalousRuns = anomalousRuns(res, sess.Anomalies())
+	rc.Anomalies = len(rc.AnomalousRuns)
 	if lt.plugin != nil {
 		// An adapter that died during the cell failed the runs it held and
 		// every run after: each says so, with the adapter's last log lines,
@@ -225,3 +335,21 @@ type stopAfterCell struct{ err error }
 
 func (e *stopAfterCell) Error() string { return e.err.Error() }
 func (e *stopAfterCell) Unwrap() error { return e.err }
+
+// anomalousRuns are the measured runs of res the target reported
+// anomalies for, in run order (warm-ups left out, as from every count).
+func anomalousRuns(res *driver.Result, found map[string][]target.Anomaly) []results.AnomalousRun {
+	var out []results.AnomalousRun
+	for _, tl := range res.Timelines {
+		a := found[tl.ID]
+		if len(a) == 0 {
+			continue
+		}
+		ar := results.AnomalousRun{Run: tl.ID}
+		for _, x := range a {
+			ar.Anomalies = append(ar.Anomalies, results.Anomaly{Kind: x.Kind, Detail: x.Detail})
+		}
+		out = append(out, ar)
+	}
+	return out
+}

@@ -28,6 +28,14 @@ type Info struct {
 	// "monotonic ns since the server started").
 	Clock     string     `json:"clock"`
 	Scenarios []Scenario `json:"scenarios"`
+	// Label, when set, is how reports name the target's cells instead of
+	// the name durabench started it by (e.g. "workflow 5.0.0-beta.55 ·
+	// rsd=1 · local": the resolved version, switches and world).
+	Label string `json:"label,omitempty"`
+	// Unavailable, when set, says why the target cannot run at all as
+	// configured (a combination of its settings that does not work): every
+	// cell is skipped with it, never an error.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // Scenario is a scenario the target supports, with its option limits.
@@ -40,6 +48,9 @@ type Scenario struct {
 
 // Supports reports whether info lists scenario name, and why not.
 func (i Info) Supports(name string, opts map[string]string) (bool, string) {
+	if i.Unavailable != "" {
+		return false, i.Unavailable
+	}
 	for _, s := range i.Scenarios {
 		if s.Name != name {
 			continue
@@ -133,6 +144,17 @@ type Timeline struct {
 	Status string  `json:"status"`
 	Error  string  `json:"error,omitempty"`
 	Events []Event `json:"events"`
+	// Anomalies are what the target found wrong in the run's own history
+	// (a duplicate terminal event, a step completed twice, a status that
+	// disagrees with the terminal event): the run's full list so far, each
+	// answer replacing the last. Optional.
+	Anomalies []Anomaly `json:"anomalies,omitempty"`
+}
+
+// Anomaly is one thing wrong in a run's engine-side history.
+type Anomaly struct {
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Terminal reports whether the timeline's run is over.

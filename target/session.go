@@ -38,7 +38,10 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	hooks  map[string]string // hook token -> run
-	wg     sync.WaitGroup
+	// anomalies are each run's anomalies, as its last timeline answer
+	// listed them.
+	anomalies map[string][]Anomaly
+	wg        sync.WaitGroup
 }
 
 // NewSession estimates the target's clock offset against rt (the driver's
@@ -55,7 +58,19 @@ func NewSession(ctx context.Context, c *Client, scenario string, opts map[string
 		samples = append(samples, clock.Sample{Send: send, Recv: recv, Remote: remote})
 	}
 	clk, _ := clock.Estimate(samples)
-	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]string{}}, nil
+	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]string{}, anomalies: map[string][]Anomaly{}}, nil
+}
+
+// Anomalies returns the anomalies the target reported for each run that
+// had any (docs/target-protocol.md), by run id.
+func (s *Session) Anomalies() map[string][]Anomaly {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]Anomaly, len(s.anomalies))
+	for run, a := range s.anomalies {
+		out[run] = append([]Anomaly(nil), a...)
+	}
+	return out
 }
 
 // Clock is the target's estimated clock offset (error bound RTT/2).
@@ -125,6 +140,11 @@ func (s *Session) follow(run string, p engine.Program) {
 			continue
 		}
 		errs = 0
+		if len(tl.Anomalies) > 0 {
+			s.mu.Lock()
+			s.anomalies[run] = tl.Anomalies
+			s.mu.Unlock()
+		}
 		finished := false
 		for _, ev := range tl.Events {
 			if ev.Seq <= after {

@@ -251,7 +251,8 @@ export async function main(argv) {
       const data = mkdtempSync(join(tmpdir(), "durabench-workflow-"));
       cleanups.push(() => rmSync(data, { recursive: true, force: true }));
       process.env.WORKFLOW_TARGET_WORLD = "local";
-      process.env.WORKFLOW_LOCAL_DATA_DIR = data;
+      process.env.WORKFLOW_LOCAL_DATA_DIR = join(data, "cell-1");
+      flags.dataRoot = data;
       process.env.WORKFLOW_LOCAL_BASE_URL = url;
     } else {
       let pgURL = flags.pgURL;
@@ -334,6 +335,7 @@ async function openSDK(dir) {
     version: pkgVersion(dir, "workflow"),
     worldVersion: pkgVersion(dir, worldPkg),
     api,
+    runtime,
     world,
     ids: workflowIds(b.manifest),
     flow: flow.POST,
@@ -526,6 +528,7 @@ export class Adapter {
       if (e instanceof Unsupported) return reply(res, 422, { error: e.message, run });
       throw e;
     }
+    await this.freshWorld(scenario, options);
     const log = new RunLog(run);
     this.logs.set(run, log);
     const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false };
@@ -572,6 +575,26 @@ export class Adapter {
     reply(res, 202, { run });
     const st = this.runs.get(run);
     if (st) this.schedule(st);
+  }
+
+  // freshWorld gives each cell a fresh world-local data dir (world-local
+  // slows down as its data dir fills): a run of another scenario or other
+  // options than the last one, with no run in flight, starts on a new
+  // world in a new directory; the old one is removed.
+  async freshWorld(scenario, options) {
+    const key = JSON.stringify([scenario, Object.entries(options ?? {}).sort()]);
+    const prev = this.cellKey;
+    this.cellKey = key;
+    if (!this.flags.dataRoot || prev === undefined || prev === key || this.runs.size > 0) return;
+    const old = process.env.WORKFLOW_LOCAL_DATA_DIR;
+    this.cells = (this.cells ?? 1) + 1;
+    process.env.WORKFLOW_LOCAL_DATA_DIR = join(this.flags.dataRoot, `cell-${this.cells}`);
+    const before = this.sdk.world;
+    this.sdk.runtime.setWorld(undefined);
+    this.sdk.world = await this.sdk.runtime.getWorld();
+    await this.sdk.world.start?.();
+    await before.close?.();
+    rmSync(old, { recursive: true, force: true });
   }
 
   // schedule asks for a read of st's event log: now, or READ_GAP_MS after
