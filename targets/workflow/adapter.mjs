@@ -29,8 +29,11 @@ export const DEFAULT_SDK = "4.8.9";
 // step delivery asks for a read; they are coalesced), and every
 // FALLBACK_MS without one. Reading delays when durabench hears of an event,
 // never its timestamp (the log's own).
-const READ_GAP_MS = 50;
+const READ_GAP_MS = Number(process.env.DURABENCH_WORKFLOW_READ_GAP_MS) || 50;
 const FALLBACK_MS = 1000;
+// FULL_EVERY_MS: a running run's whole event log is read this often at
+// least (between, a read is its status only; see read).
+const FULL_EVERY_MS = 5000;
 // SETTLE_MS: once a terminal event is readable, the log is read once more
 // this much later before the run is reported over, so duplicate terminal
 // events written by concurrent deliveries are in the check.
@@ -431,6 +434,7 @@ export class Adapter {
   // sdkRoute hands a queue delivery to the SDK's handler, then asks for a
   // read of the event logs it may have written.
   async sdkRoute(req, res, base, path) {
+    const t0 = performance.now();
     const name = path.slice("/.well-known/workflow/v1/".length).split("/")[0];
     const handler = name === "flow" ? this.sdk.flow : name === "step" ? this.sdk.step : null;
     if (!handler) return reply(res, 404, { error: `no SDK route ${path}` });
@@ -442,7 +446,9 @@ export class Adapter {
     }
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const queue = String(req.headers["x-vqs-queue-name"] ?? "");
+    const t1 = performance.now();
     const r = await route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
+    const t2 = performance.now();
     const out = Buffer.from(await r.arrayBuffer());
     const h = {};
     r.headers.forEach((v, k) => (h[k] = v));
@@ -456,7 +462,15 @@ export class Adapter {
       // not a JSON message: read every run
     }
     const run = runId && this.bySdkRun.get(runId);
-    if (run && this.runs.get(run)) this.schedule(this.runs.get(run));
+    const st = run && this.runs.get(run);
+    if (st) {
+      // The adapter's own share of this delivery: the request's and the
+      // response's conversions around the SDK's handler.
+      st.cost.deliveries++;
+      st.cost.hostMs += t1 - t0 + (performance.now() - t2);
+      st.cost.handlerMs += t2 - t1;
+    }
+    if (st) this.schedule(st);
     else for (const st of this.runs.values()) this.schedule(st);
   }
 
@@ -531,7 +545,7 @@ export class Adapter {
     await this.freshWorld(scenario, options);
     const log = new RunLog(run);
     this.logs.set(run, log);
-    const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false };
+    const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
     this.runs.set(run, st);
     let r;
     try {
@@ -621,10 +635,21 @@ export class Adapter {
     try {
       // The status first, then the log: a terminal status whose terminal
       // event the log read after it does not hold is an anomaly.
+      // Reading the whole log costs the SDK (it shares the process and,
+      // on world-local, the data dir): it is read when the run's status
+      // says it is over, while a hook is awaited, and every FULL_EVERY_MS
+      // in case a status lags; otherwise only the status is read.
+      const t0 = performance.now();
       const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
-      const events = await readEvents(this.sdk.world, st.sdkRun);
-      this.apply(st, events);
-      if (!st.terminal && ["completed", "failed", "cancelled"].includes(run.status) && !st.statusEarly) {
+      const over = ["completed", "failed", "cancelled"].includes(run.status);
+      const full = over || (st.hook && !st.hookDone) || Date.now() - st.lastFull >= FULL_EVERY_MS;
+      if (full) {
+        st.lastFull = Date.now();
+        this.apply(st, await readEvents(this.sdk.world, st.sdkRun));
+      }
+      st.cost.reads++;
+      st.cost.readMs += performance.now() - t0;
+      if (full && !st.terminal && over && !st.statusEarly) {
         st.statusEarly = true;
         st.early = { kind: "status_before_terminal", detail: `status ${run.status} read before a terminal event was readable` };
       }
@@ -656,6 +681,7 @@ export class Adapter {
           log.add({ kind: "hook_waiting", at, source: "history", token: `${st.run}-h0` });
           break;
         case "hook_received":
+          st.hookDone = true;
           log.add({ kind: "hook_received", at, source: "history", token: `${st.run}-h0` });
           break;
         case "step_completed": {
@@ -700,6 +726,11 @@ export class Adapter {
     }
     if (st.early) anomalies.unshift(st.early);
     log.anomalies = anomalies;
+    const us = (ms) => Math.round(ms * 1000);
+    log.adapter = {
+      deliveries: st.cost.deliveries, host_us: us(st.cost.hostMs), handler_us: us(st.cost.handlerMs),
+      reads: st.cost.reads, read_us: us(st.cost.readMs),
+    };
     log.finish(st.terminal !== "run_completed", st.terminal);
   }
 }

@@ -48,6 +48,10 @@ export class RunLog {
     const tl = { run: this.run, status: this.status, events: this.events.slice(Math.max(after, 0)) };
     if (this.error) tl.error = this.error;
     if (this.anomalies.length) tl.anomalies = this.anomalies;
+    // What the adapter itself spent on the run (its host around the SDK's
+    // handlers, its reads of the event log): durabench ignores it; the
+    // adapter's overhead measurement (README) reads it.
+    if (this.adapter) tl.adapter = this.adapter;
     return tl;
   }
 
