@@ -593,13 +593,28 @@ export class Adapter {
 
   // freshWorld gives each cell a fresh world-local data dir (world-local
   // slows down as its data dir fills): a run of another scenario or other
-  // options than the last one, with no run in flight, starts on a new
-  // world in a new directory; the old one is removed.
+  // options than the last one starts on a new world in a new directory;
+  // the old one is removed.
   async freshWorld(scenario, options) {
     const key = JSON.stringify([scenario, Object.entries(options ?? {}).sort()]);
     const prev = this.cellKey;
     this.cellKey = key;
-    if (!this.flags.dataRoot || prev === undefined || prev === key || this.runs.size > 0) return;
+    if (prev === undefined || prev === key) return;
+    // Runs still in flight when another cell starts were cut by durabench's
+    // cell timeout (durabench counted them): cancel them in the SDK so
+    // their deliveries stop competing with the new cell's runs.
+    for (const st of [...this.runs.values()]) {
+      this.runs.delete(st.run);
+      this.bySdkRun.delete(st.sdkRun);
+      clearTimeout(st.timer);
+      process.stderr.write(`${NAME}: run ${st.run} (${st.sdkRun}) still running when the next cell started: cancelled\n`);
+      try {
+        await this.sdk.api.getRun(st.sdkRun).cancel();
+      } catch (e) {
+        process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`);
+      }
+    }
+    if (!this.flags.dataRoot) return;
     const old = process.env.WORKFLOW_LOCAL_DATA_DIR;
     this.cells = (this.cells ?? 1) + 1;
     process.env.WORKFLOW_LOCAL_DATA_DIR = join(this.flags.dataRoot, `cell-${this.cells}`);
