@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { RunLog, KEEP_MS, parseWait } from "./lib/timeline.mjs";
 import { checkHistory, isTerminal, readEvents } from "./lib/history.mjs";
 import { startPostgres } from "./lib/pgserver.mjs";
@@ -45,11 +46,18 @@ function fail(code, msg) {
 }
 
 // now is the target clock: monotonic ns since the adapter started
-// (performance.now()); step bodies stamp with the same clock.
+// (performance.now() of the main thread, which serves the protocol).
 const now = () => Math.round(performance.now() * 1e6);
-// fromWall converts an event-log Date (wall clock, ms) to the target clock:
-// the middle of its millisecond, never after now.
-const fromWall = (d) => Math.min(Math.round((new Date(d).getTime() + 0.5 - performance.timeOrigin) * 1e6), now());
+// The SDK runs in a worker thread (its own event loop: a wide fan-out keeps
+// the SDK's loop busy for seconds, and the protocol's answers and clock
+// must not wait behind it). The worker stamps times as absolute ms
+// (performance.timeOrigin + performance.now(), 0.25 µs resolution); the
+// main thread converts them to its clock, never after now.
+const abs = (t) => performance.timeOrigin + t;
+const toClock = (ms) => Math.min(Math.round((ms - performance.timeOrigin) * 1e6), now());
+// fromWall is an event-log Date (wall clock, ms) as absolute ms: the middle
+// of its millisecond.
+const fromWall = (d) => new Date(d).getTime() + 0.5;
 
 export function parseFlags(argv) {
   const { values, positionals } = parseArgs({
@@ -204,7 +212,7 @@ export async function main(argv) {
     fail(2, e.message);
   }
   // The SDK resolves its world package (WORKFLOW_TARGET_WORLD) from the
-  // working directory.
+  // working directory (which a worker thread cannot change: set here).
   process.chdir(dir);
   const cleanups = [];
   const cleanup = async () => {
@@ -216,8 +224,16 @@ export async function main(argv) {
       }
     }
   };
+  const stopOn = () => {
+    const stop = async () => {
+      await cleanup();
+      process.exit(0);
+    };
+    process.once("SIGTERM", stop);
+    process.once("SIGINT", stop);
+  };
 
-  // The HTTP server listens first: world-local delivers to its URL.
+  // The protocol's server, on the main thread.
   const server = http.createServer();
   server.keepAliveTimeout = 65_000;
   server.on("connection", (s) => s.setNoDelay(true));
@@ -227,8 +243,10 @@ export async function main(argv) {
   });
   const addr = server.address();
   const url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
-  cleanups.push(() => new Promise((res) => server.close(() => res())));
-  server.closeIdleConnections?.();
+  cleanups.push(() => new Promise((res) => {
+    server.close(() => res());
+    server.closeAllConnections?.();
+  }));
 
   // The SDK's own switches, then the world's configuration.
   const switches = { ...flags.env };
@@ -238,17 +256,11 @@ export async function main(argv) {
     const why = `workflow ${version} has no world-postgres in ${dir} (the published 5.0 betas of @workflow/world-postgres fail: "Event id is not slot-numbered")`;
     process.stderr.write(`${NAME}: ${why}\n`);
     server.on("request", (req, res) => unavailable(req, res, why, label(version, switches, flags.world), version));
-    const stop = async () => {
-      await cleanup();
-      process.exit(0);
-    };
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
+    stopOn();
     process.stdout.write(url + "\n");
     return;
   }
   Object.assign(process.env, switches);
-  let worldDesc = flags.world;
   try {
     if (flags.world === "local") {
       const data = mkdtempSync(join(tmpdir(), "durabench-workflow-"));
@@ -256,7 +268,6 @@ export async function main(argv) {
       process.env.WORKFLOW_TARGET_WORLD = "local";
       process.env.WORKFLOW_LOCAL_DATA_DIR = join(data, "cell-1");
       flags.dataRoot = data;
-      process.env.WORKFLOW_LOCAL_BASE_URL = url;
     } else {
       let pgURL = flags.pgURL;
       if (!pgURL) {
@@ -266,7 +277,6 @@ export async function main(argv) {
       }
       process.env.WORKFLOW_TARGET_WORLD = "@workflow/world-postgres";
       process.env.WORKFLOW_POSTGRES_URL = pgURL;
-      process.env.WORKFLOW_LOCAL_BASE_URL = url; // postgres' worker delivers to the same routes
       await bootstrapPostgres(dir, pgURL);
     }
   } catch (e) {
@@ -274,28 +284,217 @@ export async function main(argv) {
     fail(1, e.message);
   }
 
-  let sdk;
+  // The SDK, its routes' server and the history reader, on a worker
+  // thread (it inherits this environment).
+  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { dir, flags, switches } });
+  const front = new Front(worker, flags);
+  let info;
   try {
-    sdk = await openSDK(dir);
+    info = await front.ready;
   } catch (e) {
     await cleanup();
-    fail(1, `loading the SDK from ${dir}: ${e.stack || e.message}`);
+    fail(1, `loading the SDK from ${dir}: ${e.message}`);
   }
-  cleanups.push(async () => {
-    await sdk.world.close?.();
-  });
-
-  const adapter = new Adapter(sdk, flags, { world: worldDesc, switches });
-  cleanups.push(() => adapter.close());
-  server.on("request", (req, res) => adapter.handle(req, res, url));
-
-  const stop = async () => {
-    await cleanup();
-    process.exit(0);
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  cleanups.push(() => front.close());
+  server.on("request", (req, res) => front.handle(req, res, info));
+  stopOn();
   process.stdout.write(url + "\n");
+}
+
+// Front serves the protocol on the main thread: the runs' timelines, the
+// resumes' dedupe, the clock; the worker starts runs and reports events.
+export class Front {
+  constructor(worker, flags) {
+    this.worker = worker;
+    this.flags = flags;
+    this.logs = new Map(); // durabench run id -> RunLog
+    this.resumes = new Map(); // durabench run id -> Map(resume id -> promise)
+    this.calls = new Map(); // call id -> resolve
+    this.next = 1;
+    this.ready = new Promise((res, rej) => {
+      this.readyRes = res;
+      worker.once("error", rej);
+      worker.once("exit", (code) => rej(new Error(`the SDK's worker exited (${code})`)));
+    });
+    worker.on("message", (m) => this.message(m));
+    worker.on("error", (e) => process.stderr.write(`${NAME}: SDK worker: ${e.stack || e.message}\n`));
+    this.sweeper = setInterval(() => this.expire(), 30_000);
+    this.sweeper.unref();
+  }
+
+  message(m) {
+    switch (m.t) {
+      case "ready":
+        this.readyRes(m.info);
+        break;
+      case "event": {
+        const log = this.logs.get(m.run);
+        if (log) log.add({ ...m.ev, at: toClock(m.ev.at) });
+        break;
+      }
+      case "finish": {
+        const log = this.logs.get(m.run);
+        if (!log) break;
+        log.anomalies = m.anomalies ?? [];
+        log.adapter = m.adapter;
+        log.finish(m.failed, m.msg);
+        break;
+      }
+      case "reply":
+        this.calls.get(m.id)?.(m);
+        this.calls.delete(m.id);
+        break;
+    }
+  }
+
+  // call asks the worker and waits for its reply.
+  call(msg) {
+    const id = this.next++;
+    return new Promise((res) => {
+      this.calls.set(id, res);
+      this.worker.postMessage({ ...msg, id });
+    });
+  }
+
+  async close() {
+    clearInterval(this.sweeper);
+    for (const l of this.logs.values()) l.wake();
+    await Promise.race([this.call({ t: "close" }), new Promise((r) => setTimeout(r, 10_000))]);
+    await this.worker.terminate();
+  }
+
+  expire() {
+    const cut = Date.now() - KEEP_MS;
+    for (const [run, l] of this.logs) {
+      if (l.status !== "running" && l.finishedAt < cut) {
+        this.logs.delete(run);
+        this.resumes.delete(run);
+      }
+    }
+  }
+
+  async handle(req, res, info) {
+    const path = req.url.split("?")[0];
+    try {
+      const parts = path.slice(4).split("/").map(decodeURIComponent);
+      const q = new URL(req.url, "http://x").searchParams;
+      if (req.method === "GET" && path === "/v1/info") return reply(res, 200, info);
+      if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
+      if (req.method === "POST" && path === "/v1/runs") return await this.start(req, res);
+      if (path.startsWith("/v1/") && parts[0] === "runs" && parts.length === 3 && parts[2] === "timeline" && req.method === "GET") {
+        const log = this.logs.get(parts[1]);
+        if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
+        const ac = new AbortController();
+        res.on("close", () => ac.abort());
+        const tl = await log.poll(Number(q.get("after") ?? 0) || 0, parseWait(q.get("wait") ?? ""), ac.signal);
+        if (!res.destroyed) reply(res, 200, tl);
+        return;
+      }
+      if (path.startsWith("/v1/") && parts[0] === "runs" && parts.length === 2 && req.method === "DELETE") {
+        const log = this.logs.get(parts[1]);
+        if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
+        if (log.status === "running") return reply(res, 409, { error: `run ${parts[1]} is running` });
+        this.logs.delete(parts[1]);
+        this.resumes.delete(parts[1]);
+        return reply(res, 200, { run: parts[1] });
+      }
+      if (path.startsWith("/v1/") && parts[0] === "runs" && parts.length === 4 && parts[2] === "hooks" && req.method === "POST") {
+        return await this.resume(req, res, parts[1], parts[3]);
+      }
+      return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
+    } catch (e) {
+      if (!res.headersSent) reply(res, 500, { error: String(e?.message ?? e) });
+      else res.destroy();
+    }
+  }
+
+  async start(req, res) {
+    let body;
+    try {
+      body = JSON.parse((await readBody(req)).toString());
+    } catch {
+      return reply(res, 400, { error: "a start request is a JSON object" });
+    }
+    const { run, scenario, options } = body ?? {};
+    if (typeof run !== "string" || !run || typeof scenario !== "string" || !scenario) {
+      return reply(res, 400, { error: "a start request needs run and scenario" });
+    }
+    if (this.logs.has(run)) return reply(res, 409, { error: `run ${run} exists`, run });
+    const log = new RunLog(run);
+    this.logs.set(run, log);
+    const r = await this.call({ t: "start", run, scenario, options: options ?? {} });
+    if (r.code !== 202) {
+      this.logs.delete(run);
+      return reply(res, r.code, { error: r.error, run });
+    }
+    reply(res, 202, { run, accepted: now(), sdk_run: r.sdkRun });
+  }
+
+  async resume(req, res, run, token) {
+    let body;
+    try {
+      body = JSON.parse((await readBody(req)).toString());
+    } catch {
+      body = null;
+    }
+    if (!body || typeof body.resume_id !== "string" || !body.resume_id) {
+      return reply(res, 400, { error: "a resume request needs resume_id" });
+    }
+    if (!this.logs.has(run)) return reply(res, 404, { error: `no run ${run}` });
+    let ids = this.resumes.get(run);
+    if (!ids) this.resumes.set(run, (ids = new Map()));
+    let p = ids.get(body.resume_id);
+    if (!p) {
+      p = this.call({ t: "resume", run, token, payload: body.payload ?? "" }).then((r) => {
+        if (r.error) throw new Error(r.error);
+      });
+      ids.set(body.resume_id, p);
+      p.catch(() => ids.delete(body.resume_id)); // a failed resume may be retried with its id
+    }
+    try {
+      await p;
+    } catch (e) {
+      return reply(res, 500, { error: `resume ${token}: ${e.message}`, run });
+    }
+    reply(res, 202, { run });
+  }
+}
+
+// workerMain runs the SDK: its routes on a loopback server of their own
+// (world-local's queue and world-postgres' worker deliver there), the runs,
+// the history reads; it reports to the main thread.
+async function workerMain() {
+  const { dir, flags, switches } = workerData;
+  const server = http.createServer();
+  server.keepAliveTimeout = 65_000;
+  server.on("connection", (s) => s.setNoDelay(true));
+  await new Promise((res) => server.listen(0, "127.0.0.1", res));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  process.env.WORKFLOW_LOCAL_BASE_URL = base;
+  const sdk = await openSDK(dir);
+  const adapter = new Adapter(sdk, flags, { world: flags.world, switches }, (m) => parentPort.postMessage(m));
+  server.on("request", (req, res) => adapter.handle(req, res, base));
+  parentPort.on("message", async (m) => {
+    const answer = (r) => parentPort.postMessage({ t: "reply", id: m.id, ...r });
+    try {
+      switch (m.t) {
+        case "start":
+          return answer(await adapter.startRun(m.run, m.scenario, m.options));
+        case "resume":
+          await sdk.api.resumeHook(m.token, { payload: m.payload });
+          adapter.resumed(m.run);
+          return answer({});
+        case "close":
+          await adapter.close();
+          await sdk.world.close?.();
+          server.close();
+          return answer({});
+      }
+    } catch (e) {
+      answer({ code: 500, error: e.message });
+    }
+  });
+  parentPort.postMessage({ t: "ready", info: adapter.info() });
 }
 
 // bootstrapPostgres creates world-postgres' schema with the package's own
@@ -346,24 +545,40 @@ async function openSDK(dir) {
   };
 }
 
-// Adapter serves the protocol for one SDK and world.
+// LogSink is a run's timeline as the worker sees it: its events and its
+// end go to the main thread, which serves them (Front).
+class LogSink {
+  constructor(run, post) {
+    this.run = run;
+    this.post = post;
+  }
+
+  add(ev) {
+    this.post({ t: "event", run: this.run, ev });
+  }
+
+  finish(failed, msg, anomalies, adapter) {
+    this.post({ t: "finish", run: this.run, failed, msg, anomalies, adapter });
+  }
+}
+
+// Adapter runs the SDK's side of the protocol (on the worker thread): it
+// starts runs, hosts the SDK's routes, reads and checks the event logs.
 export class Adapter {
-  constructor(sdk, flags, label) {
+  constructor(sdk, flags, label, post) {
     this.sdk = sdk;
     this.flags = flags;
     this.label = label;
-    this.logs = new Map(); // durabench run id -> RunLog
+    this.post = post;
+    this.logs = new Map(); // durabench run id -> LogSink (while running)
     this.runs = new Map(); // durabench run id -> run state (while running)
     this.bySdkRun = new Map(); // SDK run id -> durabench run id
-    this.resumes = new Map(); // durabench run id -> Map(resume id -> promise)
     this.closed = false;
     globalThis.__durabench = { stepBody: (...a) => this.stepBody(...a) };
     this.fallback = setInterval(() => {
       for (const st of this.runs.values()) this.schedule(st);
     }, FALLBACK_MS);
-    this.sweeper = setInterval(() => this.expire(), 30_000);
     this.fallback.unref();
-    this.sweeper.unref();
   }
 
   info() {
@@ -389,18 +604,6 @@ export class Adapter {
   async close() {
     this.closed = true;
     clearInterval(this.fallback);
-    clearInterval(this.sweeper);
-    for (const l of this.logs.values()) l.wake();
-  }
-
-  expire() {
-    const cut = Date.now() - KEEP_MS;
-    for (const [run, l] of this.logs) {
-      if (l.status !== "running" && l.finishedAt < cut) {
-        this.logs.delete(run);
-        this.resumes.delete(run);
-      }
-    }
   }
 
   // stepBody is called by every step body (workflows/bench.js), in this
@@ -410,12 +613,12 @@ export class Adapter {
     const st = this.runs.get(run);
     const log = this.logs.get(run);
     if (!st || !log) return;
-    log.add({ kind: "step_started", at: Math.round(start * 1e6), source: "worker", stage, index, attempt });
+    log.add({ kind: "step_started", at: abs(start), source: "worker", stage, index, attempt });
     const prev = st.steps.get(stepId);
     st.bodies.set(stepId, (st.bodies.get(stepId) ?? 0) + 1);
     // A step run by a delivery of the workflow's own queue ran inline.
     const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
-    if (!prev) st.steps.set(stepId, { stage, index, attempt, end: Math.round(end * 1e6), done: false, inline });
+    if (!prev) st.steps.set(stepId, { stage, index, attempt, end: abs(end), done: false, inline });
     else prev.attempt = attempt;
   }
 
@@ -423,7 +626,6 @@ export class Adapter {
     const path = req.url.split("?")[0];
     try {
       if (path.startsWith("/.well-known/workflow/v1/")) return await this.sdkRoute(req, res, base, path);
-      if (path.startsWith("/v1/")) return await this.protocol(req, res, path);
       return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
     } catch (e) {
       if (!res.headersSent) reply(res, 500, { error: String(e?.message ?? e) });
@@ -474,47 +676,9 @@ export class Adapter {
     else for (const st of this.runs.values()) this.schedule(st);
   }
 
-  async protocol(req, res, path) {
-    const parts = path.slice(4).split("/").map(decodeURIComponent);
-    const q = new URL(req.url, "http://x").searchParams;
-    if (req.method === "GET" && path === "/v1/info") return reply(res, 200, this.info());
-    if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
-    if (req.method === "POST" && path === "/v1/runs") return this.start(req, res);
-    if (parts[0] === "runs" && parts.length === 3 && parts[2] === "timeline" && req.method === "GET") {
-      const log = this.logs.get(parts[1]);
-      if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
-      const ac = new AbortController();
-      res.on("close", () => ac.abort());
-      const tl = await log.poll(Number(q.get("after") ?? 0) || 0, parseWait(q.get("wait") ?? ""), ac.signal);
-      if (!res.destroyed) reply(res, 200, tl);
-      return;
-    }
-    if (parts[0] === "runs" && parts.length === 2 && req.method === "DELETE") {
-      const log = this.logs.get(parts[1]);
-      if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
-      if (log.status === "running") return reply(res, 409, { error: `run ${parts[1]} is running` });
-      this.logs.delete(parts[1]);
-      this.resumes.delete(parts[1]);
-      return reply(res, 200, { run: parts[1] });
-    }
-    if (parts[0] === "runs" && parts.length === 4 && parts[2] === "hooks" && req.method === "POST") {
-      return this.resume(req, res, parts[1], parts[3]);
-    }
-    return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
-  }
-
-  async start(req, res) {
-    let body;
-    try {
-      body = JSON.parse((await readBody(req)).toString());
-    } catch {
-      return reply(res, 400, { error: "a start request is a JSON object" });
-    }
-    const { run, scenario, options } = body ?? {};
-    if (typeof run !== "string" || !run || typeof scenario !== "string" || !scenario) {
-      return reply(res, 400, { error: "a start request needs run and scenario" });
-    }
-    if (this.logs.has(run)) return reply(res, 409, { error: `run ${run} exists`, run });
+  // startRun starts a run: 202 with the SDK's run id once start()
+  // returned (the run is durable), 422 for what the SDK cannot run.
+  async startRun(run, scenario, options) {
     let args, steps;
     try {
       const body = bodyOption(options);
@@ -539,11 +703,11 @@ export class Adapter {
           throw new Unsupported(`workflow does not run scenario ${scenario}`);
       }
     } catch (e) {
-      if (e instanceof Unsupported) return reply(res, 422, { error: e.message, run });
+      if (e instanceof Unsupported) return { code: 422, error: e.message };
       throw e;
     }
     await this.freshWorld(scenario, options);
-    const log = new RunLog(run);
+    const log = new LogSink(run, this.post);
     this.logs.set(run, log);
     const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
     this.runs.set(run, st);
@@ -553,40 +717,16 @@ export class Adapter {
     } catch (e) {
       this.logs.delete(run);
       this.runs.delete(run);
-      return reply(res, 500, { error: `start: ${e.message}`, run });
+      return { code: 500, error: `start: ${e.message}` };
     }
     st.sdkRun = r.runId;
     this.bySdkRun.set(r.runId, run);
-    reply(res, 202, { run, accepted: now(), sdk_run: r.runId });
     this.schedule(st);
+    return { code: 202, sdkRun: r.runId };
   }
 
-  async resume(req, res, run, token) {
-    let body;
-    try {
-      body = JSON.parse((await readBody(req)).toString());
-    } catch {
-      body = null;
-    }
-    if (!body || typeof body.resume_id !== "string" || !body.resume_id) {
-      return reply(res, 400, { error: "a resume request needs resume_id" });
-    }
-    if (!this.logs.has(run)) return reply(res, 404, { error: `no run ${run}` });
-    let ids = this.resumes.get(run);
-    if (!ids) this.resumes.set(run, (ids = new Map()));
-    let p = ids.get(body.resume_id);
-    if (!p) {
-      const payload = body.payload ? Buffer.from(body.payload, "base64").toString("base64") : "";
-      p = this.sdk.api.resumeHook(token, { payload });
-      ids.set(body.resume_id, p);
-      p.catch(() => ids.delete(body.resume_id)); // a failed resume may be retried with its id
-    }
-    try {
-      await p;
-    } catch (e) {
-      return reply(res, 500, { error: `resume ${token}: ${e.message}`, run });
-    }
-    reply(res, 202, { run });
+  // resumed asks for a read of a run whose hook was resumed.
+  resumed(run) {
     const st = this.runs.get(run);
     if (st) this.schedule(st);
   }
@@ -605,6 +745,7 @@ export class Adapter {
     // their deliveries stop competing with the new cell's runs.
     for (const st of [...this.runs.values()]) {
       this.runs.delete(st.run);
+      this.logs.delete(st.run);
       this.bySdkRun.delete(st.sdkRun);
       clearTimeout(st.timer);
       process.stderr.write(`${NAME}: run ${st.run} (${st.sdkRun}) still running when the next cell started: cancelled\n`);
@@ -740,13 +881,13 @@ export class Adapter {
       anomalies = [{ kind: "unreadable", detail: `the event log could not be read again: ${e.message}` }];
     }
     if (st.early) anomalies.unshift(st.early);
-    log.anomalies = anomalies;
     const us = (ms) => Math.round(ms * 1000);
-    log.adapter = {
+    const cost = {
       deliveries: st.cost.deliveries, host_us: us(st.cost.hostMs), handler_us: us(st.cost.handlerMs),
       reads: st.cost.reads, read_us: us(st.cost.readMs),
     };
-    log.finish(st.terminal !== "run_completed", st.terminal);
+    this.logs.delete(st.run);
+    log.finish(st.terminal !== "run_completed", st.terminal, anomalies, cost);
   }
 }
 
@@ -777,6 +918,11 @@ function reply(res, code, v) {
   res.end(b);
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (!isMainThread && workerData?.dir) {
+  workerMain().catch((e) => {
+    process.stderr.write(`${NAME}: SDK worker: ${e.stack || e.message}\n`);
+    process.exit(1);
+  });
+} else if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main(process.argv.slice(2)).catch((e) => fail(1, e.stack || e.message));
 }
