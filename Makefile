@@ -49,7 +49,7 @@ WF := targets/workflow
 WF_BUILDS := $(patsubst %,$(WF)/sdk/%/.well-known/workflow/v1/manifest.json,$(notdir $(wildcard $(WF)/sdk/*)))
 engine-workflow: $(WF_BUILDS)
 	@echo "engines: bin/durabench-target-workflow ($(notdir $(wildcard $(WF)/sdk/*)))"
-	@mkdir -p bin && printf '#!/bin/sh\nexec node "%s/$(WF)/adapter.mjs" "$$@"\n' "$$(pwd)" > bin/durabench-target-workflow && chmod +x bin/durabench-target-workflow
+	@mkdir -p bin && printf '#!/bin/sh\nexec node "$$(dirname "$$0")/../$(WF)/adapter.mjs" "$$@"\n' > bin/durabench-target-workflow && chmod +x bin/durabench-target-workflow
 .PRECIOUS: $(WF)/sdk/%/node_modules/.package-lock.json
 $(WF)/sdk/%/node_modules/.package-lock.json: $(WF)/sdk/%/package-lock.json $(WF)/sdk/%/package.json
 	cd $(WF)/sdk/$* && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error

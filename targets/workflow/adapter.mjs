@@ -337,6 +337,7 @@ export class Front {
         if (!log) break;
         log.anomalies = m.anomalies ?? [];
         log.adapter = m.adapter;
+        if (m.terminal) log.add({ ...m.terminal, at: toClock(m.terminal.at) });
         log.finish(m.failed, m.msg);
         break;
       }
@@ -557,8 +558,10 @@ class LogSink {
     this.post({ t: "event", run: this.run, ev });
   }
 
-  finish(failed, msg, anomalies, adapter) {
-    this.post({ t: "finish", run: this.run, failed, msg, anomalies, adapter });
+  // finish ends the run: its terminal event, what the check found, what
+  // the adapter spent, in one message.
+  finish(failed, msg, anomalies, adapter, terminal) {
+    this.post({ t: "finish", run: this.run, failed, msg, anomalies, adapter, terminal });
   }
 }
 
@@ -709,7 +712,8 @@ export class Adapter {
     await this.freshWorld(scenario, options);
     const log = new LogSink(run, this.post);
     this.logs.set(run, log);
-    const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
+    const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), settled: null, settledR: null, cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
+    st.settled = new Promise((r) => (st.settledR = r));
     this.runs.set(run, st);
     let r;
     try {
@@ -744,6 +748,10 @@ export class Adapter {
     // cell timeout (durabench counted them): cancel them in the SDK so
     // their deliveries stop competing with the new cell's runs.
     for (const st of [...this.runs.values()]) {
+      if (st.terminal) {
+        await st.settled; // over, its check under way
+        continue;
+      }
       this.runs.delete(st.run);
       this.logs.delete(st.run);
       this.bySdkRun.delete(st.sdkRun);
@@ -856,10 +864,13 @@ export class Adapter {
         case "run_completed":
         case "run_failed":
         case "run_cancelled":
+          // The terminal event goes out with the history's check (settle):
+          // durabench stops following a run at its terminal event.
           if (st.terminal) break;
           st.terminal = e.eventType;
-          if (e.eventType === "run_completed") log.add({ kind: "run_completed", at, source: "history" });
-          else log.add({ kind: "run_failed", at, source: "history", error: e.eventType });
+          st.terminalEvent = e.eventType === "run_completed"
+            ? { kind: "run_completed", at, source: "history" }
+            : { kind: "run_failed", at, source: "history", error: e.eventType };
           break;
       }
     }
@@ -870,7 +881,7 @@ export class Adapter {
     const log = this.logs.get(st.run);
     this.runs.delete(st.run);
     this.bySdkRun.delete(st.sdkRun);
-    if (!log) return;
+    if (!log) return st.settledR();
     let anomalies = [];
     try {
       const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
@@ -887,7 +898,8 @@ export class Adapter {
       reads: st.cost.reads, read_us: us(st.cost.readMs),
     };
     this.logs.delete(st.run);
-    log.finish(st.terminal !== "run_completed", st.terminal, anomalies, cost);
+    log.finish(st.terminal !== "run_completed", st.terminal, anomalies, cost, st.terminalEvent);
+    st.settledR();
   }
 }
 
