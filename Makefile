@@ -119,10 +119,11 @@ bench:
 
 # The fault cases (issue 32, docs/reliability.md): a node of a three-node
 # R3 NATS cluster SIGKILLed (leader, then follower) and restarted, the
-# PostgreSQL server restarted, a target adapter SIGKILLed, and a TCP proxy
+# PostgreSQL server restarted (under the PostgreSQL world, and under the
+# DBOS adapter, built here), a target adapter SIGKILLed, and a TCP proxy
 # adding latency, resets and a 5 s blackhole in front of NATS, PostgreSQL
 # and a target, each mid-cell: every run finished or counted with its
-# reason, none lost. Writes out/chaos.md. About 4 minutes on 2 cores.
+# reason, none lost. Writes out/chaos.md. About 5 minutes on 2 cores.
 chaos:
 	DURABENCH_CHAOS=1 $(GO) test -race -count=1 -timeout 15m -v ./chaos/
 

@@ -238,6 +238,14 @@ func account(c results.Cell, reps int) tally {
 	return k
 }
 
+// refusedStart reports whether a failed run's error is its start refused
+// by the world (the engine's create run or its first publish failed, the
+// driver's start call returned the error): the run was never accepted, and
+// it is counted failed with that reason.
+func refusedStart(err string) bool {
+	return strings.HasPrefix(err, "engine: create run ") || strings.HasPrefix(err, "engine: start run ")
+}
+
 // readResults reads the sweep's results.json.
 func readResults(t *testing.T, dir string) *results.File {
 	t.Helper()

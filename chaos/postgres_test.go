@@ -2,6 +2,9 @@ package chaos
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +72,61 @@ func TestPostgresRestarted(t *testing.T) {
 	// finishes; the runs that fail are those the server refused to create
 	// while it was down, with that reason.
 	for _, fr := range f.Cells[0].FailedRuns {
-		if !strings.Contains(fr.Error, "create run") || !strings.Contains(fr.Error, "connection to PostgreSQL lost") {
+		if !refusedStart(fr.Error) || !strings.Contains(fr.Error, "connection to PostgreSQL lost") {
 			t.Errorf("run %s failed after it was created: %s", fr.Run, fr.Error)
 		}
+	}
+}
+
+// TestDBOSPostgresRestarted: the DBOS adapter (targets/dbos, built here) on
+// a PostgreSQL server the test started; mid-cell the server is restarted.
+// Every run finishes or is counted failed with DBOS's error, none lost.
+func TestDBOSPostgresRestarted(t *testing.T) {
+	needChaos(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("go", "build", "-C", "../targets/dbos", "-o", filepath.Join(dir, "durabench-target-dbos"), ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build targets/dbos: %v\n%s", err, out)
+	}
+	srv, err := pgserver.Start(ctxT(t), pgserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	const reps = 60
+	env := []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	args := []string{"--targets", "dbos --pg-url=" + srv.URL(), "--branches", "16", "--option", "body=300ms",
+		"--reps", fmt.Sprint(reps), "--warmup", "0", "--pace", "open", "--rate", "10", "--cell-timeout", "2m"}
+	s := startSweep(t, dir, env, args...)
+	inFlight := s.waitStarted(t, 20, 3*time.Minute)
+	if err := srv.Restart(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	code := s.wait(t, 4*time.Minute)
+	t.Logf("sweep exit %d; stderr:\n%s", code, s.stderr.String())
+	f := readResults(t, s.out)
+	note := ""
+	if code == 3 {
+		note = "the sweep stopped (exit 3); --resume finished it"
+		r := startSweep(t, dir, env, append(args, "--resume", s.out)...)
+		if rc := r.wait(t, 4*time.Minute); rc != 0 {
+			t.Fatalf("--resume: exit %d; stderr:\n%s", rc, r.stderr.String())
+		}
+		f = readResults(t, s.out)
+	} else if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, s.stderr.String())
+	}
+	if len(f.Cells) != 1 || f.Partial {
+		t.Fatalf("%d cells, partial %v (%s)", len(f.Cells), f.Partial, f.Error)
+	}
+	k := account(f.Cells[0], reps)
+	for i, fr := range f.Cells[0].FailedRuns {
+		if i < 3 {
+			note += fmt.Sprintf(" a failed run: %.160s", fr.Error)
+		}
+		t.Logf("failed: %s: %s", fr.Run, fr.Error)
+	}
+	record(t, figure{Case: "DBOS adapter: its PostgreSQL restarted mid-cell", InFlight: inFlight, Tally: k, Exit: code, Note: note})
+	if k.Lost != 0 || k.Runs != reps {
+		t.Errorf("%s: want every run accounted for", k)
 	}
 }
