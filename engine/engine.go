@@ -63,6 +63,15 @@ type Engine struct {
 	// end holds a run's finish until the step spans still being written
 	// are reported (see endings).
 	end endings
+
+	// unconfirmed holds the runs whose terminal write by this engine failed
+	// transiently (run -> failed): the write may have landed with its answer
+	// lost (a connection reset after the commit). The redelivery that finds
+	// the run finished reports it (gone), else nobody would: the writer saw
+	// an error, and every later delivery sees a finished run (make chaos:
+	// PostgreSQL behind a proxy resetting connections left 2 of 50 runs
+	// completed in the world and unfinished in the results).
+	unconfirmed sync.Map
 }
 
 // counters count the engine's recovery paths since it was created (the
@@ -291,6 +300,7 @@ func (e *Engine) onWorkflow(ctx context.Context, m *message) error {
 		return fmt.Errorf("workflow %s: runs.get: %w", m.run, err)
 	}
 	if run.Status.Terminal() {
+		e.gone(m.run)
 		return nil
 	}
 	prog, err := e.programFrom(m.run, run.Input)
@@ -339,7 +349,22 @@ func (e *Engine) programFrom(run string, input []byte) (*programInfo, error) {
 // failRun ends a run that cannot execute.
 func (e *Engine) failRun(ctx context.Context, run string, cause error) {
 	res, err := e.w.Append(ctx, run, world.Event{Kind: world.RunFailed, ID: idRunFailed, Data: []byte(cause.Error())}, world.Precondition{})
-	if err == nil && !res.Duplicate {
-		e.finish(run, true)
+	switch {
+	case err == nil:
+		if _, was := e.unconfirmed.LoadAndDelete(run); !res.Duplicate || was {
+			e.finish(run, true)
+		}
+	case world.IsTransient(err):
+		e.unconfirmed.Store(run, true)
+	}
+}
+
+// gone is called where this engine finds run finished (its status, a
+// terminal event in its log, a write refused as ErrGone): if its own
+// terminal write of the run failed transiently, that write landed, and the
+// run's end is reported now — later than it happened, never lost.
+func (e *Engine) gone(run string) {
+	if failed, ok := e.unconfirmed.LoadAndDelete(run); ok {
+		e.finish(run, failed.(bool))
 	}
 }

@@ -39,6 +39,8 @@ type Observer interface {
 	HookCreated(run, token string, at time.Duration)
 	// StreamChunk reports one chunk read by a stream reader step.
 	StreamChunk(run string, c ChunkSpan)
-	// RunFinished reports that the engine wrote the run's terminal event.
+	// RunFinished reports that the engine wrote the run's terminal event
+	// (once per run; when the write's answer was lost, once a redelivery
+	// finds the run finished).
 	RunFinished(run string, at time.Duration, failed bool)
 }

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -93,5 +95,45 @@ func TestFailedDispatchIsRepublished(t *testing.T) {
 				h.checkExactlyOnce(t, "r", p)
 			})
 		}
+	}
+}
+
+// lostAnswer commits each run's terminal event and then answers with a
+// transient error, as a connection reset after the commit does: the writer
+// cannot tell whether its write landed.
+type lostAnswer struct {
+	world.World
+	fired sync.Map // run -> true once its answer was lost
+}
+
+func (l *lostAnswer) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	res, err := l.World.Append(ctx, run, ev, pre)
+	if err == nil && ev.Kind.RunTerminal() {
+		if _, lost := l.fired.LoadOrStore(run, true); !lost {
+			return world.AppendResult{}, fmt.Errorf("connection reset after the commit: %w", world.ErrTransient)
+		}
+	}
+	return res, err
+}
+
+// TestTerminalWriteAnswerLost: a run whose run_completed landed but whose
+// writer saw a transient error is still reported finished (by the
+// redelivery that finds it finished): before, every later delivery saw a
+// finished run and nobody reported it, so the driver counted a completed
+// run as unfinished at the cell timeout (make chaos, docs/reliability.md).
+func TestTerminalWriteAnswerLost(t *testing.T) {
+	for _, v := range engine.Versions() {
+		t.Run(v.Name, func(t *testing.T) {
+			w := &lostAnswer{World: mem.New(world.Options{})}
+			h := start(t, w, v.Features)
+			for _, p := range []engine.Program{engine.FanOut(8), engine.Sequence(3)} {
+				id := fmt.Sprintf("r%d", p.StepCount())
+				h.run(t, id, p) // fails the test when the run is never reported finished
+				if _, lost := w.fired.Load(id); !lost {
+					t.Fatalf("%s: the lost answer was never injected", id)
+				}
+				h.checkExactlyOnce(t, id, p)
+			}
+		})
 	}
 }

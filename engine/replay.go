@@ -233,6 +233,7 @@ func (e *Engine) replay(ctx context.Context, inv *invocation) error {
 		}
 		st := derive(events, prog.Program, 0)
 		if st.terminal {
+			e.gone(inv.run)
 			return nil
 		}
 		err = e.advance(ctx, inv, &st, events)
@@ -247,6 +248,7 @@ func (e *Engine) replay(ctx context.Context, inv *invocation) error {
 			}
 			continue // the log moved under us: reload and derive again
 		case errors.Is(err, world.ErrGone):
+			e.gone(inv.run)
 			return nil // the run ended meanwhile
 		default:
 			return err
@@ -289,9 +291,14 @@ func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState, eve
 	if st.current == len(inv.prog.Stages) {
 		res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.RunCompleted, ID: idRunCompleted}, guard)
 		if err != nil {
+			if world.IsTransient(err) {
+				e.unconfirmed.Store(inv.run, false)
+			}
 			return fmt.Errorf("run_completed %s: %w", inv.run, err)
 		}
-		if !res.Duplicate {
+		// A duplicate is an earlier write's: reported by whoever wrote it,
+		// or here when that was this engine and its answer was lost.
+		if _, was := e.unconfirmed.LoadAndDelete(inv.run); !res.Duplicate || was {
 			e.finish(inv.run, false)
 		}
 		return nil

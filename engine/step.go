@@ -24,6 +24,7 @@ func (e *Engine) onStep(ctx context.Context, m *message, d world.Delivery) error
 			return fmt.Errorf("step %s: runs.get: %w", m.run, err)
 		}
 		if run.Status.Terminal() {
+			e.gone(m.run)
 			return nil
 		}
 		if prog, err = e.programFrom(m.run, run.Input); err != nil {
@@ -55,6 +56,7 @@ func (e *Engine) onStep(ctx context.Context, m *message, d world.Delivery) error
 		// completed it. Make sure the run did not lose its continuation.
 		return e.recheck(ctx, m)
 	case errors.Is(err, world.ErrGone):
+		e.gone(m.run)
 		return nil
 	default:
 		return err
