@@ -1,9 +1,10 @@
 //go:build floor
 
 // The detection floor of compare: how large a Δ A/A pairs (two sweeps of
-// one configuration, nothing changed) reach, per world and metric. It runs
-// real sweeps (the durabench binary TestMain builds), 20 pairs per world, and
-// prints the table docs/compare-gate-ci.md keeps:
+// one configuration, nothing changed) reach, per world and metric, and how
+// often the per-run test calls it significant with and without a null
+// sweep. It runs real sweeps (the durabench binary TestMain builds), 20
+// ABA triples per world, and prints the table docs/compare-gate-ci.md keeps:
 //
 //	go test -tags floor -run TestDetectionFloor -v -timeout 2h ./cmd/durabench/ [-floor.pairs 20] [-floor.out FILE]
 //
@@ -51,6 +52,7 @@ func loadavg() string {
 type floorRow struct {
 	deltas []float64 // |Δ| % per pair
 	sig    int       // pairs the test called significant (p < α)
+	beyond int       // of those, pairs whose Δ also cleared the null Δ
 	n      int       // runs a side, first pair
 	stat   string
 }
@@ -103,8 +105,12 @@ func TestDetectionFloor(t *testing.T) {
 			return f
 		}
 		for i := range *floorPairs {
-			a, b := sweep(fmt.Sprintf("a%d", i), 2*i+1), sweep(fmt.Sprintf("b%d", i), 2*i+2)
-			c, err := stats.Compare(a, b, stats.CompareOptions{})
+			// ABA, as the GitHub Action's null-sweep input runs them: the
+			// second A is the null sweep.
+			a := sweep(fmt.Sprintf("a%d", i), 3*i+1)
+			b := sweep(fmt.Sprintf("b%d", i), 3*i+2)
+			a2 := sweep(fmt.Sprintf("n%d", i), 3*i+3)
+			c, err := stats.Compare(a, b, stats.CompareOptions{Null: a2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,6 +132,9 @@ func TestDetectionFloor(t *testing.T) {
 					if r.Test.Significant {
 						fr.sig++
 					}
+					if r.Verdict == stats.VerdictWorse || r.Verdict == stats.VerdictBetter {
+						fr.beyond++
+					}
 				}
 			}
 		}
@@ -134,7 +143,8 @@ func TestDetectionFloor(t *testing.T) {
 
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "Detection floor: the smallest |Δ| of the medians that A/A pairs exceed in fewer than 5%% of %d pairs, "+
-		"and in brackets how many pairs the test (α = 0.05, per run) called significant. "+
+		"and in brackets how many pairs the test (α = 0.05, per run) called significant / how many of those also cleared the null Δ "+
+		"(each pair swept ABA, the second A the null sweep, as the GitHub Action's null-sweep input does). "+
 		"Cells: fan-out 8 branches and sequential 10 steps, 10 runs + 2 warm-ups a side, `resilient`. "+
 		"Measured %s in %s, load average %s at the start, %s at the end (2 cores, shared).\n\n",
 		*floorPairs, start.UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second), loadStart, loadavg())
@@ -161,7 +171,7 @@ func TestDetectionFloor(t *testing.T) {
 				sb.WriteString(" — |")
 				continue
 			}
-			fmt.Fprintf(&sb, " %.0f%% (%d) |", floorOf(fr.deltas), fr.sig)
+			fmt.Fprintf(&sb, " %.0f%% (%d/%d) |", floorOf(fr.deltas), fr.sig, fr.beyond)
 		}
 		sb.WriteString("\n")
 	}
