@@ -222,6 +222,8 @@ func TestEveryVersionCompletesExactlyOnce(t *testing.T) {
 		{"sequence50", engine.Sequence(50)},
 		{"race20", raceThenStep(20)},
 		{"payload", engine.Program{Stages: engine.Sequence(3).Stages, Payload: 10 << 10}},
+		{"pipeline", engine.Program{Stages: []engine.Stage{{Kind: engine.StageStream,
+			Stream: &engine.StreamSpec{Chunks: 5, Sizes: []int{100}, Transform: true}}}}},
 	}
 	switchSets := []string{"none", "resilient-step-dispatch=0"}
 	for _, v := range engine.Versions() {

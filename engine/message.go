@@ -191,6 +191,9 @@ func streamName(run string, stage int) string {
 	return run + "/s" + strconv.Itoa(stage)
 }
 
+// transformedName is the stream a pipeline's transform step writes.
+func transformedName(run string, stage int) string { return streamName(run, stage) + "t" }
+
 const (
 	idRunStarted   = "run_started"
 	idRunCompleted = "run_completed"

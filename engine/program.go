@@ -15,7 +15,8 @@ const (
 	StageSteps StageKind = "steps"
 	// StageHook creates a hook and waits until it is resumed.
 	StageHook StageKind = "hook"
-	// StageStream runs a writer step and a reader step on one stream.
+	// StageStream runs a writer step and a reader step on one stream (with
+	// StreamSpec.Transform, a transform step between them on two streams).
 	StageStream StageKind = "stream"
 )
 
@@ -47,6 +48,11 @@ type StreamSpec struct {
 	Cadence []CadenceChunk `json:"cadence,omitempty"`
 	// Speed divides the cadence's offsets (2: twice as fast); 0 means 1.
 	Speed int `json:"speed,omitempty"`
+	// Transform puts a third step between writer and reader: it reads the
+	// writer's stream, transforms each chunk (upper-cases its letters) and
+	// writes it, with the writer's timestamp, to a second stream the
+	// reader drains — a pipeline, whose round trips run end to end.
+	Transform bool `json:"transform,omitempty"`
 	// Sizes, when set, are the chunk sizes in bytes, rotated: chunk i holds
 	// Sizes[i % len(Sizes)] bytes, so every size appears all along the
 	// stream and size is independent of position.
@@ -169,7 +175,7 @@ func (p Program) StepCount() int {
 		case StageSteps:
 			n += s.Steps
 		case StageStream:
-			n += 2
+			n += stageSteps(s)
 		}
 	}
 	return n

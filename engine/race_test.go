@@ -72,6 +72,9 @@ func TestPayloadIsStoredWithEveryStep(t *testing.T) {
 	}
 }
 
+// TestStreamFollowsItsCadenceAndSizes: a cadence's offsets (at a speed) and
+// sizes, rotated sizes, and a pipeline whose transform step upper-cases
+// every chunk into a second stream, read end to end.
 func TestStreamFollowsItsCadenceAndSizes(t *testing.T) {
 	h := start(t, mem.New(world.Options{}), version(t, "runcontext"))
 	cad := []engine.CadenceChunk{{Offset: 0, Bytes: 5}, {Offset: 40 * time.Millisecond, Bytes: 300},
@@ -93,6 +96,25 @@ func TestStreamFollowsItsCadenceAndSizes(t *testing.T) {
 	// At speed 2 the last chunk is due 60 ms after the first.
 	if gap := chunks[3].Written - chunks[0].Written; gap < 60*time.Millisecond || gap > 500*time.Millisecond {
 		t.Errorf("last chunk written %v after the first, want 60 ms (offset 120 ms at speed 2)", gap)
+	}
+	pipe := engine.Program{Stages: []engine.Stage{{Kind: engine.StageStream,
+		Stream: &engine.StreamSpec{Chunks: 25, Sizes: []int{3000}, Transform: true}}}}
+	h.run(t, "pipe", pipe)
+	h.checkExactlyOnce(t, "pipe", pipe)
+	h.rec.mu.Lock()
+	chunks = h.rec.chunks["pipe"]
+	h.rec.mu.Unlock()
+	if len(chunks) != 25 {
+		t.Fatalf("the pipeline's reader saw %d chunks, want 25", len(chunks))
+	}
+	out, closed, err := h.w.ReadChunks(context.Background(), "pipe/s0t", 0, 0)
+	if err != nil || !closed || len(out) != 25 || !bytes.Equal(out[3].Data, bytes.ToUpper(engine.ChunkData(pipe.Stages[0].Stream, 3))) {
+		t.Fatalf("transformed stream: %d chunks, closed %v, err %v; want 25 upper-cased chunks, closed", len(out), closed, err)
+	}
+	for i, c := range chunks {
+		if c.Index != i || c.Bytes != 3000 || c.Written != out[i].WrittenAt {
+			t.Fatalf("pipeline chunk %d: %+v, want 3000 bytes written by the writer at %v", i, c, out[i].WrittenAt)
+		}
 	}
 	sizes := engine.Program{Stages: []engine.Stage{{Kind: engine.StageStream,
 		Stream: &engine.StreamSpec{Chunks: 7, Sizes: []int{10, 1000, 100}}}}}

@@ -148,6 +148,9 @@ func stageSteps(s Stage) int {
 	case StageSteps:
 		return s.Steps
 	case StageStream:
+		if s.Stream != nil && s.Stream.Transform {
+			return 3 // writer, reader and transform
+		}
 		return 2 // writer and reader
 	}
 	return 0

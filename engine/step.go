@@ -235,8 +235,11 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 func (e *Engine) body(ctx context.Context, inv *invocation, s, idx int) error {
 	stage := inv.prog.Stages[s]
 	if stage.Kind == StageStream {
-		if idx == 0 {
+		switch idx {
+		case 0:
 			return e.streamWriter(ctx, inv.run, s, stage.Stream)
+		case 2:
+			return e.streamTransform(ctx, inv.run, s)
 		}
 		return e.streamReader(ctx, inv.run, s, stage.Stream)
 	}

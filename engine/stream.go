@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,9 +43,13 @@ func (e *Engine) streamWriter(ctx context.Context, run string, s int, spec *Stre
 // readWait is how long one read waits for a chunk before asking again.
 const readWait = 500 * time.Millisecond
 
-// streamReader drains the stream until it is closed, reporting each chunk.
+// streamReader drains the stream until it is closed, reporting each chunk
+// (the transform's stream in a pipeline).
 func (e *Engine) streamReader(ctx context.Context, run string, s int, spec *StreamSpec) error {
 	name := streamName(run, s)
+	if spec.Transform {
+		name = transformedName(run, s)
+	}
 	next := 0
 	for {
 		chunks, closed, err := e.w.ReadChunks(ctx, name, next, readWait)
@@ -89,6 +94,42 @@ func sizedChunk(i, n int) []byte {
 		b[j] = 'a' + byte(x%26)
 	}
 	return b
+}
+
+// streamTransform drains the writer's stream, upper-cases each chunk's
+// letters and writes it to the transformed stream with the writer's
+// timestamp (so the reader's round trips run from the writer), then closes
+// the transformed stream and records its stream_closed.
+func (e *Engine) streamTransform(ctx context.Context, run string, s int) error {
+	in, out := streamName(run, s), transformedName(run, s)
+	next := 0
+	for {
+		chunks, closed, err := e.w.ReadChunks(ctx, in, next, readWait)
+		if err != nil && !errors.Is(err, world.ErrNotFound) {
+			return fmt.Errorf("stream %s: read from %d: %w", in, next, err)
+		}
+		for _, c := range chunks {
+			c.Data = bytes.ToUpper(c.Data)
+			if err := e.w.WriteChunk(ctx, out, c); err != nil && !errors.Is(err, world.ErrConflict) {
+				return fmt.Errorf("stream %s: write %d: %w", out, c.Index, err)
+			}
+			next = c.Index + 1
+		}
+		if closed {
+			break
+		}
+		if (err != nil || len(chunks) == 0) && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err := e.w.CloseStream(ctx, out); err != nil {
+		return fmt.Errorf("stream %s: close: %w", out, err)
+	}
+	_, err := e.w.Append(ctx, run, world.Event{Kind: world.StreamClosed, ID: "sc/" + out, Entity: out}, world.Precondition{})
+	if err != nil && !errors.Is(err, world.ErrGone) {
+		return fmt.Errorf("stream %s: stream_closed: %w", out, err)
+	}
+	return nil
 }
 
 // chunkData is a text delta or a small structured object, as an LLM stream.

@@ -136,6 +136,7 @@ func TestBookRunsEverywhere(t *testing.T) {
 		{"payload", scenarios.Values{"shape": "fanout", "size": "1MB"}, scenarios.Values{"shape": "fanout", "size": "1MB", "steps": "3"}},
 		{"stream-replay", scenarios.Values{"cadence": "bursty"}, scenarios.Values{"speed": "8"}},
 		{"stream-sizes", nil, scenarios.Values{"chunks": "30", "interval": "1ms"}},
+		{"stream-pipeline", nil, nil},
 	}
 	for _, kind := range []string{"mem", "sim"} {
 		for _, v := range engine.Versions() {

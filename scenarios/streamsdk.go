@@ -50,6 +50,29 @@ func init() {
 	})
 }
 
+// stream-pipeline is the SDK suite's 1 MB stream through a transform: the
+// writer writes chunks of size bytes (64 × 16 KB = 1 MB by default) to a
+// stream, a transform step reads each, upper-cases it and writes it to a
+// second stream, and the reader drains that one. Chunk round trips run end
+// to end (written by the writer, read by the reader).
+func init() {
+	Register(&Scenario{
+		Name:        "stream-pipeline",
+		Description: "a writer, a transform step and a reader on two streams (1 MB through a transform)",
+		Options: []OptionSpec{
+			{Name: "chunks", Type: Int, Default: "64", Min: 1, Size: true, Help: "chunks the writer writes"},
+			{Name: "size", Type: Bytes, Default: "16KB", Help: "bytes of each chunk (KB = 1024 bytes)"},
+			{Name: "interval", Type: Duration, Default: "0s", Help: "pacing between chunk writes (0s: as fast as the stream takes them)"},
+		},
+		Metrics: streamMetrics,
+		Program: func(v Values) (engine.Program, error) {
+			return engine.Program{Stages: []engine.Stage{{Kind: engine.StageStream,
+				Stream: &engine.StreamSpec{Chunks: v.Int("chunks"), Interval: v.Duration("interval"),
+					Sizes: []int{v.Bytes("size")}, Transform: true}}}}, nil
+		},
+	})
+}
+
 // Stream is p's stream stage (nil when p has none): the metrics.Config's
 // Stream.
 func Stream(p engine.Program) *engine.StreamSpec {

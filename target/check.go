@@ -27,12 +27,13 @@ type CheckOptions struct {
 // CheckOptionsFor are the small option values the checker runs each
 // scenario with (a target must support at least these).
 var CheckOptionsFor = map[string]map[string]string{
-	"fanout":        {"branches": "8"},
-	"sequential":    {"steps": "5"},
-	"race":          {"branches": "4"},
-	"payload":       {"steps": "3"},
-	"stream-replay": {"speed": "8"},
-	"stream-sizes":  {"chunks": "12"},
+	"fanout":          {"branches": "8"},
+	"sequential":      {"steps": "5"},
+	"race":            {"branches": "4"},
+	"payload":         {"steps": "3"},
+	"stream-replay":   {"speed": "8"},
+	"stream-sizes":    {"chunks": "12"},
+	"stream-pipeline": {"chunks": "12"},
 }
 
 // CheckResult is one check of one scenario.

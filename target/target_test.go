@@ -90,6 +90,7 @@ func TestReferenceOverTheProtocol(t *testing.T) {
 		{"payload", map[string]string{"steps": "3", "size": "64KB"}, 3},
 		{"stream-replay", map[string]string{"speed": "8"}, 2},
 		{"stream-sizes", map[string]string{"chunks": "30", "interval": "1ms", "sizes": "10/1KB"}, 2},
+		{"stream-pipeline", map[string]string{"chunks": "30", "size": "1KB"}, 3},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			res, err := runCell(t, hs.URL, fmt.Sprint("c", i), tc.scenario, tc.opts, 5)

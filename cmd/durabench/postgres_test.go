@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,26 +115,34 @@ func TestUnreachablePostgres(t *testing.T) {
 
 // TestPostgresSDKSuite: the SDK suite's scenarios run on PostgreSQL with
 // both dispatch paths: every cell completes with no error or stall and
-// carries the metrics its scenario declares (a 1 MB payload included).
+// carries the metrics its scenario declares (a 1 MB payload, and 1 MB
+// through the stream pipeline, included).
 func TestPostgresSDKSuite(t *testing.T) {
 	needPostgres(t)
 	dir := t.TempDir()
-	out := filepath.Join(dir, "out")
-	r := durabench(t, dir, "sweep", "--world", "postgres", "--versions", "baseline,pending-count", "--switches", "none",
-		"--scenario", "race,payload,stream-replay,stream-sizes", "--branches", "4", "--option", "steps=3",
-		"--option", "size=1MB", "--option", "speed=8", "--option", "chunks=30", "--option", "interval=1ms",
-		"--reps", "2", "--warmup", "0", "--stall-threshold", "5s", "--quiet", "--out", out)
-	if r.code != 0 {
-		t.Fatalf("sweep exit %d: %s", r.code, r.stderr)
+	var cells []results.Cell
+	for i, args := range [][]string{
+		{"--scenario", "race,payload,stream-replay,stream-sizes", "--branches", "4", "--option", "steps=3",
+			"--option", "size=1MB", "--option", "speed=8", "--option", "chunks=30", "--option", "interval=1ms"},
+		{"--scenario", "stream-pipeline"},
+	} {
+		out := filepath.Join(dir, fmt.Sprint("out", i))
+		args = append([]string{"sweep", "--world", "postgres", "--versions", "baseline,pending-count", "--switches", "none",
+			"--reps", "2", "--warmup", "0", "--stall-threshold", "5s", "--quiet", "--out", out}, args...)
+		r := durabench(t, dir, args...)
+		if r.code != 0 {
+			t.Fatalf("sweep exit %d: %s", r.code, r.stderr)
+		}
+		f, err := results.Read(filepath.Join(out, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells = append(cells, f.Cells...)
 	}
-	f, err := results.Read(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
+	if len(cells) != 10 {
+		t.Fatalf("%d cells, want 5 scenarios × 2 versions", len(cells))
 	}
-	if len(f.Cells) != 8 {
-		t.Fatalf("%d cells, want 4 scenarios × 2 versions", len(f.Cells))
-	}
-	for _, c := range f.Cells {
+	for _, c := range cells {
 		id := c.Scenario + "/" + c.Version
 		if c.Runs != 2 || c.Errors != 0 || c.Stalls != 0 {
 			t.Errorf("%s: runs %d errors %d stalls %d %v", id, c.Runs, c.Errors, c.Stalls, c.FailedRuns)
