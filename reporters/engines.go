@@ -101,7 +101,8 @@ func (m *markdown) engines(sb *strings.Builder) {
 		}
 	}
 	sb.WriteString("\nEach engine's figures come from its own engine-side timestamps, converted to the driver's clock (targets: the " +
-		"offset of the best of 16 clock round trips, error at most half that round trip, per cell in results.json).\n\n")
+		"offset of the best of 16 clock round trips at the cell's start, error at most half that round trip; the clock is " +
+		"sampled again every 5 s and at the cell's end, and its drift shown under each scenario).\n\n")
 }
 
 // cellSize is a cell's size as the engines table shows it: "256 br",

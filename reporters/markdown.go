@@ -203,7 +203,13 @@ func (m *markdown) header(sb *strings.Builder) {
 	if f.DurabenchVersion != "" {
 		meta = append(meta, "durabench "+f.DurabenchVersion)
 	}
-	meta = append(meta, "world "+strings.Join(p.Worlds, ", "), "profile "+strings.Join(p.Profiles, ", "))
+	// A target cell runs on the target's world, not durabench's: a sweep
+	// of targets only names theirs.
+	tw, onlyTargets := targetWorlds(f)
+	if !onlyTargets {
+		meta = append(meta, "world "+strings.Join(p.Worlds, ", "), "profile "+strings.Join(p.Profiles, ", "))
+	}
+	meta = append(meta, tw...)
 	pace := p.Pace
 	switch {
 	case p.Pace == "closed" && p.Concurrency > 0:
@@ -501,9 +507,75 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 		lines = append(lines, s)
 	}
 	lines = append(lines, workerLines(g, m.lab)...)
+	lines = append(lines, targetLines(g, m.lab)...)
 	if len(lines) > 0 {
 		sb.WriteString("\n" + strings.Join(lines, "  \n") + "\n")
 	}
+}
+
+// targetWorlds names each target of f's cells with the world it said it
+// runs on; onlyTargets is set when no cell ran the built-in engine.
+func targetWorlds(f *results.File) (out []string, onlyTargets bool) {
+	seen := map[string]bool{}
+	onlyTargets = len(f.Cells) > 0
+	for i := range f.Cells {
+		c := &f.Cells[i]
+		if c.Target == "" {
+			onlyTargets = false
+			continue
+		}
+		if seen[c.Target] {
+			continue
+		}
+		seen[c.Target] = true
+		w := "its world unstated"
+		if c.TargetWorld != "" {
+			w = "world " + c.TargetWorld
+		}
+		out = append(out, fmt.Sprintf("target %s (%s)", c.Target, w))
+	}
+	return out, onlyTargets
+}
+
+// Target clock flags: a cell whose clock error bound or drift is over
+// clockFlagUS, or over clockFlagShare of its TTLS p50, is flagged.
+const (
+	clockFlagUS    = 1000
+	clockFlagShare = 0.25
+)
+
+// targetLines shows each target cell's clock (error bound and drift over
+// the cell, flagging a cell where they matter) and its polls answered
+// empty early.
+func targetLines(g scenarioGroup, lab labeler) []string {
+	var lines, fine []string
+	for _, c := range g.Cells {
+		if c.Target == "" || c.Skipped != "" || c.Runs == 0 {
+			continue
+		}
+		worst := max(c.ClockErrorUS, math.Abs(c.ClockDriftUS))
+		bound := fmt.Sprintf("± %s, drift %s", stats.FormatMicros(c.ClockErrorUS), signedMicros(c.ClockDriftUS))
+		ttls := float64(c.Metrics["ttls"].P50)
+		switch {
+		case worst > clockFlagUS:
+			lines = append(lines, fmt.Sprintf("%s **Target clock** in `%s`: %s — over %s: its timestamps may be off by that much",
+				markStall, lab.label(c), bound, stats.FormatMicros(clockFlagUS)))
+		case ttls > 0 && worst > clockFlagShare*ttls:
+			lines = append(lines, fmt.Sprintf("%s **Target clock** in `%s`: %s — %.0f%% of TTLS p50 %s: its timestamps may be off by that much",
+				markStall, lab.label(c), bound, 100*worst/ttls, stats.FormatMicros(ttls)))
+		default:
+			fine = append(fine, "`"+lab.label(c)+"` "+bound)
+		}
+		if c.EarlyEmptyPolls > 0 {
+			lines = append(lines, fmt.Sprintf("%s **Early empty polls** in `%s`: %d of %d timeline polls came back empty before "+
+				"half their wait — the target does not hold long polls (durabench backed off after each)", markStall, lab.label(c),
+				c.EarlyEmptyPolls, c.TargetPolls))
+		}
+	}
+	if len(fine) > 0 {
+		lines = append(lines, "🕐 **Target clocks**: "+strings.Join(fine, "; "))
+	}
+	return lines
 }
 
 // workerLines names the workers of distributed cells (sweep --workers

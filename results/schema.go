@@ -139,15 +139,29 @@ type Cell struct {
 	Skipped string `json:"skipped,omitempty"`
 	// ClockErrorUS bounds the error of the target's timestamps once
 	// converted to the driver's clock (half the best clock round trip).
-	ClockErrorUS float64           `json:"clock_error_us,omitempty"`
-	Scenario     string            `json:"scenario"`
-	Branches     int               `json:"branches,omitempty"`
-	Steps        int               `json:"steps,omitempty"`
-	Options      map[string]string `json:"options,omitempty"`
-	Version      string            `json:"version"`
-	Switches     []string          `json:"switches"`
-	World        string            `json:"world"`
-	Profile      string            `json:"profile"`
+	ClockErrorUS float64 `json:"clock_error_us,omitempty"`
+	// ClockDriftUS is the largest change of the target's clock offset
+	// from the cell's start, signed, among the samples taken every few
+	// seconds and at the cell's end: a clock that stepped or ran at
+	// another rate (every timestamp may be off by that much more).
+	ClockDriftUS float64 `json:"clock_drift_us,omitempty"`
+	// TargetWorld is what the target said its engine runs on (its
+	// GET /v1/info "world"): a target cell runs on no world of durabench's.
+	TargetWorld string `json:"target_world,omitempty"`
+	// TargetPolls counts the cell's timeline polls; EarlyEmptyPolls those
+	// answered empty, the run still running, before half their wait (a
+	// target that does not hold long polls: durabench backs off after
+	// each).
+	TargetPolls     int64             `json:"target_polls,omitempty"`
+	EarlyEmptyPolls int64             `json:"early_empty_polls,omitempty"`
+	Scenario        string            `json:"scenario"`
+	Branches        int               `json:"branches,omitempty"`
+	Steps           int               `json:"steps,omitempty"`
+	Options         map[string]string `json:"options,omitempty"`
+	Version         string            `json:"version"`
+	Switches        []string          `json:"switches"`
+	World           string            `json:"world"`
+	Profile         string            `json:"profile"`
 	// Runs is the number of measured runs (warm-ups excluded), including
 	// failed and stalled ones.
 	Runs   int `json:"runs"`

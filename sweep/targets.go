@@ -247,12 +247,18 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 			closeAll()
 			return nil, nil, &UsageError{Flag: "--targets", Err: err}
 		}
+		// A target that does not answer as one — not there, not the
+		// protocol, no clock — is the user's to fix before anything runs
+		// (exit 2, one line), like an unreachable NATS server.
 		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		info, err := c.Info(ictx)
+		if err == nil {
+			_, err = c.Clock(ictx)
+		}
 		cancel()
 		if err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("target %s: %w", spec.ID(), err)
+			return nil, nil, &UsageError{Flag: "--targets", Value: spec.String(), Err: fmt.Errorf("not a working target: %w", err)}
 		}
 		lt.client, lt.info = c, info
 	}
@@ -275,7 +281,7 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 		}
 	}
 	id := c.identity()
-	id.Engine, id.EngineVersion = lt.info.Engine, lt.info.Version
+	id.Engine, id.EngineVersion, id.TargetWorld = lt.info.Engine, lt.info.Version, lt.info.World
 	if lt.info.Label != "" {
 		// The target names its own cells: its resolved version, switches
 		// and world (an adapter started with flags).
@@ -311,7 +317,12 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 		return results.Cell{}, res, nil
 	}
 	rc := c.declared(res.Summarize(id, p.metricsConfig(c), c.Pacer.Open()))
-	rc.ClockErrorUS = float64(sess.Clock().RTT/2) / float64(time.Microsecond)
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	cw := sess.ClockWatch()
+	rc.ClockErrorUS, rc.ClockDriftUS = us(cw.Start.RTT/2), us(cw.Drift)
+	ps := sess.Polls()
+	rc.TargetPolls, rc.EarlyEmptyPolls = ps.Polls, ps.EarlyEmpty
+	rc.TargetWorld = lt.info.World
 	rc.AnomalousRuns = anomalousRuns(res, sess.Anomalies())
 	rc.Anomalies = len(rc.AnomalousRuns)
 	if lt.plugin != nil {

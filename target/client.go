@@ -31,6 +31,25 @@ const maxBody = 64 << 20
 // message.
 var ErrProtocol = errors.New("target protocol")
 
+// StatusError is a non-2xx answer of a target (it wraps ErrProtocol).
+type StatusError struct {
+	Code int
+	Msg  string
+}
+
+func (e *StatusError) Error() string { return ErrProtocol.Error() + ": " + e.Msg }
+func (e *StatusError) Unwrap() error { return ErrProtocol }
+
+// statusOf is the HTTP status of a target's non-2xx answer (0 for nil or
+// another error).
+func statusOf(err error) int {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}
+
 // Client speaks the protocol to one target.
 type Client struct {
 	base string
@@ -91,7 +110,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, timeo
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b[:min(len(b), 200)]))
 		}
-		return fmt.Errorf("%w: %s %s: %s: %s", ErrProtocol, method, path, resp.Status, e.Error)
+		return &StatusError{Code: resp.StatusCode, Msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, e.Error)}
 	}
 	if out == nil {
 		return nil
@@ -127,7 +146,7 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (StartReply, error
 // Timeline is GET /v1/runs/{id}/timeline?after=…&wait=….
 func (c *Client) Timeline(ctx context.Context, run string, after int64, wait time.Duration) (Timeline, error) {
 	var t Timeline
-	path := "/v1/runs/" + url.PathEscape(run) + "/timeline?after=" + strconv.FormatInt(after, 10) + "&wait=" + wait.String()
+	path := "/v1/runs/" + url.PathEscape(run) + "/timeline?after=" + strconv.FormatInt(after, 10) + "&wait=" + FormatWait(wait)
 	if err := c.do(ctx, http.MethodGet, path, nil, &t, wait+PollSlack); err != nil {
 		return Timeline{}, err
 	}
@@ -139,9 +158,29 @@ func (c *Client) Timeline(ctx context.Context, run string, after int64, wait tim
 	return t, nil
 }
 
+// FormatWait is how durabench writes a long poll's wait: whole
+// milliseconds with the unit, "5000ms" — a Go duration, and an integer
+// any language parses once "ms" is cut.
+func FormatWait(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+
+// ParseWait reads a wait as a target should: a Go duration ("5s",
+// "5000ms", "1.5s") or a bare integer of milliseconds ("5000").
+func ParseWait(s string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	return time.ParseDuration(s)
+}
+
 // Resume is POST /v1/runs/{id}/hooks/{token}.
 func (c *Client) Resume(ctx context.Context, run, token string, req ResumeRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(run)+"/hooks/"+url.PathEscape(token), req, nil, RequestTimeout)
+}
+
+// Release is DELETE /v1/runs/{id} (protocol 1.1): durabench has read the
+// run's timeline to its end and the target may forget it.
+func (c *Client) Release(ctx context.Context, run string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(run), nil, nil, RequestTimeout)
 }
 
 // Clock is GET /v1/clock.

@@ -106,7 +106,7 @@ func FuzzTargetAnswers(f *testing.F) {
 		check("clock", err)
 
 		a.used = map[string]bool{}
-		s := &Session{c: c, rt: rt, hooks: map[string]string{}}
+		s := &Session{c: c, rt: rt, hooks: map[string]hookRef{}}
 		obs := &observed{}
 		failed := false
 		detach, _ := s.Attach(ctx, obs, func(string, time.Duration, error) { failed = true })

@@ -163,8 +163,13 @@ func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[s
 // the run is over; it returns its TTLS on the backend's clock.
 func (s *Server) runDirect(ctx context.Context, req StartRequest) (time.Duration, error) {
 	s.mu.Lock()
-	l := s.logLocked(req.Run)
+	l := s.newLogLocked(req.Run)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.runs, req.Run)
+		s.mu.Unlock()
+	}()
 	t0 := s.b.Now()
 	if err := s.b.Start(ctx, req); err != nil {
 		return 0, err

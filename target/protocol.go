@@ -16,17 +16,29 @@ import (
 	"time"
 )
 
-// ProtocolVersion is the protocol version this package speaks.
-const ProtocolVersion = 1
+// ProtocolVersion is the protocol's major version this package speaks;
+// ProtocolMinor its minor version (1.1). A target that declares no minor
+// version speaks 1.0: durabench talks to it as before (it ignores the
+// 404 of a 1.0 target to DELETE /v1/runs/{run}); the checker marks the
+// 1.1 checks "n/a" for it.
+const (
+	ProtocolVersion = 1
+	ProtocolMinor   = 1
+)
 
 // Info is GET /v1/info: what the target is and what it can run.
 type Info struct {
-	Protocol int    `json:"protocol"`
-	Engine   string `json:"engine"`
-	Version  string `json:"version"`
+	Protocol int `json:"protocol"`
+	// Minor is the protocol's minor version (1 for 1.1; absent: 1.0).
+	Minor   int    `json:"minor,omitempty"`
+	Engine  string `json:"engine"`
+	Version string `json:"version"`
 	// Clock describes the clock of every timestamp (free text, e.g.
 	// "monotonic ns since the server started").
-	Clock     string     `json:"clock"`
+	Clock string `json:"clock"`
+	// World is what the engine runs on (its database or broker, e.g.
+	// "postgres 16"), shown in reports (1.1, optional).
+	World     string     `json:"world,omitempty"`
 	Scenarios []Scenario `json:"scenarios"`
 	// Label, when set, is how reports name the target's cells instead of
 	// the name durabench started it by (e.g. "workflow 5.0.0-beta.55 ·
@@ -45,6 +57,9 @@ type Scenario struct {
 	// limit is skipped with the limit as its reason.
 	Max map[string]int `json:"max,omitempty"`
 }
+
+// ProtocolString is the target's protocol version, "1.0" or "1.1".
+func (i Info) ProtocolString() string { return fmt.Sprintf("%d.%d", i.Protocol, i.Minor) }
 
 // Supports reports whether info lists scenario name, and why not.
 func (i Info) Supports(name string, opts map[string]string) (bool, string) {

@@ -31,8 +31,8 @@ func NewReference(w world.World, v engine.Version) *Reference {
 
 // Info names the engine, its version and every scenario of the book.
 func (r *Reference) Info() Info {
-	info := Info{Protocol: ProtocolVersion, Engine: "durabench-reference", Version: r.version.Name,
-		Clock: fmt.Sprintf("monotonic ns of the %s world's runtime", r.w.Name())}
+	info := Info{Protocol: ProtocolVersion, Minor: ProtocolMinor, Engine: "durabench-reference", Version: r.version.Name,
+		Clock: fmt.Sprintf("monotonic ns of the %s world's runtime", r.w.Name()), World: r.w.Name()}
 	for _, s := range scenarios.All() {
 		sc := Scenario{Name: s.Name}
 		if s.HasOption("branches") {
@@ -69,6 +69,9 @@ func (r *Reference) Start(ctx context.Context, req StartRequest) error {
 	p, _, err := sc.Build(scenarios.Values(req.Options))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	if ok, why := r.Info().Supports(req.Scenario, req.Options); !ok {
+		return fmt.Errorf("%w: %s", ErrUnsupported, why)
 	}
 	// Recorded first: the run may finish before StartRun returns. A run
 	// that fails to start is forgotten by the server.

@@ -12,17 +12,25 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/durabench/durabench/world"
 )
 
 // MaxWait bounds a timeline long poll.
 const MaxWait = 30 * time.Second
 
+// DefaultWait is a long poll's wait when the request gives none.
+const DefaultWait time.Duration = 0
+
 // Batch is how long a timeline poll that has new events waits for more
 // before it answers (at once for a waiting hook or a finished run).
 const Batch = 10 * time.Millisecond
 
-// keepFinished is how many finished runs' timelines a server keeps.
-const keepFinished = 4096
+// Retain is how long a server keeps a finished run's timeline that
+// durabench has not released (DELETE /v1/runs/{run}): the protocol's
+// time-based fallback, never a count — a driver far behind its schedule
+// still finds every timeline it has not read.
+const Retain = 10 * time.Minute
 
 // Sink receives a backend's engine-side events.
 type Sink interface {
@@ -52,18 +60,25 @@ var ErrUnsupported = errors.New("unsupported")
 
 // Server serves a Backend over the target protocol.
 type Server struct {
-	b Backend
+	b    Backend
+	info Info // b.Info(), read once
+
+	// Retain overrides the package's Retain (tests).
+	Retain time.Duration
 
 	mu       sync.Mutex
 	runs     map[string]*runLog
-	finished []string // finished runs, oldest first (keepFinished)
+	finished []*runLog // finished runs not released, oldest first (Retain)
 }
 
 type runLog struct {
+	run     string
 	events  []Event
 	status  string
 	err     string
 	changed chan struct{}
+	// done is when the run finished (the Retain fallback counts from it).
+	done time.Time
 }
 
 // NewServer opens b and returns a server for it.
@@ -72,26 +87,34 @@ func NewServer(ctx context.Context, b Backend) (*Server, error) {
 	if err := b.Open(ctx, s); err != nil {
 		return nil, err
 	}
+	// This server implements 1.1's endpoints and retention for any
+	// backend.
+	s.info = b.Info()
+	if s.info.Protocol == ProtocolVersion {
+		s.info.Minor = ProtocolMinor
+	}
 	return s, nil
 }
 
 // Close closes the backend.
 func (s *Server) Close(ctx context.Context) error { return s.b.Close(ctx) }
 
-func (s *Server) logLocked(run string) *runLog {
-	l := s.runs[run]
-	if l == nil {
-		l = &runLog{status: StatusRunning, changed: make(chan struct{})}
-		s.runs[run] = l
-	}
+// newLogLocked records a run the server will follow.
+func (s *Server) newLogLocked(run string) *runLog {
+	l := &runLog{run: run, status: StatusRunning, changed: make(chan struct{})}
+	s.runs[run] = l
 	return l
 }
 
-// Event implements Sink.
+// Event implements Sink. An event of a run the server does not know (one
+// released, or never started through it) is dropped.
 func (s *Server) Event(run string, ev Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.logLocked(run)
+	l := s.runs[run]
+	if l == nil {
+		return
+	}
 	ev.Seq = int64(len(l.events) + 1)
 	l.events = append(l.events, ev)
 	close(l.changed)
@@ -102,8 +125,8 @@ func (s *Server) Event(run string, ev Event) {
 func (s *Server) Finished(run string, failed bool, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.logLocked(run)
-	if l.status != StatusRunning {
+	l := s.runs[run]
+	if l == nil || l.status != StatusRunning {
 		return
 	}
 	l.status, l.err = StatusCompleted, ""
@@ -112,11 +135,50 @@ func (s *Server) Finished(run string, failed bool, msg string) {
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
-	s.finished = append(s.finished, run)
-	if len(s.finished) > keepFinished {
-		delete(s.runs, s.finished[0])
-		s.finished = s.finished[1:]
+	l.done = time.Now()
+	s.finished = append(s.finished, l)
+	s.expireLocked(l.done)
+}
+
+// expireLocked forgets the finished runs not released within Retain.
+func (s *Server) expireLocked(now time.Time) {
+	retain := s.Retain
+	if retain <= 0 {
+		retain = Retain
 	}
+	// The oldest first; released runs at the head go too (runs are
+	// mostly released in the order they finish).
+	n := 0
+	for ; n < len(s.finished); n++ {
+		l := s.finished[n]
+		if s.runs[l.run] != l {
+			continue // released
+		}
+		if now.Sub(l.done) <= retain {
+			break
+		}
+		delete(s.runs, l.run)
+	}
+	if n > 0 {
+		s.finished = slices.Delete(s.finished, 0, n)
+	}
+}
+
+// release forgets a run's timeline: durabench has read it. A run still
+// running is forgotten too (its later events are dropped).
+func (s *Server) release(w http.ResponseWriter, run string) {
+	s.mu.Lock()
+	l := s.runs[run]
+	delete(s.runs, run)
+	if l != nil {
+		l.events = nil // its entry in s.finished goes with the next expiry
+	}
+	s.mu.Unlock()
+	if l == nil {
+		httpError(w, http.StatusNotFound, "no run "+run)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // ServeHTTP implements the protocol's endpoints.
@@ -140,11 +202,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodGet && path == "info":
-		writeJSON(w, http.StatusOK, s.b.Info())
+		writeJSON(w, http.StatusOK, s.info)
 	case r.Method == http.MethodGet && path == "clock":
 		writeJSON(w, http.StatusOK, ClockReply{Now: ns(s.b.Now())})
 	case r.Method == http.MethodPost && path == "runs":
 		s.start(w, r)
+	case r.Method == http.MethodDelete && len(parts) == 2 && parts[0] == "runs":
+		s.release(w, parts[1])
 	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "runs" && parts[2] == "timeline":
 		s.timeline(w, r, parts[1])
 	case r.Method == http.MethodPost && len(parts) == 4 && parts[0] == "runs" && parts[2] == "hooks":
@@ -160,10 +224,16 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "a start request needs run and scenario")
 		return
 	}
+	// What the backend does not declare it cannot run: 422 for every
+	// backend, whether its Start checks or not.
+	if ok, why := s.info.Supports(req.Scenario, req.Options); !ok {
+		httpError(w, http.StatusUnprocessableEntity, why)
+		return
+	}
 	s.mu.Lock()
 	_, dup := s.runs[req.Run]
 	if !dup {
-		s.logLocked(req.Run)
+		s.newLogLocked(req.Run)
 	}
 	s.mu.Unlock()
 	if dup {
@@ -185,9 +255,23 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
-	wait = min(max(wait, 0), MaxWait)
+	q := r.URL.Query()
+	var after int64
+	wait := DefaultWait
+	var err error
+	if a := q.Get("after"); a != "" {
+		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
+			httpError(w, http.StatusBadRequest, "after="+a+": want a sequence number (an integer >= 0)")
+			return
+		}
+	}
+	if ws := q.Get("wait"); ws != "" {
+		if wait, err = ParseWait(ws); err != nil || wait < 0 {
+			httpError(w, http.StatusBadRequest, "wait="+ws+": want a duration (5000ms, 5s) or integer milliseconds")
+			return
+		}
+	}
+	wait = min(wait, MaxWait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// batch is armed by the first new event: the answer then waits up to
@@ -239,8 +323,19 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, run, token strin
 		httpError(w, http.StatusBadRequest, "a resume request needs resume_id")
 		return
 	}
+	s.mu.Lock()
+	_, known := s.runs[run]
+	s.mu.Unlock()
+	if !known {
+		httpError(w, http.StatusNotFound, "no run "+run)
+		return
+	}
 	if err := s.b.Resume(r.Context(), run, token, req); err != nil {
-		httpError(w, http.StatusInternalServerError, err.Error())
+		code := http.StatusInternalServerError
+		if errors.Is(err, world.ErrNotFound) {
+			code = http.StatusNotFound // no such hook
+		}
+		httpError(w, code, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

@@ -21,10 +21,24 @@ const ClockProbes = 16
 // counted, never waited for forever).
 const maxPollErrors = 3
 
+// ClockEvery is how often a session re-samples the target's clock while
+// its cell runs (besides at its start and end).
+const ClockEvery = 5 * time.Second
+
+// Back-off after a poll that came back empty well before its wait ended
+// (a target without long polls): the next poll of that run waits
+// minBackoff, doubling up to maxBackoff.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+)
+
 // Session is one cell's runs on a target: it starts runs, follows each
 // run's timeline with long polls, and feeds the events — converted to the
 // driver's clock — to the driver's observer, as if the engine ran in the
-// driver. It implements driver.Target.
+// driver. It implements driver.Target. It watches the target's clock from
+// the cell's start to its end (ClockWatch) and counts polls answered
+// empty early (Polls).
 type Session struct {
 	c        *Client
 	scenario string
@@ -37,28 +51,68 @@ type Session struct {
 	fail   func(run string, at time.Duration, err error)
 	ctx    context.Context
 	cancel context.CancelFunc
-	hooks  map[string]string // hook token -> run
+	hooks  map[string]hookRef // the driver's hook token -> the run's own
 	// anomalies are each run's anomalies, as its last timeline answer
 	// listed them.
 	anomalies map[string][]Anomaly
 	wg        sync.WaitGroup
+	watch     ClockWatch
+	polls     PollStats
+}
+
+// ClockWatch is what a session saw of the target's clock during its cell.
+type ClockWatch struct {
+	// Start is the offset estimated at the cell's start: every timestamp
+	// is converted with it, wrong by at most Start.RTT/2 while the clock
+	// holds.
+	Start clock.Offset
+	// Drift is the largest change of the offset from Start among the
+	// later estimates (every ClockEvery and at the cell's end), signed: a
+	// target clock that stepped or ran at another rate. Each timestamp's
+	// conversion is wrong by up to |Drift| more than Start's bound.
+	Drift time.Duration
+	// Bound is the largest error bound (RTT/2) among the estimates.
+	Bound time.Duration
+	// Rounds is how many estimates were made (each of ClockProbes round
+	// trips); Failed how many could not be made (the target did not
+	// answer its clock).
+	Rounds, Failed int
+}
+
+// PollStats counts a session's timeline polls.
+type PollStats struct {
+	Polls int64
+	// EarlyEmpty is the polls answered with no event, the run still
+	// running, before half their wait: a target that does not hold long
+	// polls (each one the session then backs off after).
+	EarlyEmpty int64
+}
+
+// estimateClock samples c's clock ClockProbes times against now.
+func estimateClock(ctx context.Context, c *Client, now func() time.Duration) (clock.Offset, error) {
+	var samples []clock.Sample
+	for range ClockProbes {
+		send := now()
+		remote, err := c.Clock(ctx)
+		recv := now()
+		if err != nil {
+			return clock.Offset{}, fmt.Errorf("clock of %s: %w", c.URL(), err)
+		}
+		samples = append(samples, clock.Sample{Send: send, Recv: recv, Remote: remote})
+	}
+	clk, _ := clock.Estimate(samples)
+	return clk, nil
 }
 
 // NewSession estimates the target's clock offset against rt (the driver's
 // clock) and returns a session that starts runs of scenario with opts.
 func NewSession(ctx context.Context, c *Client, scenario string, opts map[string]string, rt world.Runtime) (*Session, error) {
-	var samples []clock.Sample
-	for range ClockProbes {
-		send := rt.Now()
-		remote, err := c.Clock(ctx)
-		recv := rt.Now()
-		if err != nil {
-			return nil, fmt.Errorf("clock of %s: %w", c.URL(), err)
-		}
-		samples = append(samples, clock.Sample{Send: send, Recv: recv, Remote: remote})
+	clk, err := estimateClock(ctx, c, rt.Now)
+	if err != nil {
+		return nil, err
 	}
-	clk, _ := clock.Estimate(samples)
-	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]string{}, anomalies: map[string][]Anomaly{}}, nil
+	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]hookRef{}, anomalies: map[string][]Anomaly{},
+		watch: ClockWatch{Start: clk, Bound: clk.RTT / 2, Rounds: 1}}, nil
 }
 
 // Anomalies returns the anomalies the target reported for each run that
@@ -76,17 +130,69 @@ func (s *Session) Anomalies() map[string][]Anomaly {
 // Clock is the target's estimated clock offset (error bound RTT/2).
 func (s *Session) Clock() clock.Offset { return s.clk }
 
+// ClockWatch is what the session saw of the target's clock so far (the
+// whole cell once detached).
+func (s *Session) ClockWatch() ClockWatch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watch
+}
+
+// Polls counts the session's timeline polls so far.
+func (s *Session) Polls() PollStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
+// resample estimates the clock again and records its drift from the
+// cell's start.
+func (s *Session) resample(ctx context.Context) {
+	clk, err := estimateClock(ctx, s.c, s.rt.Now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.watch.Failed++
+		return
+	}
+	s.watch.Rounds++
+	s.watch.Bound = max(s.watch.Bound, clk.RTT/2)
+	if d := clk.Offset - s.clk.Offset; d.Abs() > s.watch.Drift.Abs() {
+		s.watch.Drift = d
+	}
+}
+
 // Attach starts feeding timelines into obs; fail records a run that failed
 // with an error (the target's message, or a target that stopped
-// answering). detach stops following runs.
+// answering). detach stops following runs and samples the target's clock
+// a last time.
 func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run string, at time.Duration, err error)) (func(), error) {
 	s.mu.Lock()
 	s.obs, s.fail = obs, fail
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	wctx := s.ctx
 	s.mu.Unlock()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTicker(ClockEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				s.resample(wctx)
+			}
+		}
+	}()
 	return func() {
 		s.cancel()
 		s.wg.Wait()
+		<-watched
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTimeout)
+		defer cancel()
+		s.resample(ectx)
 	}, nil
 }
 
@@ -104,21 +210,31 @@ func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) err
 	return nil
 }
 
-// ResumeHook resumes the hook token of the run that reported it waiting.
+// hookRef is a hook as the target names it: its run and its token.
+type hookRef struct{ run, token string }
+
+// driverToken is the token a session gives the driver for a run's hook:
+// the run id, "/", the target's token. A target's tokens need only be
+// unique within their run, and the driver's resume id for it
+// (driver.ResumeID) is then "drv/<run>/<token>".
+func driverToken(run, token string) string { return run + "/" + token }
+
+// ResumeHook resumes the hook the driver knows as token (driverToken) on
+// the run that reported it waiting.
 func (s *Session) ResumeHook(ctx context.Context, token, resumeID string, payload []byte) error {
 	s.mu.Lock()
-	run, ok := s.hooks[token]
+	h, ok := s.hooks[token]
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("target %s: resume hook %s: no run reported it waiting: %w", s.c.URL(), token, world.ErrNotFound)
 	}
-	return s.c.Resume(ctx, run, token, ResumeRequest{ResumeID: resumeID, Payload: payload})
+	return s.c.Resume(ctx, h.run, h.token, ResumeRequest{ResumeID: resumeID, Payload: payload})
 }
 
 type stepKey struct{ stage, index, attempt int }
 
 // follow long-polls run's timeline until it is terminal or the session
-// is detached.
+// is detached, then releases it (DELETE: the target may forget it).
 func (s *Session) follow(run string, p engine.Program) {
 	s.mu.Lock()
 	ctx, obs, fail := s.ctx, s.obs, s.fail
@@ -127,8 +243,24 @@ func (s *Session) follow(run string, p engine.Program) {
 	starts := map[stepKey]int64{}
 	var after int64
 	errs := 0
+	var backoff time.Duration
+	// lateTerminal counts the polls after one that said the run is over
+	// without its terminal event (a target whose status runs ahead of its
+	// timeline): the event is waited for a little before the run is ended
+	// on the driver's clock.
+	lateTerminal := 0
+	wait := PollWait
+	var hooks []string // the run's hooks, forgotten when it is
+	defer func() {
+		s.mu.Lock()
+		for _, h := range hooks {
+			delete(s.hooks, h)
+		}
+		s.mu.Unlock()
+	}()
 	for ctx.Err() == nil {
-		tl, err := s.c.Timeline(ctx, run, after, PollWait)
+		asked := time.Now()
+		tl, err := s.c.Timeline(ctx, run, after, wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -140,6 +272,17 @@ func (s *Session) follow(run string, p engine.Program) {
 			continue
 		}
 		errs = 0
+		early := len(tl.Events) == 0 && !tl.Terminal() && wait > 0 && time.Since(asked) < wait/2
+		s.mu.Lock()
+		s.polls.Polls++
+		if early {
+			s.polls.EarlyEmpty++
+		}
+		s.mu.Unlock()
+		if tl.Run != "" && tl.Run != run {
+			fail(run, s.rt.Now(), fmt.Errorf("%w: target %s: timeline of %s answered for run %q", ErrProtocol, s.c.URL(), run, tl.Run))
+			return
+		}
 		if len(tl.Anomalies) > 0 {
 			s.mu.Lock()
 			s.anomalies[run] = tl.Anomalies
@@ -165,10 +308,12 @@ func (s *Session) follow(run string, p engine.Program) {
 				obs.StepBody(run, engine.StepSpan{Stage: ev.Stage, Index: ev.Index, Seq: p.StepSeq(ev.Stage, ev.Index),
 					Start: conv(start), End: conv(ev.At), Inline: ev.Inline, Attempt: max(ev.Attempt, 1)})
 			case EventHookWaiting:
+				dt := driverToken(run, ev.Token)
 				s.mu.Lock()
-				s.hooks[ev.Token] = run
+				s.hooks[dt] = hookRef{run, ev.Token}
 				s.mu.Unlock()
-				obs.HookCreated(run, ev.Token, conv(ev.At))
+				hooks = append(hooks, dt)
+				obs.HookCreated(run, dt, conv(ev.At))
 			case EventChunkRead:
 				obs.StreamChunk(run, engine.ChunkSpan{Stage: ev.Stage, Index: ev.Index, Written: conv(ev.Written), Read: conv(ev.At), Bytes: ev.Bytes})
 			case EventRunCompleted:
@@ -187,16 +332,59 @@ func (s *Session) follow(run string, p engine.Program) {
 			}
 		}
 		if finished {
+			s.release(ctx, run)
 			return
 		}
 		if tl.Terminal() {
-			// Terminal without its run event: end it now, on our clock.
+			if lateTerminal < maxLateTerminal {
+				// The status is over but the terminal event is not in
+				// the timeline yet: ask again (without a wait, after a
+				// pause) before ending the run on the driver's clock.
+				lateTerminal++
+				wait = 0
+				if sleep(ctx, minBackoff<<lateTerminal) != nil {
+					return
+				}
+				continue
+			}
 			if tl.Status == StatusFailed {
 				fail(run, s.rt.Now(), fmt.Errorf("target %s: %s", s.c.URL(), tl.Error))
 			} else {
 				obs.RunFinished(run, s.rt.Now(), false)
 			}
+			s.release(ctx, run)
 			return
 		}
+		if !early {
+			backoff = 0
+			continue
+		}
+		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		if sleep(ctx, backoff) != nil {
+			return
+		}
+	}
+}
+
+// maxLateTerminal is how many times a session asks again for a terminal
+// event the status already announced (pauses of 20, 40, 80 and 160 ms:
+// 300 ms in all).
+const maxLateTerminal = 4
+
+// release tells the target it may forget run's timeline. A 1.0 target
+// answers 404 (it has no such endpoint): nothing is lost either way.
+func (s *Session) release(ctx context.Context, run string) {
+	_ = s.c.Release(ctx, run)
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

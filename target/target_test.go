@@ -277,3 +277,77 @@ func TestCheck(t *testing.T) {
 		t.Errorf("a target whose runs never finish passes 'completes'")
 	}
 }
+
+// instant is an engine whose runs finish as they start: one step, its
+// events stamped on a monotonic clock.
+type instant struct {
+	sink  target.Sink
+	epoch time.Time
+}
+
+func (i *instant) Info() target.Info {
+	return target.Info{Protocol: 1, Minor: 1, Engine: "instant", Scenarios: []target.Scenario{{Name: "step"}}}
+}
+func (i *instant) Now() time.Duration { return time.Since(i.epoch) }
+func (i *instant) Open(_ context.Context, sink target.Sink) error {
+	i.sink, i.epoch = sink, time.Now()
+	return nil
+}
+func (i *instant) Start(_ context.Context, req target.StartRequest) error {
+	for _, k := range []string{target.EventRunStarted, target.EventStepStarted, target.EventStepCompleted, target.EventRunCompleted} {
+		i.sink.Event(req.Run, target.Event{Kind: k, At: int64(i.Now()), Source: target.SourceWorker})
+	}
+	i.sink.Finished(req.Run, false, "")
+	return nil
+}
+func (i *instant) Resume(context.Context, string, string, target.ResumeRequest) error { return nil }
+func (i *instant) Close(context.Context) error                                        { return nil }
+
+// TestServerRetention: a server keeps every finished run's timeline until
+// durabench releases it (DELETE), however many runs finished since — the
+// driver far behind its schedule finds them all — and forgets runs nobody
+// released only after its time-based fallback.
+func TestServerRetention(t *testing.T) {
+	srv, err := target.NewServer(context.Background(), &instant{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, body string) int {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+		return rec.Code
+	}
+	const n = 10000 // more than the 4,096 the server once kept
+	for i := range n {
+		if c := do("POST", "/v1/runs", fmt.Sprintf(`{"run":"r%d","scenario":"step"}`, i)); c != http.StatusAccepted {
+			t.Fatalf("start r%d: %d", i, c)
+		}
+	}
+	for i := range n {
+		if c := do("GET", fmt.Sprintf("/v1/runs/r%d/timeline?after=0&wait=0ms", i), ""); c != http.StatusOK {
+			t.Fatalf("timeline of r%d after %d runs finished: %d, want 200", i, n, c)
+		}
+	}
+	if c := do("DELETE", "/v1/runs/r0", ""); c != http.StatusNoContent {
+		t.Fatalf("DELETE r0: %d", c)
+	}
+	if c := do("GET", "/v1/runs/r0/timeline", ""); c != http.StatusNotFound {
+		t.Fatalf("r0 after its DELETE: %d, want 404", c)
+	}
+	if c := do("DELETE", "/v1/runs/r0", ""); c != http.StatusNotFound {
+		t.Fatalf("a second DELETE of r0: %d, want 404", c)
+	}
+	if c := do("GET", "/v1/runs/r1/timeline?wait=5s&after=x", ""); c != http.StatusBadRequest {
+		t.Fatalf("after=x: %d, want 400", c)
+	}
+
+	srv.Retain = 20 * time.Millisecond
+	time.Sleep(50 * time.Millisecond)
+	do("POST", "/v1/runs", `{"run":"late","scenario":"step"}`) // its end expires the others
+	if c := do("GET", "/v1/runs/r1/timeline", ""); c != http.StatusNotFound {
+		t.Fatalf("r1 unreleased past the fallback: %d, want 404", c)
+	}
+	if c := do("GET", "/v1/runs/late/timeline", ""); c != http.StatusOK {
+		t.Fatalf("a run within the fallback: %d, want 200", c)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -404,4 +406,22 @@ func (r *running) finish(t *testing.T, limit time.Duration, what string) (int, s
 		code = ee.ExitCode()
 	}
 	return code, r.stderr.String(), r.seen
+}
+
+// TestUnreachableTarget: a target URL where nothing listens, or where
+// something answers that is not a target, fails before anything runs:
+// exit 2, one line naming the URL.
+func TestUnreachableTarget(t *testing.T) {
+	notTarget := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("<html>hello</html>"))
+	}))
+	defer notTarget.Close()
+	for _, url := range []string{"http://127.0.0.1:1", notTarget.URL} {
+		dir := t.TempDir()
+		r := durabench(t, dir, "sweep", "--targets", url, "--world", "mem", "--reps", "1", "--out", filepath.Join(dir, "o"))
+		if r.code != 2 || !strings.Contains(r.stderr, url) || !strings.Contains(r.stderr, "not a working target") ||
+			strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line naming it", url, r.code, r.stderr)
+		}
+	}
 }
