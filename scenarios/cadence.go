@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -42,7 +43,7 @@ func LoadCadence(nameOrPath string) (Cadence, error) {
 		cs := SyntheticCadence(nameOrPath)
 		return Cadence{Chunks: cs, SHA256: cadenceSHA(cs)}, nil
 	}
-	b, err := os.ReadFile(nameOrPath)
+	b, err := readCadenceFile(nameOrPath)
 	if err != nil {
 		return Cadence{}, errorf(ErrInvalid, "option cadence: %q is neither a built-in cadence (%s) nor a readable file: %v",
 			nameOrPath, strings.Join(BuiltinCadences, ", "), err)
@@ -52,6 +53,30 @@ func LoadCadence(nameOrPath string) (Cadence, error) {
 		return Cadence{}, errorf(ErrInvalid, "option cadence: %s: %v", nameOrPath, err)
 	}
 	return Cadence{Chunks: cs, SHA256: cadenceSHA(cs)}, nil
+}
+
+// maxCadenceFile bounds a cadence file's size: 64 MB.
+const maxCadenceFile = 64 << 20
+
+// readCadenceFile reads a regular file of at most maxCadenceFile bytes (a
+// device or a pipe named by mistake must not hang the plan).
+func readCadenceFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	if st.Size() > maxCadenceFile {
+		return nil, fmt.Errorf("%d bytes, over the %d MB limit", st.Size(), maxCadenceFile>>20)
+	}
+	return io.ReadAll(io.LimitReader(f, maxCadenceFile+1))
 }
 
 // ParseCadence reads a cadence document: a JSON list of [offset_ms, bytes],

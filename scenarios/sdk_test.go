@@ -101,6 +101,9 @@ func TestCadenceIdentityAndErrors(t *testing.T) {
 		}
 	}
 	s, _ := scenarios.Get("stream-replay")
+	if _, _, err := s.Build(scenarios.Values{"cadence": dir}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a directory as cadence: %v", err)
+	}
 	if _, _, err := s.Build(scenarios.Values{"cadence": "no-such-cadence"}); err == nil ||
 		!strings.Contains(err.Error(), "steady, bursty, pauses") {
 		t.Errorf("unknown cadence: %v", err)

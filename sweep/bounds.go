@@ -80,7 +80,19 @@ func availableMemory() int64 {
 func (p *Plan) checkSize(s *scenarios.Scenario, sp ScenarioPlan, vals scenarios.Values, kind *worlds.Kind, limit int64, how string) error {
 	var size *scenarios.OptionSpec // the largest Size option, to name
 	units, n := 1.0, 1
+	data := 0 // bytes a step or chunk carries besides its own (payloads, chunk sizes)
 	for i, o := range s.Options {
+		if o.Type == scenarios.Bytes || o.Type == scenarios.BytesList {
+			if _, err := o.Parse(vals[o.Name]); err != nil {
+				return &UsageError{Field: "scenario " + s.Name, Err: err}
+			}
+			// Stored twice: a step's input and output, a chunk in a
+			// pipeline's two streams.
+			for _, b := range vals.BytesList(o.Name) {
+				data = max(data, 2*b)
+			}
+			continue
+		}
 		if !o.Size {
 			continue
 		}
@@ -95,7 +107,7 @@ func (p *Plan) checkSize(s *scenarios.Scenario, sp ScenarioPlan, vals scenarios.
 		}
 	}
 	runs := p.Reps + p.Warmup
-	per := float64(kind.BytesPerStep())
+	per := float64(kind.BytesPerStep() + int64(data))
 	need := units * float64(runs) * per
 	if need <= float64(limit) {
 		return nil

@@ -40,6 +40,10 @@ func TestPlanMustFitInMemory(t *testing.T) {
 		{[]string{"-f", file},
 			file + ":3: scenarios.options.steps: too big for memory: 12 runs × 5000000 steps on mem need about 686.6 GiB at 12 KiB each, " +
 				"over the limit of 2 GiB (--max-memory); at most 14563 steps fit"},
+		// A payload is stored twice per step (input and output).
+		{[]string{"--world", "mem", "--scenario", "payload", "--option", "size=1MB", "--option", "steps=1000", "--max-memory", "1GiB"},
+			"--option steps=1000: too big for memory: 12 runs × 1000 steps on mem need about 23.6 GiB at 2.0 MiB each, " +
+				"over the limit of 1 GiB (--max-memory); at most 42 steps fit"},
 		{[]string{"--max-memory", "lots"}, `--max-memory lots: "lots" is not a memory size such as 8GiB or 512MiB`},
 	}
 	for _, c := range cases {
