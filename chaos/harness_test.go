@@ -241,7 +241,8 @@ func account(c results.Cell, reps int) tally {
 // refusedStart reports whether a failed run's error is its start refused
 // by the world (the engine's create run or its first publish failed, the
 // driver's start call returned the error): the run was never accepted, and
-// it is counted failed with that reason.
+// it is counted failed with that reason (a lost connection, or a request
+// the killed node never answered).
 func refusedStart(err string) bool {
 	return strings.HasPrefix(err, "engine: create run ") || strings.HasPrefix(err, "engine: start run ")
 }
