@@ -53,6 +53,7 @@ func TestAdapterKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := s.wait(t, 3*time.Minute)
+	t.Logf("what the user sees (stderr):\n%s", s.stderr.String())
 	f := readResults(t, s.out)
 	if code != 3 || !f.Partial || len(f.Cells) != 2 || len(f.Missing) != 1 {
 		t.Fatalf("exit %d, partial %v, %d cells, missing %v; want exit 3, the first two cells kept, the third missing; stderr:\n%s",
@@ -60,6 +61,9 @@ func TestAdapterKilled(t *testing.T) {
 	}
 	if !strings.Contains(s.stderr.String(), "adapter durabench-target-chaosref exited (signal: killed)") {
 		t.Errorf("stderr does not say the adapter was killed:\n%s", s.stderr.String())
+	}
+	if strings.Contains(s.stderr.String(), "interrupted") {
+		t.Errorf("stderr says the sweep was interrupted; nobody interrupted it:\n%s", s.stderr.String())
 	}
 	if k := account(f.Cells[0], reps); k.Finished != reps {
 		t.Errorf("first cell: %s; want every run finished", k)

@@ -246,7 +246,7 @@ func (p *Plugin) Exited() error {
 	if p.err != nil {
 		how = fmt.Sprintf("exited (%v)", p.err)
 	}
-	return fmt.Errorf("target %s: adapter %s%s %s%s", p.Name, ExecutablePrefix, p.Name, how, p.log.tail())
+	return fmt.Errorf("adapter %s%s %s%s", ExecutablePrefix, p.Name, how, p.log.tail())
 }
 
 // Log returns the last lines the adapter wrote to stderr.

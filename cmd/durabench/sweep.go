@@ -72,8 +72,17 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	// is caught, a second one kills the process the default way.
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Closed (before stop) when the sweep returns: stop then ends sctx too,
+	// and that is no interruption (a sweep that failed with exit 3 printed
+	// "interrupted" after its error).
+	returned := make(chan struct{})
+	defer close(returned)
 	go func() {
-		<-sctx.Done()
+		select {
+		case <-sctx.Done():
+		case <-returned:
+			return
+		}
 		stop()
 		if ctx.Err() == nil {
 			fmt.Fprintf(stderr, "durabench: interrupted: letting runs in flight finish (up to %v); Ctrl-C again to abort\n", plan.Grace)
