@@ -482,28 +482,31 @@ func (k *checker) terminal(run string, tl Timeline, events []Event, f *findings)
 	} else {
 		f.passed(checkStatus)
 	}
-	// run_started first, the terminal event last, one of each; a hook's
-	// hook_received after its hook_waiting (in seq and in time). Other
-	// events may be recorded out of time order (a worker reports a body's
-	// start and end together; the reference stamps a body's end after the
-	// commit that can end the run; Temporal's adapter stamps run_started
-	// when the start call returns).
+	// The terminal event last, one of it, at most one run_started; a
+	// hook's hook_received after its hook_waiting (in seq and in time).
+	// Other events may be recorded out of time order (a worker reports a
+	// body's start and end together; the reference stamps a body's end
+	// after the commit that can end the run; Temporal's adapter stamps
+	// run_started when the start call returns, the Workflow SDK's records
+	// it after the first step may have begun).
 	if len(events) == 0 {
 		return
 	}
-	first, end := events[0], events[len(events)-1]
-	switch {
-	case first.Kind != EventRunStarted:
-		f.failf(checkOrder, "%s: the first event is %s, not %s", run, first.Kind, EventRunStarted)
-		return
-	case end.Kind != EventRunCompleted && end.Kind != EventRunFailed:
+	end := events[len(events)-1]
+	if end.Kind != EventRunCompleted && end.Kind != EventRunFailed {
 		return // reported by checkStatus
 	}
+	started := 0
 	waiting := map[string]int64{}
-	for _, ev := range events[1 : len(events)-1] {
+	for _, ev := range events[:len(events)-1] {
 		switch ev.Kind {
-		case EventRunStarted, EventRunCompleted, EventRunFailed:
-			f.failf(checkOrder, "%s: a second %s (seq %d)", run, ev.Kind, ev.Seq)
+		case EventRunStarted:
+			if started++; started > 1 {
+				f.failf(checkOrder, "%s: a second %s (seq %d)", run, ev.Kind, ev.Seq)
+				return
+			}
+		case EventRunCompleted, EventRunFailed:
+			f.failf(checkOrder, "%s: %s (seq %d) before the terminal event (seq %d)", run, ev.Kind, ev.Seq, end.Seq)
 			return
 		case EventHookWaiting:
 			waiting[ev.Token] = ev.At
