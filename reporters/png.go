@@ -122,6 +122,8 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 	for _, g := range c.groups {
 		p, err := c.crttProgress(g)
 		save(slug("crtt-progress", g.Name+".png"), p, err)
+		p, err = c.crttBySize(g)
+		save(slug("crtt-by-size", g.Name+".png"), p, err)
 	}
 	return files, errors.Join(errs...)
 }

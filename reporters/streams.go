@@ -2,6 +2,7 @@ package reporters
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -151,4 +152,59 @@ func sizeLabel(n int) string {
 		return fmt.Sprintf("%dKB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// crttBySize is the chart of mean CRTT by chunk size for a size sweep: one
+// line per cell with two sizes or more, x the chunk size (log scale).
+func (c *charts) crttBySize(g scenarioGroup) (*plot.Plot, error) {
+	var cells []*results.Cell
+	for _, cell := range streamCells(g.Cells) {
+		if len(cell.CRTTBySize) >= 2 && (cell.Scenario == "stream-sizes" || cell.Options["sizes"] != "") {
+			cells = append(cells, cell)
+		}
+	}
+	if len(cells) == 0 {
+		return nil, nil
+	}
+	p := c.newPlot("mean chunk round trip by chunk size — "+g.Name, "chunk size (bytes, log scale)", "mean CRTT")
+	p.Y.Tick.Marker = axisTicks{ms: true}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = sizeTicks{}
+	p.Legend.Left = false
+	lo, hi := math.Inf(1), 0.0
+	for i, cell := range cells {
+		pts := make(plotter.XYs, 0, len(cell.CRTTBySize))
+		for _, b := range cell.CRTTBySize {
+			x := math.Max(float64(b.Key), 1)
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+			pts = append(pts, plotter.XY{X: x, Y: b.MeanUS / 1000})
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		col := palette[i%len(palette)]
+		line.LineStyle = headStyle(col)
+		points.Shape = draw.CircleGlyph{}
+		points.Color = col
+		points.Radius = 3
+		p.Add(line, points)
+		p.Legend.Add(c.lab.label(cell), line, points)
+	}
+	p.X.Min, p.X.Max = lo/1.5, hi*1.5
+	p.Y.Min = 0
+	return p, nil
+}
+
+// sizeTicks labels a log axis of byte sizes at powers of 4 from 1 B.
+type sizeTicks struct{}
+
+func (sizeTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := 1.0; v <= max; v *= 4 {
+		if v >= min {
+			ts = append(ts, plot.Tick{Value: v, Label: sizeLabel(int(v))})
+		}
+	}
+	return ts
 }

@@ -3,6 +3,7 @@ package reporters
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +82,25 @@ func TestStreamReports(t *testing.T) {
 		t.Fatalf("no %s among %v", path, files)
 	}
 	checkChart(t, path)
+
+	// A size sweep also gets mean CRTT by chunk size.
+	sizes := streamFile()
+	sizes.Cells[1].Scenario = "stream-sizes"
+	sizes.Cells[1].CRTTBySize = []results.CRTTBin{{Key: 64, Count: 80, MeanUS: 900}, {Key: 64 << 10, Count: 80, MeanUS: 1500}}
+	files, err = PNG(dir, sizes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "crtt-by-size-stream-sizes.png")
+	if !slices.Contains(files, path) {
+		t.Fatalf("no %s among %v", path, files)
+	}
+	checkChart(t, path)
+	var sizeText bytes.Buffer
+	if err := Text(&sizeText, sizes, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "64B 900.0µs (n=80) · 64KB 1.500ms (n=80)"; !strings.Contains(sizeText.String(), want) {
+		t.Errorf("the size sweep's text report has no %q:\n%s", want, sizeText.String())
+	}
 }
