@@ -61,7 +61,7 @@ func TestProxyFaults(t *testing.T) {
 		return c, bufio.NewReader(c)
 	}
 	c, r := dial()
-	if d, err := roundTrip(c, r); err != nil || d > 500*time.Millisecond {
+	if d, err := roundTrip(c, r); err != nil || d > 5*time.Second {
 		t.Fatalf("round trip without faults: %v, %v", d, err)
 	}
 
