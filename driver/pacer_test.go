@@ -161,7 +161,7 @@ func TestSlowStartDelaysNoOtherRun(t *testing.T) {
 	w := mem.New(world.Options{})
 	defer w.Close()
 	eng := &slowFirstStart{nullEngine: nullEngine{rt: w.Runtime()}, release: make(chan struct{})}
-	time.AfterFunc(500*time.Millisecond, func() { close(eng.release) })
+	time.AfterFunc(3*time.Second, func() { close(eng.release) })
 	res, err := Run(context.Background(), Config{World: w, Program: engine.FanOut(1), RunPrefix: "slow", Reps: 40,
 		Pacer: OpenRate{Rate: 100}, CellTimeout: 20 * time.Second, Target: eng})
 	if err != nil {
@@ -169,13 +169,13 @@ func TestSlowStartDelaysNoOtherRun(t *testing.T) {
 	}
 	late := 0
 	for i, lag := range res.Lag[1:] {
-		if lag > 100*time.Millisecond { // the hung start lasts 500 ms
+		if lag > time.Second { // the hung start lasts 3 s; a busy machine may add a few 10 ms
 			late++
 			t.Logf("run %d started %v late", i+2, lag)
 		}
 	}
 	if late > 0 {
-		t.Errorf("%d of 39 runs started over 100 ms late behind a hung start request", late)
+		t.Errorf("%d of 39 runs started over 1 s late behind a hung start request", late)
 	}
 	for _, tl := range res.Timelines {
 		if !tl.Finished {
