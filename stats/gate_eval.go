@@ -51,8 +51,12 @@ type GateReport struct {
 	// Null is the null sweep (GateNull); HasNull is false without one.
 	Null    SweepInfo
 	HasNull bool
-	Alpha   float64
-	Rules   []RuleReport
+	// Again is the head swept a second time after the null sweep (ABAB,
+	// GateRepeat); HasAgain is false without one.
+	Again    SweepInfo
+	HasAgain bool
+	Alpha    float64
+	Rules    []RuleReport
 	// SweepFailed, when set, says why the head sweep is not complete: the
 	// file is partial or records an error.
 	SweepFailed string

@@ -43,6 +43,9 @@ func (r *GateReport) sides() string {
 			s += " " + r.Null.Label
 		}
 	}
+	if r.HasAgain {
+		s += ", head again (ABAB: a relative rule fails only when both pairs fail)"
+	}
 	return s
 }
 

@@ -186,6 +186,7 @@ func (r *GateReport) WriteJSON(w io.Writer) error {
 		Head        *jsonSweep `json:"head"`
 		Base        *jsonSweep `json:"base,omitempty"`
 		Null        *jsonSweep `json:"null,omitempty"`
+		Again       *jsonSweep `json:"head_again,omitempty"`
 		Alpha       float64    `json:"alpha"`
 		SweepFailed string     `json:"sweep_failed,omitempty"`
 		Warnings    []string   `json:"warnings"`
@@ -201,6 +202,9 @@ func (r *GateReport) WriteJSON(w io.Writer) error {
 	}
 	if r.HasNull {
 		doc.Null = jsonSweepOf(r.Null)
+	}
+	if r.HasAgain {
+		doc.Again = jsonSweepOf(r.Again)
 	}
 	for _, rr := range r.Rules {
 		jr := jsonRule{Rule: rr.Rule.Text, Source: rr.Rule.Source, Unmatched: rr.Unmatched, Checks: []jsonCheck{}}

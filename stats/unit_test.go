@@ -3,6 +3,7 @@ package stats
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -348,5 +349,62 @@ func TestCompareAcrossWorlds(t *testing.T) {
 	}
 	if c, err = Compare(b, h, CompareOptions{}); err != nil || len(c.Warnings) != 0 {
 		t.Errorf("selected engines: warnings %q err %v", c.Warnings, err)
+	}
+}
+
+// TestGateRepeat: ABAB. A 20% slower head fails a relative rule when the
+// second head repeats it, and passes, saying the change was not repeated,
+// when the second head is as fast as the baseline; an absolute bound fails
+// when either head breaks it.
+func TestGateRepeat(t *testing.T) {
+	cells := synthMatrix[5:6]
+	base := synthFile(1, 30, 0.05, 1, cells)
+	head := synthFile(2, 30, 0.05, 1.2, cells)
+	null := synthFile(3, 30, 0.05, 1.01, cells)
+	rules, err := ParseRules("r", strings.NewReader("ttls.p50 < 1.10x baseline\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := GateRepeat(head, base, null, synthFile(4, 30, 0.05, 1.2, cells), rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed() || !rep.HasAgain {
+		t.Errorf("a 20%% slower head, repeated: passed=%v again=%v, want a failure", rep.Passed(), rep.HasAgain)
+	}
+	rep, err = GateRepeat(head, base, null, synthFile(4, 30, 0.05, 1, cells), rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Rules[0].Checks[0]
+	if !rep.Passed() || !strings.Contains(c.Note, "not repeated") || c.Ratio < 1.15 {
+		t.Errorf("a change the second head does not repeat: passed=%v ratio %.3f note %q", rep.Passed(), c.Ratio, c.Note)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "ABAB") || !strings.Contains(text.String(), "not repeated") {
+		t.Errorf("the text does not say it gated ABAB and why it passed:\n%s", text.String())
+	}
+
+	// An absolute bound between the first head and a slower second head.
+	bound := fmt.Sprintf("ttls.p50 < %.0fus\n", c.Value*1.1)
+	abs, err := ParseRules("r", strings.NewReader(bound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = GateNull(head, base, null, abs); err != nil || !rep.Passed() {
+		t.Fatalf("%q on the first head alone: passed=%v err=%v", bound, rep.Passed(), err)
+	}
+	rep, err = GateRepeat(head, base, null, synthFile(4, 30, 0.05, 1.5, cells), abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Rules[0].Checks[0]; rep.Passed() || !strings.Contains(c.Note, "second head") {
+		t.Errorf("%q broken by the second head only: passed=%v note %q", bound, rep.Passed(), c.Note)
+	}
+	if _, err := GateRepeat(head, base, nil, head, rules); err == nil {
+		t.Error("a repeated head without a null sweep was accepted")
 	}
 }

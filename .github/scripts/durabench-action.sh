@@ -71,7 +71,18 @@ sweep_baseline() {
 	fi
 }
 
-null_sweep() { [ "${INPUT_NULL_SWEEP:-false}" = true ]; }
+# null_mode is the null-sweep input: aba (true is aba), abab or false.
+null_mode() {
+	case "${INPUT_NULL_SWEEP:-false}" in
+	true | aba | ABA) echo aba ;;
+	abab | ABAB) echo abab ;;
+	false | "") echo false ;;
+	*)
+		echo "::error::durabench: null-sweep: $INPUT_NULL_SWEEP is not aba, abab, true or false" >&2
+		exit 2
+		;;
+	esac
+}
 
 case "$step" in
 key)
@@ -112,7 +123,8 @@ baseline)
 		echo "durabench: no baseline (no baseline-ref or baseline-results, and not a pull request)"
 		exit 0
 	fi
-	if null_sweep; then
+	mode=$(null_mode)
+	if [ "$mode" != false ]; then
 		# ABA: the baseline was swept before the head (baseline-first);
 		# sweep it again now, so drift over the job hits both sides.
 		if [ -f "$out/base/results.json" ] && prepare_baseline; then
@@ -126,7 +138,8 @@ baseline)
 baseline-first)
 	# With null-sweep, the baseline is swept before the head and again
 	# after it (ABA); without it this step does nothing.
-	null_sweep || exit 0
+	mode=$(null_mode)
+	[ "$mode" != false ] || exit 0
 	if [ -n "${INPUT_BASELINE_RESULTS:-}" ]; then
 		echo "::warning::durabench: null-sweep sweeps baseline-ref twice; with baseline-results there is no baseline to sweep again"
 		exit 0
@@ -137,6 +150,22 @@ baseline-first)
 	fi
 	prepare_baseline || exit 0
 	sweep_baseline "$out/base" "baseline (the report shows the head alone)" || true
+	;;
+head-again)
+	# null-sweep: abab sweeps the head a second time, after the second
+	# baseline (base, head, base, head), into head2; the gate then fails a
+	# relative rule only when both pairs fail (durabench gate --again).
+	mode=$(null_mode)
+	if [ "$mode" != abab ] || [ ! -f "$out/null/results.json" ]; then
+		exit 0
+	fi
+	sweep_args "$PWD"
+	if ! PATH="$out/bin-head:$PATH" "$durabench" sweep "${args[@]}" --quiet --out "$out/head2"; then
+		# The first head's sweep succeeded with the same settings: a second
+		# one that fails is a failed sweep, not a missing check.
+		echo "::error::durabench: the second head sweep (ABAB) failed"
+		exit 3
+	fi
 	;;
 render)
 	args=()
@@ -178,6 +207,9 @@ gate)
 		args+=(--baseline "$out/base/results.json")
 		if [ -f "$out/null/results.json" ]; then
 			args+=(--null "$out/null/results.json")
+			if [ -f "$out/head2/results.json" ]; then
+				args+=(--again "$out/head2/results.json")
+			fi
 		fi
 	fi
 	if [ -n "${INPUT_GATE_RULES:-}" ]; then

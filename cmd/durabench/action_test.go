@@ -181,7 +181,9 @@ func TestAction(t *testing.T) {
 		state    string // what the sticky comment says at the end ("" none)
 		gate     string
 		baseline bool
-		null     bool // a second baseline sweep (null-sweep), swept after the head
+		null     bool   // a second baseline sweep (null-sweep), swept after the head
+		again    bool   // a second head sweep (null-sweep: abab), swept after the null
+		log      string // in the job's log
 	}{
 		{name: "pull request, baseline file", event: "pull_request", pr: pr,
 			with:  map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "history-key": ""},
@@ -206,6 +208,21 @@ func TestAction(t *testing.T) {
 			with: map[string]string{"sweep-file": "bench/sweep.yaml", "sweep-flags": "--seed 1", "null-sweep": "true",
 				"build": `echo built > "$DURABENCH_BIN/marker"`, "comment": "false"},
 			calls: "", gate: "passed", baseline: true, null: true},
+		{name: "null sweep aba: the same as true", event: "push", gitRef: true,
+			with: map[string]string{"sweep-file": "bench/sweep.yaml", "sweep-flags": "--seed 1", "null-sweep": "aba",
+				"build": `echo built > "$DURABENCH_BIN/marker"`, "comment": "false"},
+			calls: "", gate: "passed", baseline: true, null: true},
+		{name: "null sweep abab: baseline, head, baseline, head", event: "push", gitRef: true,
+			with: map[string]string{"sweep-file": "bench/sweep.yaml", "sweep-flags": "--seed 1", "null-sweep": "abab",
+				"build": `echo built > "$DURABENCH_BIN/marker"`, "comment": "false"},
+			calls: "", gate: "passed", baseline: true, null: true, again: true},
+		{name: "null sweep abab on a pull request, the gate failing", event: "pull_request", pr: pr, gitRef: true,
+			with: map[string]string{"sweep-file": "bench/sweep.yaml", "sweep-flags": "--seed 1", "null-sweep": "abab", "gate-rules": rules,
+				"build": `echo built > "$DURABENCH_BIN/marker"`},
+			failed: true, calls: "create,update 101", state: "✅ completed", gate: "failed", baseline: true, null: true, again: true},
+		{name: "null sweep of an unknown kind", event: "push",
+			with:   map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "null-sweep": "abba", "comment": "false"},
+			failed: true, calls: "", log: "null-sweep: abba is not aba, abab, true or false"},
 		{name: "null sweep without a baseline ref sweeps nothing twice", event: "pull_request", pr: pr,
 			with:  map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "null-sweep": "true"},
 			calls: "create,update 101", state: "✅ completed", gate: "passed", baseline: true},
@@ -226,6 +243,9 @@ func TestAction(t *testing.T) {
 			if failed != tc.failed {
 				t.Errorf("job failed %v, want %v; log:\n%s", failed, tc.failed, h.log.String())
 			}
+			if !strings.Contains(h.log.String(), tc.log) {
+				t.Errorf("the job's log does not say %q:\n%s", tc.log, h.log.String())
+			}
 			if got := strings.Join(h.calls(), ","); got != tc.calls {
 				t.Errorf("GitHub API calls %q, want %q", got, tc.calls)
 			}
@@ -244,18 +264,32 @@ func TestAction(t *testing.T) {
 			if (err == nil) != tc.null {
 				t.Errorf("null sweep results: %v, want present %v", err, tc.null)
 			}
+			_, err = os.Stat(filepath.Join(h.temp, "durabench", "head2", "results.json"))
+			if (err == nil) != tc.again {
+				t.Errorf("second head results: %v, want present %v", err, tc.again)
+			}
 			if tc.null {
-				// ABA: the null sweep began after the head, the head after the baseline.
+				// ABA: the null sweep began after the head, the head after
+				// the baseline; ABAB: the second head after the null sweep.
 				var started []time.Time
-				for _, side := range []string{"base", "head", "null"} {
+				sides := []string{"base", "head", "null"}
+				if tc.again {
+					sides = append(sides, "head2")
+				}
+				for _, side := range sides {
 					f, err := results.Read(filepath.Join(h.temp, "durabench", side, "results.json"))
 					if err != nil {
 						t.Fatal(err)
 					}
 					started = append(started, f.StartedAt)
 				}
-				if !started[0].Before(started[1]) || !started[1].Before(started[2]) {
-					t.Errorf("sweeps started base %v, head %v, null %v: not ABA", started[0], started[1], started[2])
+				for i := 1; i < len(started); i++ {
+					if !started[i-1].Before(started[i]) {
+						t.Errorf("sweeps %v started %v: not in this order", sides, started)
+					}
+				}
+				if got := strings.Contains(h.log.String(), "head again (ABAB"); got != tc.again {
+					t.Errorf("the gate gated a second head: %v, want %v; log:\n%s", got, tc.again, h.log.String())
 				}
 				if !strings.Contains(h.log.String(), ", null sweep ") {
 					t.Errorf("the gate did not get the null sweep; log:\n%s", h.log.String())

@@ -19,6 +19,7 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Var(&inline, "rule", "a rule, e.g. 'ttls{branches=256}.p90 < 1.10x baseline' (repeatable)")
 	format := fs.String("format", "text", "text, md or json")
 	nullPath := fs.String("null", "", "a second sweep of the baseline (same commit, machine and settings): a relative rule fails only beyond its spread")
+	againPath := fs.String("again", "", "with --null: the head swept a second time after the null sweep (ABAB); a relative rule fails only when the second pair (null → again, base as its null) fails too")
 	engines := addEngineFlags(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -66,7 +67,24 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	rep, err := stats.GateNull(head, base, null, rules)
+	var rep *stats.GateReport
+	if *againPath != "" {
+		if null == nil {
+			return -1, usageErr("--again is the head swept after the null sweep (ABAB); give --null too")
+		}
+		again, err := results.Read(*againPath)
+		if err != nil {
+			return -1, err
+		}
+		if *engines.head != "" {
+			if again, err = stats.SelectEngine(again, *engines.head); err != nil {
+				return -1, usageErr("--again with --head-engine %s: %v", *engines.head, err)
+			}
+		}
+		rep, err = stats.GateRepeat(head, base, null, again, rules)
+	} else {
+		rep, err = stats.GateNull(head, base, null, rules)
+	}
 	if err != nil {
 		return -1, err
 	}

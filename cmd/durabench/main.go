@@ -31,7 +31,7 @@ usage:
   durabench list    [--profile P [--faults F]] scenarios (options, types, defaults), versions, kill switches, worlds, profiles;
                                             with --profile, every number of that profile
   durabench compare BASE HEAD [--null BASE2] [--format text|md|json]
-  durabench gate    HEAD --baseline BASE [--null BASE2] [--rules FILE | --rule R ...] [--format text|md|json]
+  durabench gate    HEAD --baseline BASE [--null BASE2 [--again HEAD2]] [--rules FILE | --rule R ...] [--format text|md|json]
   durabench history add RESULTS --dir DIR
   durabench sim     [--seeds N] [--log mint-ordered,append-only] [--scenario P,...] [--versions V,...|all]
                     [--guard] [--profile P] [--faults F] [--format text|md] [--gate] [--replay SEED]
