@@ -95,6 +95,9 @@ type markdown struct {
 	// warnings are what differs between the baseline and this run besides
 	// the change under test (stats.Comparison.Warnings), shown at the top.
 	warnings []string
+	// shares holds the fast-mode share rows of bimodal metrics (TTFS), by
+	// cell and metric, from stats.Compare.
+	shares map[sigKey]stats.ShareRow
 }
 
 func newMarkdown(f *results.File, opt Options) *markdown {
@@ -114,6 +117,12 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 				m.null = map[sigKey]float64{}
 			}
 			for _, mc := range cmp.Metrics {
+				for _, r := range mc.Shares {
+					if m.shares == nil {
+						m.shares = map[sigKey]stats.ShareRow{}
+					}
+					m.shares[sigKey{r.Cell, mc.Metric}] = r
+				}
 				for _, r := range mc.Rows {
 					if r.InBase && r.InHead && r.Base.N > 0 && r.Head.N > 0 {
 						t := r.Test
@@ -323,6 +332,7 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 			sb.WriteString("⚠ " + w + ".  \n")
 		}
 	}
+	m.fastShares(sb, g, names)
 	m.incidents(sb, g, d)
 	m.slopes(sb, g)
 	m.crtt(sb, g)
@@ -330,6 +340,56 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 		m.histograms(sb, g, d.widestOnly)
 	}
 	sb.WriteString("\n")
+}
+
+// fastShares writes, for each bimodal metric (TTFS) of the group's cells,
+// the share of runs in the fast mode against the baseline's: runs under
+// stats.FastFactor × the fastest run of either side, compared with
+// Fisher's exact test. Fewer fast runs, significantly, is worse.
+func (m *markdown) fastShares(sb *strings.Builder, g scenarioGroup, names []string) {
+	for _, name := range names {
+		var rows []string
+		same := 0
+		for _, c := range g.Cells {
+			r, ok := m.shares[sigKey{cellKey(c), name}]
+			if !ok {
+				continue
+			}
+			if r.BaseFast*r.HeadN == r.HeadFast*r.BaseN {
+				same++ // the same share: a row would say nothing
+				continue
+			}
+			delta := markNoise
+			if r.Significant {
+				delta = fmt.Sprintf("%+.0f pp", r.DeltaPP)
+				switch {
+				case r.DeltaPP < 0:
+					delta += " " + markWorse
+				case r.DeltaPP > 0:
+					delta += " " + markBetter
+				}
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %.3f |\n", m.lab.label(c), fmtUS(int64(r.ThresholdUS)),
+				fastShare(r.BaseFast, r.BaseN), fastShare(r.HeadFast, r.HeadN), delta, r.P))
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(sb, "\n**%s fast mode**: runs under %d × the fastest run of either side, against the baseline (Fisher's exact test; %s: not significant)",
+			metricTitle(name), stats.FastFactor, markNoise)
+		if same > 0 {
+			fmt.Fprintf(sb, "; %d more cell(s) kept their share", same)
+		}
+		sb.WriteString(".\n\n")
+		sb.WriteString("| cell | under | baseline | this run | Δ | p |\n|---|--:|--:|--:|--:|--:|\n")
+		for _, r := range rows {
+			sb.WriteString(r)
+		}
+	}
+}
+
+func fastShare(fast, n int) string {
+	return fmt.Sprintf("%d/%d (%.0f%%)", fast, n, 100*float64(fast)/float64(n))
 }
 
 // row renders best | p50 | p75 | p90 | p99 | n for one metric of a cell.

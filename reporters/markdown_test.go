@@ -444,3 +444,32 @@ func TestNullColumn(t *testing.T) {
 		t.Error("a null column without a null sweep")
 	}
 }
+
+// TestFastShare: a head whose TTFS runs all left the fast mode (10 of 10
+// fast in the baseline, 0 of 10 now, every run 3 × slower than before)
+// gets a fast-mode row marked worse in the comment; a cell whose share did
+// not move gets no row.
+func TestFastShare(t *testing.T) {
+	base, head := fixtureBase(), fixtureHead()
+	c := &head.Cells[0]
+	bm := base.Cells[0].Metrics["ttfs"]
+	slow := make([]int64, len(bm.Values))
+	for i, v := range bm.Values {
+		slow[i] = 3 * v
+	}
+	c.Metrics["ttfs"] = perRunOf("ttfs", slow, len(slow))
+	got := render(t, head, Options{GitHub: true, Baseline: base})
+	row := "| " + newLabeler(head).label(c) + " | "
+	i := strings.Index(got, "**TTFS fast mode**")
+	if i < 0 {
+		t.Fatalf("no TTFS fast-mode table:\n%s", got)
+	}
+	table := got[i:]
+	table = table[:strings.Index(table, "\n\n⚠️")]
+	if !strings.Contains(table, row) || !strings.Contains(table, "| 0/10 (0%) | -100 pp 🔺 |") {
+		t.Errorf("the cell that left the fast mode is not marked worse:\n%s", table)
+	}
+	if strings.Contains(table, "| 64 br · baseline | ") { // 10/10 on both sides
+		t.Errorf("a cell whose share did not move has a row:\n%s", table)
+	}
+}
