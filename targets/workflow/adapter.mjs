@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import http from "node:http";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -745,23 +746,21 @@ export class Adapter {
     this.cellKey = key;
     if (prev === undefined || prev === key) return;
     // Runs still in flight when another cell starts were cut by durabench's
-    // cell timeout (durabench counted them): cancel them in the SDK so
-    // their deliveries stop competing with the new cell's runs.
+    // cell timeout (durabench counted them and stopped following them):
+    // they are dropped and cancelled in the SDK, so their deliveries stop
+    // competing with the new cell's runs. Nothing here is awaited: the
+    // start must answer within durabench's request timeout.
     for (const st of [...this.runs.values()]) {
-      if (st.terminal) {
-        await st.settled; // over, its check under way
-        continue;
-      }
       this.runs.delete(st.run);
       this.logs.delete(st.run);
       this.bySdkRun.delete(st.sdkRun);
       clearTimeout(st.timer);
+      st.settledR?.();
+      if (st.terminal) continue;
       process.stderr.write(`${NAME}: run ${st.run} (${st.sdkRun}) still running when the next cell started: cancelled\n`);
-      try {
-        await this.sdk.api.getRun(st.sdkRun).cancel();
-      } catch (e) {
-        process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`);
-      }
+      Promise.resolve()
+        .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
+        .catch((e) => process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`));
     }
     if (!this.flags.dataRoot) return;
     const old = process.env.WORKFLOW_LOCAL_DATA_DIR;
@@ -771,8 +770,11 @@ export class Adapter {
     this.sdk.runtime.setWorld(undefined);
     this.sdk.world = await this.sdk.runtime.getWorld();
     await this.sdk.world.start?.();
-    await before.close?.();
-    rmSync(old, { recursive: true, force: true });
+    Promise.resolve()
+      .then(() => before.close?.())
+      .catch(() => {})
+      .then(() => rm(old, { recursive: true, force: true }))
+      .catch(() => {});
   }
 
   // schedule asks for a read of st's event log: now, or READ_GAP_MS after
@@ -811,8 +813,12 @@ export class Adapter {
         st.lastFull = Date.now();
         this.apply(st, await readEvents(this.sdk.world, st.sdkRun));
       }
-      st.cost.reads++;
-      st.cost.readMs += performance.now() - t0;
+      // What the reads cost while the run ran (the check's reads after
+      // its terminal event are not in its times).
+      if (!st.terminal) {
+        st.cost.reads++;
+        st.cost.readMs += performance.now() - t0;
+      }
       if (full && !st.terminal && over && !st.statusEarly) {
         st.statusEarly = true;
         st.early = { kind: "status_before_terminal", detail: `status ${run.status} read before a terminal event was readable` };

@@ -3,7 +3,9 @@
 // run the SDK's own event-log times (run_started -> last step_completed, ->
 // run_completed) next to what the adapter spent on the run: its host around
 // the SDK's handlers (converting each delivery's request and response) and
-// its reads of the event log. Then the same with the adapter reading the log
+// its reads of the event log while the run ran (wall time of asynchronous
+// reads: an upper bound of their share, they overlap the SDK's own work).
+// Then the same with the adapter reading the log
 // 20x less often (DURABENCH_WORKFLOW_READ_GAP_MS=1000), so the reads' effect
 // on the SDK's own times shows.
 //
