@@ -130,6 +130,11 @@ type Cell struct {
 	// (the --targets name; a URL target's host:port). Such a cell has no
 	// version, switches or world of durabench's.
 	Target string `json:"target,omitempty"`
+	// TargetSpec is the target as the plan gave it ("workflow
+	// --sdk=5.0.0-beta.55 --world=local") when Target is the label the
+	// target gave itself instead (its /v1/info label): the cell's key uses
+	// it, so a resumed sweep or a comparison matches the cell.
+	TargetSpec string `json:"target_spec,omitempty"`
 	// Engine and EngineVersion are what the target said it is (its
 	// GET /v1/info).
 	Engine        string `json:"engine,omitempty"`

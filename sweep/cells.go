@@ -283,7 +283,9 @@ func KeyOf(c results.Cell) string {
 		_ = s.Validate(opts) // canonical spelling; a foreign option just won't match
 	}
 	key := cellKey(c.Scenario, opts, c.Version, sw, c.World, c.Profile)
-	if c.Target != "" {
+	if c.TargetSpec != "" {
+		key += " target=" + c.TargetSpec
+	} else if c.Target != "" {
 		key += " target=" + c.Target
 	}
 	return key

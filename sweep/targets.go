@@ -282,10 +282,11 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	}
 	id := c.identity()
 	id.Engine, id.EngineVersion, id.TargetWorld = lt.info.Engine, lt.info.Version, lt.info.World
-	if lt.info.Label != "" {
+	if lt.info.Label != "" && lt.info.Label != id.Target {
 		// The target names its own cells: its resolved version, switches
-		// and world (an adapter started with flags).
-		id.Target = lt.info.Label
+		// and world (an adapter started with flags); the key keeps the
+		// plan's spec.
+		id.Target, id.TargetSpec = lt.info.Label, c.Target.ID()
 	}
 	if ok, why := lt.info.Supports(c.Scenario.Name, c.Options); !ok {
 		id.Skipped = why
