@@ -589,12 +589,12 @@ export class Adapter {
     const sw = Object.entries(this.label.switches).map(([k, v]) => `${k}=${v}`);
     return {
       protocol: 1,
+      minor: 1,
       engine: "workflow",
       version: this.sdk.version,
       label: label(this.sdk.version, this.label.switches, this.label.world),
       clock: "monotonic ns since the adapter started (performance.now()); event-log times converted from their wall-clock ms",
-      world: this.label.world,
-      world_version: this.sdk.worldVersion,
+      world: `${this.label.world === "local" ? "world-local" : "world-postgres"} ${this.sdk.worldVersion}`,
       switches: sw,
       scenarios: [
         { name: "fanout", max: { branches: this.flags.maxBranches } },
@@ -914,7 +914,7 @@ export class Adapter {
 function unavailable(req, res, why, lab, version) {
   const path = req.url.split("?")[0];
   if (req.method === "GET" && path === "/v1/info") {
-    return reply(res, 200, { protocol: 1, engine: "workflow", version, label: lab, unavailable: why, clock: "monotonic ns since the adapter started", scenarios: [] });
+    return reply(res, 200, { protocol: 1, minor: 1, engine: "workflow", version, label: lab, unavailable: why, clock: "monotonic ns since the adapter started", scenarios: [] });
   }
   if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
   if (req.method === "POST" && path === "/v1/runs") return reply(res, 422, { error: why });

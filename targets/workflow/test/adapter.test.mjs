@@ -106,7 +106,8 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.equal(body.protocol, 1);
     assert.equal(body.engine, "workflow");
     assert.equal(body.version, sdk);
-    assert.equal(body.world, "local");
+    assert.match(body.world, /^world-local \d/);
+    assert.match(body.label, new RegExp(`^workflow ${sdk.replace(/\./g, "\\.")} · local$`));
     assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step"]);
   });
 
