@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -275,8 +276,11 @@ func (p *ruleParser) rule() (Rule, error) {
 		if stat == "" {
 			return r, p.errAt(ss, "expected a statistic after '.' (%s)", strings.Join(ruleStats, ", "))
 		}
-		if !contains(ruleStats, stat) {
-			return r, p.errAt(ss, "unknown statistic %q (want %s)", stat, strings.Join(ruleStats, ", "))
+		if !contains(ruleStats, stat) && stat != FastShareStat {
+			return r, p.errAt(ss, "unknown statistic %q (want %s, or %s of a bimodal metric)", stat, strings.Join(ruleStats, ", "), FastShareStat)
+		}
+		if stat == FastShareStat && !metrics.Bimodal(name) {
+			return r, p.errAt(ss, "%s is the fast-mode share of a bimodal metric (metrics/defs.go: %s); %s is not one", FastShareStat, metrics.TTFS, name)
 		}
 		r.Stat = stat
 	} else if !isCount {
@@ -292,6 +296,9 @@ func (p *ruleParser) rule() (Rule, error) {
 		return r, p.errAt(opPos, "expected a comparison operator (<, <=, >, >=, ==, !=)")
 	}
 	p.skipSpace()
+	if r.Stat == FastShareStat {
+		return r, p.shareThreshold(&r)
+	}
 	numPos := p.pos
 	num, ok := p.number()
 	if !ok {
@@ -335,6 +342,59 @@ func (p *ruleParser) rule() (Rule, error) {
 		return r, p.errAt(p.pos, "unexpected %q after the rule", string(p.src[p.pos:]))
 	}
 	return r, nil
+}
+
+// FastShareStat is the rule statistic of a bimodal metric's fast-mode
+// share: the percentage of a cell's runs under FastFactor × the fastest run
+// (of the head and, when there is one, the baseline).
+const FastShareStat = "fast_share"
+
+// shareThreshold reads the threshold of a fast_share rule: "N%" (absolute)
+// or "baseline", "baseline - N pp", "baseline + N pp" (relative: the
+// baseline's share moved by N percentage points).
+func (p *ruleParser) shareThreshold(r *Rule) error {
+	at := p.pos
+	if w := p.word(); w == "baseline" {
+		r.Relative = true
+		p.skipSpace()
+		if !p.eol() {
+			sign := p.peek()
+			if sign != '-' && sign != '+' {
+				return p.errAt(p.pos, "expected '- N pp' or '+ N pp' after baseline")
+			}
+			p.pos++
+			p.skipSpace()
+			np := p.pos
+			num, ok := p.number()
+			if !ok {
+				return p.errAt(np, "expected a number of percentage points")
+			}
+			p.skipSpace()
+			if up := p.pos; p.word() != "pp" {
+				return p.errAt(up, "expected pp (percentage points) after %g", num)
+			}
+			r.Threshold = num
+			if sign == '-' {
+				r.Threshold = -num
+			}
+		}
+	} else {
+		p.pos = at
+		num, ok := p.number()
+		if !ok || p.peek() != '%' {
+			return p.errAt(at, "%s is a percentage: expected N%% or baseline [- N pp]", FastShareStat)
+		}
+		p.pos++
+		if num > 100 {
+			return p.errAt(at, "a share is at most 100%%")
+		}
+		r.Threshold = num
+	}
+	p.skipSpace()
+	if !p.eol() {
+		return p.errAt(p.pos, "unexpected %q after the rule", string(p.src[p.pos:]))
+	}
+	return nil
 }
 
 // restWord returns the letters at the cursor, for error messages.

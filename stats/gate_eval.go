@@ -277,6 +277,10 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 			if !ok {
 				continue // the selector matched, the metric does not apply here
 			}
+			if rule.Stat == FastShareStat {
+				rr.Checks = append(rr.Checks, checkShare(rule, k, m, metricOf(bIdx[k], rule.Metric), metricOf(nIdx[k], rule.Metric), rep.Alpha))
+				continue
+			}
 			if rule.Relative {
 				bm := metricOf(bIdx[k], rule.Metric)
 				nm := metricOf(nIdx[k], rule.Metric)
@@ -454,6 +458,77 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.M
 	if len(decisive.Warnings) > 0 {
 		c.Note += "; " + strings.Join(decisive.Warnings, "; ")
 	}
+	return c
+}
+
+// checkShare checks a fast_share rule: the percentage of the cell's runs
+// under FastFactor × the fastest run of the head and the baseline (the
+// head alone without one). An absolute rule holds as written. A relative
+// rule ("baseline - 20pp") fails only when the head's share is past the
+// baseline's share moved by the threshold, Fisher's exact test on the
+// two sides' counts is significant (runs are independent), and, with a
+// null sweep, the head's share departs from the baseline's further than
+// the null sweep's does. Value and Baseline are percentages.
+func checkShare(rule Rule, k CellKey, m results.Metric, base, null *results.Metric, alpha float64) Check {
+	c := newCheck(k)
+	if len(m.Values) == 0 {
+		c.Verdict, c.Note = Fail, "no values"
+		return c
+	}
+	fastest := slices.Min(m.Values)
+	if base != nil && len(base.Values) > 0 {
+		fastest = min(fastest, slices.Min(base.Values))
+	}
+	under := FastFactor * math.Max(float64(fastest), 1)
+	count := func(vs []int64) int {
+		n := 0
+		for _, v := range vs {
+			if float64(v) < under {
+				n++
+			}
+		}
+		return n
+	}
+	hf, hn := count(m.Values), len(m.Values)
+	c.Value, c.N2 = 100*float64(hf)/float64(hn), hn
+	c.Statistic, c.Unit = fmt.Sprintf("fast-mode share (runs under %d × the fastest run)", FastFactor), UnitRun
+	note := fmt.Sprintf("%d/%d runs under %s", hf, hn, FormatMicros(under))
+	if !rule.Relative {
+		c.Verdict, c.Note = Fail, note
+		if holds(c.Value, rule.Op, rule.Threshold) {
+			c.Verdict = Pass
+		}
+		return c
+	}
+	if base == nil || len(base.Values) == 0 {
+		c.Verdict, c.Note = NoBaseline, "not in the baseline"
+		return c
+	}
+	bf, bn := count(base.Values), len(base.Values)
+	c.Baseline, c.N1 = 100*float64(bf)/float64(bn), bn
+	c.P = FisherExact(bf, bn-bf, hf, hn-hf)
+	c.Significant = c.P < alpha
+	c.Note = fmt.Sprintf("%d/%d → %d/%d runs under %s", bf, bn, hf, hn, FormatMicros(under))
+	if holds(c.Value, rule.Op, c.Baseline+rule.Threshold) {
+		c.Verdict = Pass
+		return c
+	}
+	if !c.Significant {
+		c.Verdict = Pass
+		c.Note += fmt.Sprintf("; past the threshold but not significantly (p=%.3f ≥ α=%g)", c.P, alpha)
+		return c
+	}
+	if null != nil && len(null.Values) > 0 {
+		nf, nn := count(null.Values), len(null.Values)
+		nullShare := 100 * float64(nf) / float64(nn)
+		if math.Abs(c.Value-c.Baseline) <= math.Abs(nullShare-c.Baseline) {
+			c.Verdict = Pass
+			c.Note += fmt.Sprintf("; past the threshold and significant, but within the null sweep's spread (null %d/%d)", nf, nn)
+			return c
+		}
+		c.Note += fmt.Sprintf("; null %d/%d", nf, nn)
+	}
+	c.Verdict = Fail
 	return c
 }
 

@@ -118,6 +118,9 @@ func mergeNote(rule Rule, c, c2 Check) string {
 }
 
 func pairFigures(c Check) string {
+	if isNaN(c.Ratio) { // a fast_share rule: shares and Fisher's p
+		return fmt.Sprintf("%.0f%% against %.0f%%, p=%.3f", c.Value, c.Baseline, c.P)
+	}
 	s := fmt.Sprintf("%.3fx", c.Ratio)
 	if !isNaN(c.PBeyond) {
 		s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)

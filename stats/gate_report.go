@@ -98,6 +98,12 @@ func (r *GateReport) WriteMarkdown(w io.Writer) error {
 	if r.HasNull {
 		bw.WriteString(", and beyond the null sweep's ratio to the baseline (the `null` ratio: what an A/A pair shows)")
 	}
+	for _, rr := range r.Rules {
+		if rr.Rule.Stat == FastShareStat && rr.Rule.Relative {
+			bw.WriteString("; a `fast_share` rule tests the counts of fast runs with Fisher's exact test")
+			break
+		}
+	}
 	bw.WriteString(".\n")
 	if len(r.Warnings) > 0 {
 		fmt.Fprintln(bw)
@@ -185,6 +191,9 @@ func ruleSummary(rr RuleReport) string {
 func figure(rule Rule, v float64) string {
 	if rule.Count != "" {
 		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	if rule.Stat == FastShareStat {
+		return fmt.Sprintf("%.0f%%", v)
 	}
 	return FormatMicros(v)
 }

@@ -408,3 +408,79 @@ func TestGateRepeat(t *testing.T) {
 		t.Error("a repeated head without a null sweep was accepted")
 	}
 }
+
+// TestGateFastShare: fast_share rules. A head that lost its fast mode (10
+// of 30 runs → 0 of 30) fails "ttfs.fast_share >= baseline - 20pp"; 3 of
+// 30 → 0 of 30 is past nothing; 10 → 4 of 30 is past the threshold but
+// not significant (Fisher's exact test) and passes saying so; a null
+// sweep that lost as much passes the first head; the absolute form holds
+// as written.
+func TestGateFastShare(t *testing.T) {
+	ttfs := func(fast, slow int) *results.File {
+		var v []int64
+		for i := range fast {
+			v = append(v, 30_000+int64(i))
+		}
+		for i := range slow {
+			v = append(v, 900_000+int64(i)*1000)
+		}
+		f := synthFile(1, 0, 0, 1, nil)
+		f.Cells = []results.Cell{{Scenario: "fanout", Branches: 8, Version: "resilient", World: "nats", Profile: "none", Runs: len(v),
+			Metrics: map[string]results.Metric{"ttfs": results.NewMetric(v, 0)}}}
+		return f
+	}
+	rule := func(text string) []Rule {
+		r, err := ParseRules("r", strings.NewReader(text+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rel := rule("ttfs.fast_share >= baseline - 20pp")
+	gate := func(head, base, null *results.File, rules []Rule) (*GateReport, Check) {
+		t.Helper()
+		rep, err := GateNull(head, base, null, rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, rep.Rules[0].Checks[0]
+	}
+	rep, c := gate(ttfs(0, 30), ttfs(10, 20), nil, rel)
+	if rep.Passed() || c.Value != 0 || math.Abs(c.Baseline-33.3) > 0.1 || c.P >= Alpha || c.N1 != 30 || c.Unit != UnitRun {
+		t.Errorf("10/30 → 0/30: passed=%v %+v, want a failure", rep.Passed(), c)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "0%  base 33%") || !strings.Contains(text.String(), "10/30 → 0/30 runs under 60.00ms") {
+		t.Errorf("the text does not show the shares and the runs under the threshold:\n%s", text.String())
+	}
+	if rep, _ := gate(ttfs(0, 30), ttfs(3, 27), nil, rel); !rep.Passed() {
+		t.Error("3/30 → 0/30 failed a 20 pp rule")
+	}
+	if rep, c := gate(ttfs(4, 26), ttfs(10, 20), nil, rel); !rep.Passed() || !strings.Contains(c.Note, "not significantly") {
+		t.Errorf("10/30 → 4/30 (not significant): passed=%v note %q", rep.Passed(), c.Note)
+	}
+	if rep, c := gate(ttfs(0, 30), ttfs(10, 20), ttfs(0, 30), rel); !rep.Passed() || !strings.Contains(c.Note, "null") {
+		t.Errorf("within a null sweep that lost its fast mode too: passed=%v note %q", rep.Passed(), c.Note)
+	}
+	if rep, c := gate(ttfs(0, 30), ttfs(10, 20), ttfs(9, 21), rel); rep.Passed() || !strings.Contains(c.Note, "null 9/30") {
+		t.Errorf("beyond a null sweep of 9/30: passed=%v note %q", rep.Passed(), c.Note)
+	}
+	// Absolute, without a baseline: the share of the head's own runs.
+	if rep, c := gate(ttfs(10, 20), nil, nil, rule("ttfs.fast_share >= 50%")); rep.Passed() || math.Abs(c.Value-33.3) > 0.1 {
+		t.Errorf("10/30 against >= 50%%: passed=%v value %.1f", rep.Passed(), c.Value)
+	}
+	if rep, _ := gate(ttfs(20, 10), nil, nil, rule("ttfs.fast_share >= 50%")); !rep.Passed() {
+		t.Error("20/30 failed >= 50%")
+	}
+	// ABAB: a drop the second pair does not repeat passes.
+	rep, err := GateRepeat(ttfs(0, 30), ttfs(10, 20), ttfs(10, 20), ttfs(10, 20), rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Rules[0].Checks[0]; !rep.Passed() || !strings.Contains(c.Note, "not repeated") {
+		t.Errorf("a drop not repeated in the second pair: passed=%v note %q", rep.Passed(), c.Note)
+	}
+}
