@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -100,6 +101,12 @@ type Check struct {
 	// baseline's (relative rules with a null sweep; NaN otherwise). A
 	// check fails only when Ratio departs from 1 further than it.
 	NullRatio float64
+	// RunRatio is, for a metric with several samples per run (tested on
+	// one aggregate per run), the median of the head's per-run statistic
+	// over the baseline's: the change of the unit the test runs on, next
+	// to Ratio, the change of the pooled percentile the rule names (NaN
+	// otherwise).
+	RunRatio float64
 	// PBeyond is the one-sided Mann-Whitney U p-value that the head values
 	// lie beyond threshold × the baseline values (relative rules whose
 	// ratio is past the threshold; NaN otherwise). Significant is
@@ -316,7 +323,7 @@ func metricOf(cell *results.Cell, name string) *results.Metric {
 }
 
 func newCheck(k CellKey) Check {
-	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN(), NullRatio: math.NaN()}
+	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN(), NullRatio: math.NaN(), RunRatio: math.NaN()}
 }
 
 func checkCount(rule Rule, k CellKey, cell *results.Cell) Check {
@@ -418,6 +425,11 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.M
 		tests[testKey{k, rule.Metric}] = t
 	}
 	c.P, c.N1, c.N2 = t.P, t.N1, t.N2
+	if c.Statistic != string(metrics.RunValue) && c.Unit == UnitRun && len(bt.values) > 0 && len(ht.values) > 0 {
+		if bmed := medianOf(bt.values); bmed > 0 {
+			c.RunRatio = medianOf(ht.values) / bmed
+		}
+	}
 	if null != nil && null.Count > 0 {
 		nv := statOf(*null, rule.Stat)
 		switch {
@@ -530,6 +542,17 @@ func checkShare(rule Rule, k CellKey, m results.Metric, base, null *results.Metr
 	}
 	c.Verdict = Fail
 	return c
+}
+
+// medianOf is the median of vs (not empty).
+func medianOf(vs []int64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return float64(s[n/2])
+	}
+	return (float64(s[n/2-1]) + float64(s[n/2])) / 2
 }
 
 // statOf returns the named statistic of m's summary, in microseconds.

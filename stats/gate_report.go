@@ -226,6 +226,9 @@ func ratioCell(c Check) string {
 	if !math.IsNaN(c.NullRatio) {
 		s += fmt.Sprintf(" (null %.3fx)", c.NullRatio)
 	}
+	if !math.IsNaN(c.RunRatio) {
+		s += fmt.Sprintf(" (per run %.3fx)", c.RunRatio)
+	}
 	return s
 }
 

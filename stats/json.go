@@ -161,6 +161,7 @@ type jsonCheck struct {
 	Baseline  num    `json:"baseline"`
 	Ratio     num    `json:"ratio"`
 	NullRatio num    `json:"null_ratio"`
+	RunRatio  num    `json:"run_ratio"`
 	P         num    `json:"p"`
 	PBeyond   num    `json:"p_beyond"`
 	Note      string `json:"note,omitempty"`
@@ -212,7 +213,7 @@ func (r *GateReport) WriteJSON(w io.Writer) error {
 			jr.Checks = append(jr.Checks, jsonCheck{
 				Cell: c.Cell.String(), Verdict: string(c.Verdict), Unit: c.Unit, Statistic: c.Statistic,
 				NBase: c.N1, NHead: c.N2, Value: num(c.Value), Baseline: num(c.Baseline), Ratio: num(c.Ratio),
-				NullRatio: num(c.NullRatio), P: num(c.P), PBeyond: num(c.PBeyond), Note: c.Note,
+				NullRatio: num(c.NullRatio), RunRatio: num(c.RunRatio), P: num(c.P), PBeyond: num(c.PBeyond), Note: c.Note,
 			})
 		}
 		doc.Rules = append(doc.Rules, jr)

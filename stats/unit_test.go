@@ -484,3 +484,37 @@ func TestGateFastShare(t *testing.T) {
 		t.Errorf("a drop not repeated in the second pair: passed=%v note %q", rep.Passed(), c.Note)
 	}
 }
+
+// TestGateRunRatio: a relative rule on a metric with several samples per
+// run (STSO) shows, beside the pooled percentile's ratio, the ratio of the
+// per-run statistic's medians the test runs on; a one-sample-per-run
+// metric (TTLS) has none, its pooled percentiles being the runs' own.
+func TestGateRunRatio(t *testing.T) {
+	base := runsFile(1, 8, 30, 0.2, 0.05, 1)
+	head := runsFile(3, 8, 30, 0.2, 0.05, 1.5)
+	rules, err := ParseRules("r", strings.NewReader("stso.p50 < 1.10x baseline\nttls.p50 < 1.10x baseline\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Gate(head, base, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stso, ttls := rep.Rules[0].Checks[0], rep.Rules[1].Checks[0]
+	if math.IsNaN(stso.RunRatio) || math.Abs(stso.RunRatio-1.5) > 0.3 || stso.Statistic != "run mean" {
+		t.Errorf("stso: per-run ratio %.3f on %q, want ≈ 1.5 on the run mean", stso.RunRatio, stso.Statistic)
+	}
+	if !math.IsNaN(ttls.RunRatio) {
+		t.Errorf("ttls (one sample per run): per-run ratio %.3f, want none", ttls.RunRatio)
+	}
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "(per run ") || !strings.Contains(js.String(), `"run_ratio": 1.`) || !strings.Contains(js.String(), `"run_ratio": null`) {
+		t.Errorf("the per-run ratio is not in the text and JSON:\n%s\n%s", text.String(), js.String())
+	}
+}
