@@ -226,12 +226,23 @@ export async function main(argv) {
     }
   };
   const stopOn = () => {
+    let stopping = false;
     const stop = async () => {
+      if (stopping) return;
+      stopping = true;
+      // The clean-up has 20 s; then the process exits regardless.
+      setTimeout(() => process.exit(0), 20_000).unref();
       await cleanup();
       process.exit(0);
     };
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+    // An adapter whose parent died (durabench killed, or a lost SIGTERM)
+    // stops rather than keep its engine and data dir for good.
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) stop();
+    }, 1000).unref();
   };
 
   // The protocol's server, on the main thread.
