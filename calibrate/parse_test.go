@@ -89,7 +89,7 @@ func TestParseErrors(t *testing.T) {
 		{"retry", head + "  - version: baseline\n    retry_style: again\n", "t.yaml:4: cells[0].retry_style: \"again\" is not redeliver or fresh"},
 		{"vt", head + "  - version: baseline\n    visibility_timeout: 300\n", "t.yaml:4: cells[0].visibility_timeout: \"300\" is not a positive duration"},
 		{"no metrics", head + "  - version: baseline\n", "t.yaml:3: cells[0].metrics: missing"},
-		{"metric", head + "  - version: baseline\n    metrics: {ttl: {p50: 1s}}\n", "t.yaml:4: cells[0].metrics.ttl: unknown metric (scenario fanout has ttfs, ttls, skew"},
+		{"metric", head + "  - version: baseline\n    metrics: {ttl: {p50: 1s}}\n", "t.yaml:4: cells[0].metrics.ttl: unknown metric (scenario fanout has ttfs, first_end, ttls, skew"},
 		{"op", head + "  - version: baseline\n    metrics: {op.run_gets: {p50: 1s}}\n", "t.yaml:4: cells[0].metrics.op.run_gets: unknown op \"run_gets\""},
 		{"stat", head + "  - version: baseline\n    metrics:\n      ttls: {p51: 1s}\n", "t.yaml:5: cells[0].metrics.ttls.p51: unknown statistic (p50, p75, p90, p99, max, mean)"},
 		{"duration", head + "  - version: baseline\n    metrics:\n      ttls: {p50: 1054}\n", "t.yaml:5: cells[0].metrics.ttls.p50: \"1054\" is not a positive duration (e.g. 1054ms, 9.5s)"},
