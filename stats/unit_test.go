@@ -276,24 +276,28 @@ func TestFisherExact(t *testing.T) {
 	}
 }
 
+// bimodalTTFS is a sweep of one fanout cell whose TTFS has fast runs
+// near 30 ms and slow runs near 900 ms.
+func bimodalTTFS(fast, slow int) *results.File {
+	var v []int64
+	for i := range fast {
+		v = append(v, 30_000+int64(i))
+	}
+	for i := range slow {
+		v = append(v, 900_000+int64(i)*1000)
+	}
+	f := synthFile(1, 0, 0, 1, nil)
+	f.Cells = []results.Cell{{Scenario: "fanout", Branches: 8, Version: "resilient", World: "nats", Profile: "none", Runs: len(v),
+		Metrics: map[string]results.Metric{"ttfs": results.NewMetric(v, 0)}}}
+	return f
+}
+
 // TestFastModeShare: TTFS is bimodal. A head none of whose 30 runs
 // happened to take the fast mode (3 of 30 in the base) has a best 30×
 // slower, yet the share is not a significant change; a head that lost a
 // fast mode of 10 runs in 30 is.
 func TestFastModeShare(t *testing.T) {
-	ttfs := func(fast, slow int) *results.File {
-		var v []int64
-		for i := range fast {
-			v = append(v, 30_000+int64(i))
-		}
-		for i := range slow {
-			v = append(v, 900_000+int64(i)*1000)
-		}
-		f := synthFile(1, 0, 0, 1, nil)
-		f.Cells = []results.Cell{{Scenario: "fanout", Branches: 8, Version: "resilient", World: "nats", Profile: "none", Runs: len(v),
-			Metrics: map[string]results.Metric{"ttfs": results.NewMetric(v, 0)}}}
-		return f
-	}
+	ttfs := bimodalTTFS
 	c, err := Compare(ttfs(3, 27), ttfs(0, 30), CompareOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -416,19 +420,7 @@ func TestGateRepeat(t *testing.T) {
 // sweep that lost as much passes the first head; the absolute form holds
 // as written.
 func TestGateFastShare(t *testing.T) {
-	ttfs := func(fast, slow int) *results.File {
-		var v []int64
-		for i := range fast {
-			v = append(v, 30_000+int64(i))
-		}
-		for i := range slow {
-			v = append(v, 900_000+int64(i)*1000)
-		}
-		f := synthFile(1, 0, 0, 1, nil)
-		f.Cells = []results.Cell{{Scenario: "fanout", Branches: 8, Version: "resilient", World: "nats", Profile: "none", Runs: len(v),
-			Metrics: map[string]results.Metric{"ttfs": results.NewMetric(v, 0)}}}
-		return f
-	}
+	ttfs := bimodalTTFS
 	rule := func(text string) []Rule {
 		r, err := ParseRules("r", strings.NewReader(text+"\n"))
 		if err != nil {
