@@ -484,6 +484,19 @@ func deltaMark(base, cur float64) string {
 	return ""
 }
 
+// firstOf formats the first n items, then "… k more" for the rest.
+func firstOf[T any](items []T, n int, format func(T) string) []string {
+	var out []string
+	for i, it := range items {
+		if i == n {
+			out = append(out, fmt.Sprintf("… %d more", len(items)-i))
+			break
+		}
+		out = append(out, format(it))
+	}
+	return out
+}
+
 // incidents lists stalls, world incidents and errors of a scenario's cells.
 func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 	var lines []string
@@ -496,12 +509,7 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 			s += fmt.Sprintf(" (baseline: %d)", b.Stalls)
 		}
 		if d.runDetail && len(c.StalledRuns) > 0 {
-			var ids []string
-			for i, r := range c.StalledRuns {
-				if i == 10 {
-					ids = append(ids, fmt.Sprintf("… %d more", len(c.StalledRuns)-i))
-					break
-				}
+			ids := firstOf(c.StalledRuns, 10, func(r results.StalledRun) string {
 				t := "TTLS " + stats.FormatMicros(r.TTLSMS*1000)
 				switch {
 				case r.NotStarted:
@@ -509,8 +517,8 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 				case !r.Finished:
 					t = "unfinished after " + stats.FormatMicros(r.TTLSMS*1000)
 				}
-				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, t))
-			}
+				return fmt.Sprintf("`%s` (%s)", r.Run, t)
+			})
 			s += " — " + strings.Join(ids, ", ")
 		}
 		lines = append(lines, s)
@@ -521,18 +529,13 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 		}
 		s := fmt.Sprintf("%s **Anomalies** in `%s`: %d of %d runs' histories", markError, m.lab.label(c), c.Anomalies, c.Runs)
 		if d.runDetail && len(c.AnomalousRuns) > 0 {
-			var ids []string
-			for i, r := range c.AnomalousRuns {
-				if i == 5 {
-					ids = append(ids, fmt.Sprintf("… %d more", len(c.AnomalousRuns)-i))
-					break
-				}
+			ids := firstOf(c.AnomalousRuns, 5, func(r results.AnomalousRun) string {
 				var what []string
 				for _, a := range r.Anomalies {
 					what = append(what, oneLine(a.Kind+": "+a.Detail, 80))
 				}
-				ids = append(ids, fmt.Sprintf("`%s` (%s)", r.Run, strings.Join(what, "; ")))
-			}
+				return fmt.Sprintf("`%s` (%s)", r.Run, strings.Join(what, "; "))
+			})
 			s += " — " + strings.Join(ids, ", ")
 		}
 		lines = append(lines, s)
@@ -554,14 +557,9 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 		}
 		s := fmt.Sprintf("%s **Errors** in `%s`: %d of %d runs", markError, m.lab.label(c), c.Errors, c.Runs)
 		if d.runDetail && len(c.FailedRuns) > 0 {
-			var ids []string
-			for i, r := range c.FailedRuns {
-				if i == 3 {
-					ids = append(ids, fmt.Sprintf("… %d more", len(c.FailedRuns)-i))
-					break
-				}
-				ids = append(ids, fmt.Sprintf("`%s`: %s", r.Run, oneLine(r.Error, 120)))
-			}
+			ids := firstOf(c.FailedRuns, 3, func(r results.FailedRun) string {
+				return fmt.Sprintf("`%s`: %s", r.Run, oneLine(r.Error, 120))
+			})
 			s += " — " + strings.Join(ids, "; ")
 		}
 		lines = append(lines, s)
