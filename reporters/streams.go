@@ -126,21 +126,30 @@ func (c *charts) crttProgress(g scenarioGroup) (*plot.Plot, error) {
 		for _, b := range cell.CRTTProgress {
 			pts = append(pts, plotter.XY{X: float64(b.Key)*100/metrics.ProgressBins + 100/metrics.ProgressBins/2, Y: b.MeanUS / 1000})
 		}
-		line, points, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := c.addCellLine(p, i, cell, pts); err != nil {
 			return nil, err
 		}
-		col := palette[i%len(palette)]
-		line.LineStyle = headStyle(col)
-		points.Shape = draw.CircleGlyph{}
-		points.Color = col
-		points.Radius = 3
-		p.Add(line, points)
-		p.Legend.Add(c.lab.label(cell), line, points)
 	}
 	p.X.Min, p.X.Max = 0, 100
 	p.Y.Min = 0
 	return p, nil
+}
+
+// addCellLine adds a cell's line with its points to p, in the i-th palette
+// colour, with the cell's label in the legend.
+func (c *charts) addCellLine(p *plot.Plot, i int, cell *results.Cell, pts plotter.XYs) error {
+	line, points, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	col := palette[i%len(palette)]
+	line.LineStyle = headStyle(col)
+	points.Shape = draw.CircleGlyph{}
+	points.Color = col
+	points.Radius = 3
+	p.Add(line, points)
+	p.Legend.Add(c.lab.label(cell), line, points)
+	return nil
 }
 
 // sizeLabel spells a chunk size as the size sweep's option does.
@@ -179,17 +188,9 @@ func (c *charts) crttBySize(g scenarioGroup) (*plot.Plot, error) {
 			lo, hi = math.Min(lo, x), math.Max(hi, x)
 			pts = append(pts, plotter.XY{X: x, Y: b.MeanUS / 1000})
 		}
-		line, points, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := c.addCellLine(p, i, cell, pts); err != nil {
 			return nil, err
 		}
-		col := palette[i%len(palette)]
-		line.LineStyle = headStyle(col)
-		points.Shape = draw.CircleGlyph{}
-		points.Color = col
-		points.Radius = 3
-		p.Add(line, points)
-		p.Legend.Add(c.lab.label(cell), line, points)
 	}
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
 	p.Y.Min = 0
