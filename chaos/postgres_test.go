@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/world/postgres/pgserver"
 )
 
@@ -39,23 +40,7 @@ func TestPostgresRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("PostgreSQL restarted in %v with %d runs in flight", time.Since(began).Round(time.Millisecond), inFlight)
-	code := s.wait(t, 4*time.Minute)
-	t.Logf("sweep exit %d; stderr:\n%s", code, s.stderr.String())
-	f := readResults(t, s.out)
-	note := ""
-	if code == 3 {
-		note = "the sweep stopped (exit 3); --resume finished it"
-		r := startSweep(t, dir, nil, append(args, "--resume", s.out)...)
-		if rc := r.wait(t, 4*time.Minute); rc != 0 {
-			t.Fatalf("--resume: exit %d; stderr:\n%s", rc, r.stderr.String())
-		}
-		f = readResults(t, s.out)
-	} else if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, s.stderr.String())
-	}
-	if len(f.Cells) != 1 || f.Partial {
-		t.Fatalf("%d cells, partial %v (%s)", len(f.Cells), f.Partial, f.Error)
-	}
+	f, code, note := finishOneCell(t, s, dir, nil, args)
 	k := account(f.Cells[0], reps)
 	if f.Cells[0].WorldIncidents != nil {
 		note += fmt.Sprintf(" last incident: %.120s", f.Cells[0].WorldIncidents.Last)
@@ -100,10 +85,29 @@ func TestDBOSPostgresRestarted(t *testing.T) {
 	if err := srv.Restart(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	code := s.wait(t, 4*time.Minute)
+	f, code, note := finishOneCell(t, s, dir, env, args)
+	k := account(f.Cells[0], reps)
+	for i, fr := range f.Cells[0].FailedRuns {
+		if i < 3 {
+			note += fmt.Sprintf(" a failed run: %.160s", fr.Error)
+		}
+		t.Logf("failed: %s: %s", fr.Run, fr.Error)
+	}
+	record(t, figure{Case: "DBOS adapter: its PostgreSQL restarted mid-cell", InFlight: inFlight, Tally: k, Exit: code, Note: note})
+	if k.Lost != 0 || k.Runs != reps {
+		t.Errorf("%s: want every run accounted for", k)
+	}
+}
+
+// finishOneCell waits for a one-cell sweep started with args, finishing it
+// with --resume when it stopped (exit 3; the note says so), and returns
+// its results, its exit code and that note. Any other failure, or a sweep
+// without its one complete cell, fails the test.
+func finishOneCell(t *testing.T, s *sweepProc, dir string, env, args []string) (f *results.File, code int, note string) {
+	t.Helper()
+	code = s.wait(t, 4*time.Minute)
 	t.Logf("sweep exit %d; stderr:\n%s", code, s.stderr.String())
-	f := readResults(t, s.out)
-	note := ""
+	f = readResults(t, s.out)
 	if code == 3 {
 		note = "the sweep stopped (exit 3); --resume finished it"
 		r := startSweep(t, dir, env, append(args, "--resume", s.out)...)
@@ -117,15 +121,5 @@ func TestDBOSPostgresRestarted(t *testing.T) {
 	if len(f.Cells) != 1 || f.Partial {
 		t.Fatalf("%d cells, partial %v (%s)", len(f.Cells), f.Partial, f.Error)
 	}
-	k := account(f.Cells[0], reps)
-	for i, fr := range f.Cells[0].FailedRuns {
-		if i < 3 {
-			note += fmt.Sprintf(" a failed run: %.160s", fr.Error)
-		}
-		t.Logf("failed: %s: %s", fr.Run, fr.Error)
-	}
-	record(t, figure{Case: "DBOS adapter: its PostgreSQL restarted mid-cell", InFlight: inFlight, Tally: k, Exit: code, Note: note})
-	if k.Lost != 0 || k.Runs != reps {
-		t.Errorf("%s: want every run accounted for", k)
-	}
+	return f, code, note
 }
