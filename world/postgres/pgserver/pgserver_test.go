@@ -75,16 +75,7 @@ func TestStartStop(t *testing.T) {
 		if !strings.Contains(s.Version(), "PostgreSQL") {
 			t.Errorf("Version = %q", s.Version())
 		}
-		pid := s.PID()
-		if err := s.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(s.Dir()); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s still there after Stop: %v", s.Dir(), err)
-		}
-		if syscall.Kill(pid, 0) == nil {
-			t.Errorf("postmaster %d still runs after Stop", pid)
-		}
+		stopGone(t, s, "postmaster")
 		if err := s.Stop(); err != nil {
 			t.Errorf("second Stop: %v", err)
 		}
@@ -216,6 +207,13 @@ func TestRestart(t *testing.T) {
 	if err := c2.QueryRow(ctx, "SELECT count(*) FROM kept").Scan(&n); err != nil || n != 100 {
 		t.Fatalf("rows after Restart: %d, %v; want 100", n, err)
 	}
+	stopGone(t, s, "restarted postmaster")
+}
+
+// stopGone stops s and checks that its data directory and its postmaster
+// (named what in the error) are gone.
+func stopGone(t *testing.T, s *pgserver.Server, what string) {
+	t.Helper()
 	pid := s.PID()
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -224,6 +222,6 @@ func TestRestart(t *testing.T) {
 		t.Errorf("%s still there after Stop: %v", s.Dir(), err)
 	}
 	if syscall.Kill(pid, 0) == nil {
-		t.Errorf("restarted postmaster %d still runs after Stop", pid)
+		t.Errorf("%s %d still runs after Stop", what, pid)
 	}
 }
