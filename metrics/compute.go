@@ -46,12 +46,18 @@ func Steps(t *RunTimeline) []Step {
 // TimeToFirstStep is TTFS: earliest step body start − t0. ok is false when
 // no step body ran.
 func TimeToFirstStep(t *RunTimeline) (d time.Duration, ok bool) {
+	return earliest(t, func(s engine.StepSpan) time.Duration { return s.Start })
+}
+
+// earliest is the earliest at(step) of t's steps − t0. ok is false when
+// no step body ran.
+func earliest(t *RunTimeline, at func(engine.StepSpan) time.Duration) (d time.Duration, ok bool) {
 	if len(t.Steps) == 0 {
 		return 0, false
 	}
-	first := t.Steps[0].Start
+	first := at(t.Steps[0])
 	for _, s := range t.Steps[1:] {
-		first = min(first, s.Start)
+		first = min(first, at(s))
 	}
 	return first - t.T0, true
 }
@@ -231,14 +237,7 @@ func ResumeLatencies(t *RunTimeline) []time.Duration {
 // FirstStepEnd is first_end: earliest step end (step_completed written) −
 // t0. ok is false when no step body ran.
 func FirstStepEnd(t *RunTimeline) (d time.Duration, ok bool) {
-	if len(t.Steps) == 0 {
-		return 0, false
-	}
-	first := t.Steps[0].End
-	for _, s := range t.Steps[1:] {
-		first = min(first, s.End)
-	}
-	return first - t.T0, true
+	return earliest(t, func(s engine.StepSpan) time.Duration { return s.End })
 }
 
 // CRTT bucket bounds: chunk 0 is crtt_first, chunks 1..EarlyChunks are
