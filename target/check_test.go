@@ -262,16 +262,8 @@ func TestCheckFaults(t *testing.T) {
 		{name: "resume ids deduplicated engine-wide", scenarios: []string{"hook-step"}, timeout: 2 * time.Second,
 			backend: func(b target.Backend) target.Backend { return &resumes{Backend: b, engineWide: true} },
 			check:   "hooks resume", reason: "deduplicated per run, never across runs"},
-		{name: "no long poll", scenarios: []string{"hook-step"}, wrap: func(h http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.HasSuffix(r.URL.Path, "/timeline") {
-					q := r.URL.Query()
-					q.Set("wait", "0")
-					r.URL.RawQuery = q.Encode()
-				}
-				h.ServeHTTP(w, r)
-			})
-		}, check: "long polls wait", reason: "came back empty"},
+		{name: "no long poll", scenarios: []string{"hook-step"}, wrap: noLongPoll,
+			check: "long polls wait", reason: "came back empty"},
 		{name: "a run that never ends", scenarios: []string{"step"}, timeout: time.Second,
 			backend: func(b target.Backend) target.Backend {
 				return &sinkFilter{Backend: b, noFinish: true, edit: func(_ string, ev *target.Event) bool { return ev.Kind != target.EventRunCompleted }}
@@ -346,21 +338,25 @@ func TestCheckNA(t *testing.T) {
 	}
 }
 
+// noLongPoll wraps a target's handler so that every timeline poll is
+// answered at once (wait=0), as a target without long polls does.
+func noLongPoll(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/timeline") {
+			q := r.URL.Query()
+			q.Set("wait", "0")
+			r.URL.RawQuery = q.Encode()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // TestSessionBacksOffEarlyEmptyPolls: a target that answers every poll at
 // once, empty, while a 300 ms step body runs (no long poll) is polled a
 // handful of times, not thousands: the session backs off and counts the
 // early empty polls, and the run is still measured.
 func TestSessionBacksOffEarlyEmptyPolls(t *testing.T) {
-	url := serveHandler(t, only{reference(t), []string{"step"}}, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasSuffix(r.URL.Path, "/timeline") {
-				q := r.URL.Query()
-				q.Set("wait", "0")
-				r.URL.RawQuery = q.Encode()
-			}
-			h.ServeHTTP(w, r)
-		})
-	})
+	url := serveHandler(t, only{reference(t), []string{"step"}}, noLongPoll)
 	c, err := target.NewClient(url)
 	if err != nil {
 		t.Fatal(err)
