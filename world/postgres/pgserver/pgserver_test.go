@@ -129,16 +129,8 @@ func TestRemovedWhenTheCallerDies(t *testing.T) {
 // TestKill: Kill ends the server like a crash; Stop still cleans up.
 func TestKill(t *testing.T) {
 	needBinaries(t)
-	s, err := pgserver.Start(context.Background(), pgserver.Options{NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s, c := startConnected(t, pgserver.Options{NoFsync: true})
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -175,16 +167,8 @@ func TestFindBinaries(t *testing.T) {
 // postmaster; Stop still removes it all.
 func TestRestart(t *testing.T) {
 	needBinaries(t)
-	s, err := pgserver.Start(context.Background(), pgserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s, c := startConnected(t, pgserver.Options{})
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.Exec(ctx, "CREATE TABLE kept (n int); INSERT INTO kept SELECT generate_series(1, 100)"); err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +192,22 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("rows after Restart: %d, %v; want 100", n, err)
 	}
 	stopGone(t, s, "restarted postmaster")
+}
+
+// startConnected starts a server with opt, stopped when the test ends, and
+// opens a session to it.
+func startConnected(t *testing.T, opt pgserver.Options) (*pgserver.Server, *pgx.Conn) {
+	t.Helper()
+	s, err := pgserver.Start(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	c, err := pgx.Connect(context.Background(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
 }
 
 // stopGone stops s and checks that its data directory and its postmaster
