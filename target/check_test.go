@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -338,14 +339,23 @@ func TestCheckNA(t *testing.T) {
 	}
 }
 
-// noLongPoll wraps a target's handler so that every timeline poll is
-// answered at once (wait=0), as a target without long polls does.
+// noLongPoll wraps a target's handler so that every timeline poll, and
+// every batch poll, is answered at once (wait=0), as a target without
+// long polls does.
 func noLongPoll(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/timeline") {
 			q := r.URL.Query()
 			q.Set("wait", "0")
 			r.URL.RawQuery = q.Encode()
+		}
+		if r.URL.Path == "/v1/timelines" {
+			var req target.BatchRequest
+			if err := json.NewDecoder(r.Body).Decode(&req); err == nil {
+				req.Wait = "0"
+			}
+			b, _ := json.Marshal(req)
+			r.Body = io.NopCloser(bytes.NewReader(b))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -354,19 +364,31 @@ func noLongPoll(h http.Handler) http.Handler {
 // TestSessionBacksOffEarlyEmptyPolls: a target that answers every poll at
 // once, empty, while a 300 ms step body runs (no long poll) is polled a
 // handful of times, not thousands: the session backs off and counts the
-// early empty polls, and the run is still measured.
+// early empty polls, and the run is still measured — with per-run polls
+// and with batch polls.
 func TestSessionBacksOffEarlyEmptyPolls(t *testing.T) {
+	for _, perRun := range []bool{true, false} {
+		name := map[bool]string{true: "per-run", false: "batch"}[perRun]
+		t.Run(name, func(t *testing.T) { testBackOff(t, perRun) })
+	}
+}
+
+func testBackOff(t *testing.T, perRun bool) {
 	url := serveHandler(t, only{reference(t), []string{"step"}}, noLongPoll)
 	c, err := target.NewClient(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.PerRun = perRun
 	local := mem.New(world.Options{})
 	defer local.Close()
 	opts := map[string]string{"body": "300ms"}
 	sess, err := target.NewSession(context.Background(), c, "step", opts, local.Runtime())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sess.Batched() == perRun {
+		t.Fatalf("batched %v; want %v (the reference declares batch 1)", sess.Batched(), !perRun)
 	}
 	obs := &finished{done: make(chan struct{})}
 	detach, err := sess.Attach(context.Background(), obs, func(run string, _ time.Duration, err error) { t.Errorf("%s failed: %v", run, err) })

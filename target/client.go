@@ -54,6 +54,9 @@ func statusOf(err error) int {
 type Client struct {
 	base string
 	hc   *http.Client
+	// PerRun makes sessions follow each run with its own timeline polls
+	// even when the target serves batch polls (benchmarks, tests).
+	PerRun bool
 }
 
 // NewClient returns a client for the target at base (http://host:port).
@@ -141,6 +144,24 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (StartReply, error
 	var r StartReply
 	err := c.do(ctx, http.MethodPost, "/v1/runs", req, &r, RequestTimeout)
 	return r, err
+}
+
+// Batch is POST /v1/timelines (batch 1): the news of a session's runs
+// in one long poll, after releasing req.Release. wait is the long poll's.
+func (c *Client) Batch(ctx context.Context, req BatchRequest, wait time.Duration) (BatchReply, error) {
+	var r BatchReply
+	req.Wait = FormatWait(wait)
+	if err := c.do(ctx, http.MethodPost, "/v1/timelines", req, &r, wait+PollSlack); err != nil {
+		return BatchReply{}, err
+	}
+	for _, t := range r.Timelines {
+		switch t.Status {
+		case StatusRunning, StatusCompleted, StatusFailed:
+		default:
+			return BatchReply{}, fmt.Errorf("%w: batch timeline of %s: status %q", ErrProtocol, t.Run, t.Status)
+		}
+	}
+	return r, nil
 }
 
 // Timeline is GET /v1/runs/{id}/timeline?after=…&wait=….

@@ -163,7 +163,7 @@ func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[s
 // the run is over; it returns its TTLS on the backend's clock.
 func (s *Server) runDirect(ctx context.Context, req StartRequest) (time.Duration, error) {
 	s.mu.Lock()
-	l := s.newLogLocked(req.Run)
+	l := s.newLogLocked(req.Run, "")
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()

@@ -48,7 +48,15 @@ type Info struct {
 	// configured (a combination of its settings that does not work): every
 	// cell is skipped with it, never an error.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Batch is the version of the batch timeline endpoint the target
+	// serves (POST /v1/timelines; 1.1, optional): 0 for none, 1 for
+	// BatchVersion 1.
+	Batch int `json:"batch,omitempty"`
 }
+
+// BatchVersion is the batch timeline endpoint's version this package
+// speaks (Info.Batch).
+const BatchVersion = 1
 
 // Scenario is a scenario the target supports, with its option limits.
 type Scenario struct {
@@ -87,6 +95,9 @@ type StartRequest struct {
 	Run      string            `json:"run"`
 	Scenario string            `json:"scenario"`
 	Options  map[string]string `json:"options,omitempty"`
+	// Session names the driver session the run belongs to (batch 1,
+	// optional): a batch timeline poll of that session answers for it.
+	Session string `json:"session,omitempty"`
 }
 
 // StartReply answers StartRequest once the engine accepted the run.
@@ -164,6 +175,36 @@ type Timeline struct {
 	// disagrees with the terminal event): the run's full list so far, each
 	// answer replacing the last. Optional.
 	Anomalies []Anomaly `json:"anomalies,omitempty"`
+}
+
+// BatchRequest is POST /v1/timelines (batch 1): the timelines of a
+// session's runs, in one long poll. The target first releases the runs
+// in Release (as DELETE /v1/runs/{run} would), then answers as soon as
+// any run of the session — started with its name and not released — or
+// any run listed in Runs has events after its cursor or a terminal
+// status, or when Wait ends.
+type BatchRequest struct {
+	Session string `json:"session"`
+	// Runs are cursors: the events after After of Run. A run of the
+	// session that is not listed is read from its first event.
+	Runs []Cursor `json:"runs,omitempty"`
+	// Wait is the long poll's wait, as a timeline poll's (FormatWait).
+	Wait    string   `json:"wait,omitempty"`
+	Release []string `json:"release,omitempty"`
+}
+
+// Cursor is a run's last event read.
+type Cursor struct {
+	Run   string `json:"run"`
+	After int64  `json:"after"`
+}
+
+// BatchReply answers a BatchRequest: a timeline (as GET
+// /v1/runs/{run}/timeline answers it) for each run with news, and the
+// listed runs the target does not know (never started, or forgotten).
+type BatchReply struct {
+	Timelines []Timeline `json:"timelines"`
+	Missing   []string   `json:"missing,omitempty"`
 }
 
 // Anomaly is one thing wrong in a run's engine-side history.

@@ -26,6 +26,11 @@ const DefaultWait time.Duration = 0
 // before it answers (at once for a waiting hook or a finished run).
 const Batch = 10 * time.Millisecond
 
+// BatchPoll is how long a batch timeline poll that has news waits for
+// more before it answers (at once for a waiting hook): the runs of a
+// session finish one after another, and each answer should carry many.
+const BatchPoll = 2 * time.Millisecond
+
 // Retain is how long a server keeps a finished run's timeline that
 // durabench has not released (DELETE /v1/runs/{run}): the protocol's
 // time-based fallback, never a count — a driver far behind its schedule
@@ -69,6 +74,14 @@ type Server struct {
 	mu       sync.Mutex
 	runs     map[string]*runLog
 	finished []*runLog // finished runs not released, oldest first (Retain)
+	sessions map[string]*sessionLog
+}
+
+// sessionLog is a driver session's runs not released (batch polls).
+type sessionLog struct {
+	runs map[string]*runLog
+	// changed is closed when an event or a status of one of runs changes.
+	changed chan struct{}
 }
 
 type runLog struct {
@@ -77,13 +90,14 @@ type runLog struct {
 	status  string
 	err     string
 	changed chan struct{}
+	sess    *sessionLog // nil: the run was started without a session
 	// done is when the run finished (the Retain fallback counts from it).
 	done time.Time
 }
 
 // NewServer opens b and returns a server for it.
 func NewServer(ctx context.Context, b Backend) (*Server, error) {
-	s := &Server{b: b, runs: map[string]*runLog{}}
+	s := &Server{b: b, runs: map[string]*runLog{}, sessions: map[string]*sessionLog{}}
 	if err := b.Open(ctx, s); err != nil {
 		return nil, err
 	}
@@ -92,6 +106,7 @@ func NewServer(ctx context.Context, b Backend) (*Server, error) {
 	s.info = b.Info()
 	if s.info.Protocol == ProtocolVersion {
 		s.info.Minor = ProtocolMinor
+		s.info.Batch = BatchVersion
 	}
 	return s, nil
 }
@@ -100,10 +115,44 @@ func NewServer(ctx context.Context, b Backend) (*Server, error) {
 func (s *Server) Close(ctx context.Context) error { return s.b.Close(ctx) }
 
 // newLogLocked records a run the server will follow.
-func (s *Server) newLogLocked(run string) *runLog {
+func (s *Server) newLogLocked(run, session string) *runLog {
 	l := &runLog{run: run, status: StatusRunning, changed: make(chan struct{})}
 	s.runs[run] = l
+	if session != "" {
+		sl := s.sessions[session]
+		if sl == nil {
+			sl = &sessionLog{runs: map[string]*runLog{}, changed: make(chan struct{})}
+			s.sessions[session] = sl
+		}
+		sl.runs[run] = l
+		l.sess = sl
+	}
 	return l
+}
+
+// changedLocked wakes the polls waiting on l (its own and its session's).
+func (l *runLog) changedLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+	if l.sess != nil {
+		close(l.sess.changed)
+		l.sess.changed = make(chan struct{})
+	}
+}
+
+// forgetLocked forgets run (released or expired), and reports whether the
+// server knew it.
+func (s *Server) forgetLocked(run string) bool {
+	l := s.runs[run]
+	if l == nil {
+		return false
+	}
+	delete(s.runs, run)
+	l.events = nil // its entry in s.finished goes with the next expiry
+	if l.sess != nil {
+		delete(l.sess.runs, run)
+	}
+	return true
 }
 
 // Event implements Sink. An event of a run the server does not know (one
@@ -117,8 +166,7 @@ func (s *Server) Event(run string, ev Event) {
 	}
 	ev.Seq = int64(len(l.events) + 1)
 	l.events = append(l.events, ev)
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.changedLocked()
 }
 
 // Finished implements Sink.
@@ -133,8 +181,7 @@ func (s *Server) Finished(run string, failed bool, msg string) {
 	if failed {
 		l.status, l.err = StatusFailed, msg
 	}
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.changedLocked()
 	l.done = time.Now()
 	s.finished = append(s.finished, l)
 	s.expireLocked(l.done)
@@ -157,7 +204,7 @@ func (s *Server) expireLocked(now time.Time) {
 		if now.Sub(l.done) <= retain {
 			break
 		}
-		delete(s.runs, l.run)
+		s.forgetLocked(l.run)
 	}
 	if n > 0 {
 		s.finished = slices.Delete(s.finished, 0, n)
@@ -168,13 +215,9 @@ func (s *Server) expireLocked(now time.Time) {
 // running is forgotten too (its later events are dropped).
 func (s *Server) release(w http.ResponseWriter, run string) {
 	s.mu.Lock()
-	l := s.runs[run]
-	delete(s.runs, run)
-	if l != nil {
-		l.events = nil // its entry in s.finished goes with the next expiry
-	}
+	known := s.forgetLocked(run)
 	s.mu.Unlock()
-	if l == nil {
+	if !known {
 		httpError(w, http.StatusNotFound, "no run "+run)
 		return
 	}
@@ -207,6 +250,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ClockReply{Now: ns(s.b.Now())})
 	case r.Method == http.MethodPost && path == "runs":
 		s.start(w, r)
+	case r.Method == http.MethodPost && path == "timelines":
+		s.batch(w, r)
 	case r.Method == http.MethodDelete && len(parts) == 2 && parts[0] == "runs":
 		s.release(w, parts[1])
 	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "runs" && parts[2] == "timeline":
@@ -233,7 +278,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	_, dup := s.runs[req.Run]
 	if !dup {
-		s.newLogLocked(req.Run)
+		s.newLogLocked(req.Run, req.Session)
 	}
 	s.mu.Unlock()
 	if dup {
@@ -307,6 +352,117 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 		s.mu.Unlock()
 		select {
 		case <-changed:
+		case <-batch:
+			wait = 0
+		case <-timer.C:
+			wait = 0
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// batch answers a batch timeline poll (POST /v1/timelines).
+func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
+	var req BatchRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil || req.Session == "" {
+		httpError(w, http.StatusBadRequest, "a batch timeline poll needs session (and runs, wait, release)")
+		return
+	}
+	wait := DefaultWait
+	if req.Wait != "" {
+		var err error
+		if wait, err = ParseWait(req.Wait); err != nil || wait < 0 {
+			httpError(w, http.StatusBadRequest, "wait="+req.Wait+": want a duration (5000ms, 5s) or integer milliseconds")
+			return
+		}
+	}
+	after := make(map[string]int64, len(req.Runs))
+	for _, c := range req.Runs {
+		if c.Run == "" || c.After < 0 {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("runs: cursor %+v: want a run and after >= 0", c))
+			return
+		}
+		after[c.Run] = c.After
+	}
+	s.mu.Lock()
+	for _, run := range req.Release {
+		s.forgetLocked(run)
+	}
+	s.mu.Unlock()
+	wait = min(wait, MaxWait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	// As a timeline poll: the first news arms batch, the answer then
+	// waits up to BatchPoll for more; a waiting hook is answered at once.
+	var batch <-chan time.Time
+	for {
+		s.mu.Lock()
+		sl := s.sessions[req.Session]
+		var reply BatchReply
+		news, urgent := false, false
+		visit := func(run string, l *runLog) {
+			a := after[run]
+			fresh := int64(len(l.events)) > a
+			if !fresh && l.status == StatusRunning {
+				return
+			}
+			news = true
+			urgent = urgent || slices.ContainsFunc(l.events[min(a, int64(len(l.events))):], func(e Event) bool { return e.Kind == EventHookWaiting })
+			tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
+			if fresh {
+				tl.Events = append(tl.Events, l.events[a:]...)
+			}
+			reply.Timelines = append(reply.Timelines, tl)
+		}
+		if sl != nil {
+			for run, l := range sl.runs {
+				visit(run, l)
+			}
+		}
+		for _, c := range req.Runs {
+			l := s.runs[c.Run]
+			switch {
+			case l == nil:
+				reply.Missing = append(reply.Missing, c.Run)
+			case l.sess == nil || l.sess != sl:
+				visit(c.Run, l)
+			}
+		}
+		if news && batch == nil && !urgent && wait > 0 {
+			t := time.NewTimer(BatchPoll)
+			defer t.Stop()
+			batch = t.C
+		}
+		if (news && (urgent || batch == nil)) || len(reply.Missing) > 0 || wait == 0 {
+			s.mu.Unlock()
+			if reply.Timelines == nil {
+				reply.Timelines = []Timeline{}
+			}
+			writeJSON(w, http.StatusOK, reply)
+			return
+		}
+		var changed chan struct{}
+		if sl == nil {
+			// The session has no run yet: a start creates it. Wake on
+			// any change (rare: a poll before the session's first start).
+			sl = &sessionLog{runs: map[string]*runLog{}, changed: make(chan struct{})}
+			s.sessions[req.Session] = sl
+		}
+		changed = sl.changed
+		// Listed runs of no session (or of another) change their own
+		// channel: one of them is enough to wake on (rare).
+		var other chan struct{}
+		for _, c := range req.Runs {
+			if l := s.runs[c.Run]; l != nil && l.sess != sl {
+				other = l.changed
+				break
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-other:
 		case <-batch:
 			wait = 0
 		case <-timer.C:

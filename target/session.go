@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/durabench/durabench/clock"
@@ -58,7 +60,16 @@ type Session struct {
 	wg        sync.WaitGroup
 	watch     ClockWatch
 	polls     PollStats
+
+	// batch: the target serves batch polls (Info.Batch), and the session
+	// follows its runs (runs, by id) with them, as session name.
+	batch bool
+	name  string
+	runs  map[string]*follower
 }
+
+// sessions numbers the sessions of this process (their names).
+var sessions atomic.Int64
 
 // ClockWatch is what a session saw of the target's clock during its cell.
 type ClockWatch struct {
@@ -107,12 +118,19 @@ func estimateClock(ctx context.Context, c *Client, now func() time.Duration) (cl
 // NewSession estimates the target's clock offset against rt (the driver's
 // clock) and returns a session that starts runs of scenario with opts.
 func NewSession(ctx context.Context, c *Client, scenario string, opts map[string]string, rt world.Runtime) (*Session, error) {
+	// A target whose info does not answer is followed with per-run polls:
+	// its runs' starts then fail with what is wrong (each one counted).
+	info, infoErr := c.Info(ctx)
 	clk, err := estimateClock(ctx, c, rt.Now)
 	if err != nil {
 		return nil, err
 	}
 	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]hookRef{}, anomalies: map[string][]Anomaly{},
-		watch: ClockWatch{Start: clk, Bound: clk.RTT / 2, Rounds: 1}}, nil
+		watch: ClockWatch{Start: clk, Bound: clk.RTT / 2, Rounds: 1},
+		batch: infoErr == nil && info.Batch >= BatchVersion && !c.PerRun, runs: map[string]*follower{},
+		// Unique among the sessions of every driver the target serves:
+		// this process's id, its clock and a count.
+		name: fmt.Sprintf("%d-%x-%d", os.Getpid(), time.Now().UnixNano(), sessions.Add(1))}, nil
 }
 
 // Anomalies returns the anomalies the target reported for each run that
@@ -138,7 +156,12 @@ func (s *Session) ClockWatch() ClockWatch {
 	return s.watch
 }
 
-// Polls counts the session's timeline polls so far.
+// Batched reports whether the session follows its runs with batch polls
+// (the target declares batch 1; Client.PerRun unset).
+func (s *Session) Batched() bool { return s.batch }
+
+// Polls counts the session's timeline polls so far (batch polls included,
+// one per poll).
 func (s *Session) Polls() PollStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -172,6 +195,13 @@ func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	wctx := s.ctx
 	s.mu.Unlock()
+	if s.batch {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.pollBatch(wctx)
+		}()
+	}
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -199,6 +229,24 @@ func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run
 // StartRun starts run id on the target and follows its timeline. p is the
 // program durabench would run for the cell's scenario; it numbers steps.
 func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) error {
+	if s.batch {
+		// The run is followed before its start is sent: the session's
+		// poll may answer for it before the start is.
+		f := s.newFollower(id, p)
+		s.mu.Lock()
+		s.runs[id] = f
+		s.mu.Unlock()
+		if _, err := s.c.Start(ctx, StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Session: s.name}); err != nil {
+			s.mu.Lock()
+			delete(s.runs, id)
+			s.mu.Unlock()
+			return fmt.Errorf("target %s: start %s: %w", s.c.URL(), id, err)
+		}
+		s.mu.Lock()
+		f.confirmed = true
+		s.mu.Unlock()
+		return nil
+	}
 	if _, err := s.c.Start(ctx, StartRequest{Run: id, Scenario: s.scenario, Options: s.opts}); err != nil {
 		return fmt.Errorf("target %s: start %s: %w", s.c.URL(), id, err)
 	}
@@ -233,34 +281,130 @@ func (s *Session) ResumeHook(ctx context.Context, token, resumeID string, payloa
 
 type stepKey struct{ stage, index, attempt int }
 
+// follower is what a session knows of one run it follows: the events read
+// so far, the steps started, the hooks the run reported.
+type follower struct {
+	s     *Session
+	run   string
+	p     engine.Program
+	after int64
+	// starts are the step_started times of steps not completed yet.
+	starts map[stepKey]int64
+	// lateTerminal counts the answers after one that said the run is over
+	// without its terminal event (a target whose status runs ahead of its
+	// timeline): the event is waited for a little before the run is ended
+	// on the driver's clock.
+	lateTerminal int
+	hooks        []string // the run's hooks, forgotten when it is
+	// confirmed is set once the target accepted the run's start (batch
+	// polls list its cursor from then on).
+	confirmed bool
+}
+
+func (s *Session) newFollower(run string, p engine.Program) *follower {
+	return &follower{s: s, run: run, p: p, starts: map[stepKey]int64{}}
+}
+
+// outcome is what an answer did to a run.
+type outcome int
+
+const (
+	more outcome = iota // the run goes on
+	over                // the run is over (finished, failed, or failed by a protocol error)
+	late                // the status is terminal, the terminal event not in the timeline yet
+)
+
+// apply feeds one timeline answer of the run to the driver's observer.
+func (f *follower) apply(tl Timeline) outcome {
+	s := f.s
+	obs, fail := s.obs, s.fail
+	conv := func(at int64) time.Duration { return s.clk.ToDriver(time.Duration(at)) }
+	if len(tl.Anomalies) > 0 {
+		s.mu.Lock()
+		s.anomalies[f.run] = tl.Anomalies
+		s.mu.Unlock()
+	}
+	for _, ev := range tl.Events {
+		if ev.Seq <= f.after {
+			fail(f.run, s.rt.Now(), fmt.Errorf("%w: target %s: timeline of %s: event seq %d after %d", ErrProtocol, s.c.URL(), f.run, ev.Seq, f.after))
+			return over
+		}
+		f.after = ev.Seq
+		switch ev.Kind {
+		case EventStepStarted:
+			f.starts[stepKey{ev.Stage, ev.Index, ev.Attempt}] = ev.At
+		case EventStepCompleted:
+			k := stepKey{ev.Stage, ev.Index, ev.Attempt}
+			start, ok := f.starts[k]
+			if !ok {
+				start = ev.At // a target that reports no start: a zero-length body
+			}
+			delete(f.starts, k)
+			obs.StepBody(f.run, engine.StepSpan{Stage: ev.Stage, Index: ev.Index, Seq: f.p.StepSeq(ev.Stage, ev.Index),
+				Start: conv(start), End: conv(ev.At), Inline: ev.Inline, Attempt: max(ev.Attempt, 1)})
+		case EventHookWaiting:
+			dt := driverToken(f.run, ev.Token)
+			s.mu.Lock()
+			s.hooks[dt] = hookRef{f.run, ev.Token}
+			s.mu.Unlock()
+			f.hooks = append(f.hooks, dt)
+			obs.HookCreated(f.run, dt, conv(ev.At))
+		case EventChunkRead:
+			obs.StreamChunk(f.run, engine.ChunkSpan{Stage: ev.Stage, Index: ev.Index, Written: conv(ev.Written), Read: conv(ev.At), Bytes: ev.Bytes})
+		case EventRunCompleted:
+			obs.RunFinished(f.run, conv(ev.At), false)
+			return over
+		case EventRunFailed:
+			msg := ev.Error
+			if msg == "" {
+				msg = tl.Error
+			}
+			if msg == "" {
+				msg = "the target reports the run failed"
+			}
+			fail(f.run, conv(ev.At), fmt.Errorf("target %s: %s", s.c.URL(), msg))
+			return over
+		}
+	}
+	if !tl.Terminal() {
+		return more
+	}
+	if f.lateTerminal < maxLateTerminal {
+		f.lateTerminal++
+		return late
+	}
+	// The terminal event never came: the run ends on the driver's clock.
+	if tl.Status == StatusFailed {
+		fail(f.run, s.rt.Now(), fmt.Errorf("target %s: %s", s.c.URL(), tl.Error))
+	} else {
+		obs.RunFinished(f.run, s.rt.Now(), false)
+	}
+	return over
+}
+
+// forget drops the run's hooks: it is over.
+func (f *follower) forget() {
+	f.s.mu.Lock()
+	for _, h := range f.hooks {
+		delete(f.s.hooks, h)
+	}
+	f.s.mu.Unlock()
+}
+
 // follow long-polls run's timeline until it is terminal or the session
 // is detached, then releases it (DELETE: the target may forget it).
 func (s *Session) follow(run string, p engine.Program) {
 	s.mu.Lock()
-	ctx, obs, fail := s.ctx, s.obs, s.fail
+	ctx, fail := s.ctx, s.fail
 	s.mu.Unlock()
-	conv := func(at int64) time.Duration { return s.clk.ToDriver(time.Duration(at)) }
-	starts := map[stepKey]int64{}
-	var after int64
+	f := s.newFollower(run, p)
+	defer f.forget()
 	errs := 0
 	var backoff time.Duration
-	// lateTerminal counts the polls after one that said the run is over
-	// without its terminal event (a target whose status runs ahead of its
-	// timeline): the event is waited for a little before the run is ended
-	// on the driver's clock.
-	lateTerminal := 0
 	wait := PollWait
-	var hooks []string // the run's hooks, forgotten when it is
-	defer func() {
-		s.mu.Lock()
-		for _, h := range hooks {
-			delete(s.hooks, h)
-		}
-		s.mu.Unlock()
-	}()
 	for ctx.Err() == nil {
 		asked := time.Now()
-		tl, err := s.c.Timeline(ctx, run, after, wait)
+		tl, err := s.c.Timeline(ctx, run, f.after, wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -283,77 +427,19 @@ func (s *Session) follow(run string, p engine.Program) {
 			fail(run, s.rt.Now(), fmt.Errorf("%w: target %s: timeline of %s answered for run %q", ErrProtocol, s.c.URL(), run, tl.Run))
 			return
 		}
-		if len(tl.Anomalies) > 0 {
-			s.mu.Lock()
-			s.anomalies[run] = tl.Anomalies
-			s.mu.Unlock()
-		}
-		finished := false
-		for _, ev := range tl.Events {
-			if ev.Seq <= after {
-				fail(run, s.rt.Now(), fmt.Errorf("%w: target %s: timeline of %s: event seq %d after %d", ErrProtocol, s.c.URL(), run, ev.Seq, after))
+		switch f.apply(tl) {
+		case over:
+			s.release(ctx, run)
+			return
+		case late:
+			// The status is over but the terminal event is not in the
+			// timeline yet: ask again (without a wait, after a pause)
+			// before ending the run on the driver's clock.
+			wait = 0
+			if sleep(ctx, minBackoff<<f.lateTerminal) != nil {
 				return
 			}
-			after = ev.Seq
-			switch ev.Kind {
-			case EventStepStarted:
-				starts[stepKey{ev.Stage, ev.Index, ev.Attempt}] = ev.At
-			case EventStepCompleted:
-				k := stepKey{ev.Stage, ev.Index, ev.Attempt}
-				start, ok := starts[k]
-				if !ok {
-					start = ev.At // a target that reports no start: a zero-length body
-				}
-				delete(starts, k)
-				obs.StepBody(run, engine.StepSpan{Stage: ev.Stage, Index: ev.Index, Seq: p.StepSeq(ev.Stage, ev.Index),
-					Start: conv(start), End: conv(ev.At), Inline: ev.Inline, Attempt: max(ev.Attempt, 1)})
-			case EventHookWaiting:
-				dt := driverToken(run, ev.Token)
-				s.mu.Lock()
-				s.hooks[dt] = hookRef{run, ev.Token}
-				s.mu.Unlock()
-				hooks = append(hooks, dt)
-				obs.HookCreated(run, dt, conv(ev.At))
-			case EventChunkRead:
-				obs.StreamChunk(run, engine.ChunkSpan{Stage: ev.Stage, Index: ev.Index, Written: conv(ev.Written), Read: conv(ev.At), Bytes: ev.Bytes})
-			case EventRunCompleted:
-				obs.RunFinished(run, conv(ev.At), false)
-				finished = true
-			case EventRunFailed:
-				msg := ev.Error
-				if msg == "" {
-					msg = tl.Error
-				}
-				if msg == "" {
-					msg = "the target reports the run failed"
-				}
-				fail(run, conv(ev.At), fmt.Errorf("target %s: %s", s.c.URL(), msg))
-				finished = true
-			}
-		}
-		if finished {
-			s.release(ctx, run)
-			return
-		}
-		if tl.Terminal() {
-			if lateTerminal < maxLateTerminal {
-				// The status is over but the terminal event is not in
-				// the timeline yet: ask again (without a wait, after a
-				// pause) before ending the run on the driver's clock.
-				lateTerminal++
-				wait = 0
-				if sleep(ctx, minBackoff<<lateTerminal) != nil {
-					return
-				}
-				continue
-			}
-			if tl.Status == StatusFailed {
-				fail(run, s.rt.Now(), fmt.Errorf("target %s: %s", s.c.URL(), tl.Error))
-			} else {
-				obs.RunFinished(run, s.rt.Now(), false)
-			}
-			s.release(ctx, run)
-			return
+			continue
 		}
 		if !early {
 			backoff = 0
@@ -362,6 +448,104 @@ func (s *Session) follow(run string, p engine.Program) {
 		backoff = min(max(2*backoff, minBackoff), maxBackoff)
 		if sleep(ctx, backoff) != nil {
 			return
+		}
+	}
+}
+
+// pollBatch follows every run of the session with one batch long poll at
+// a time (a target that declares batch 1), until the session is detached.
+// Each poll releases the runs the last one ended.
+func (s *Session) pollBatch(ctx context.Context) {
+	errs := 0
+	var backoff time.Duration
+	var release []string
+	for ctx.Err() == nil {
+		req := BatchRequest{Session: s.name, Release: release}
+		s.mu.Lock()
+		for run, f := range s.runs {
+			// A run not confirmed yet may be unknown to the target (its
+			// start on the way): listed once its first events were read.
+			if f.confirmed || f.after > 0 {
+				req.Runs = append(req.Runs, Cursor{Run: run, After: f.after})
+			}
+		}
+		fail := s.fail
+		s.mu.Unlock()
+		asked := time.Now()
+		reply, err := s.c.Batch(ctx, req, PollWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errs++; errs >= maxPollErrors || errors.Is(err, ErrProtocol) {
+				// Every run in flight fails with the error; later runs
+				// are polled for afresh.
+				errs = 0
+				s.mu.Lock()
+				runs := s.runs
+				s.runs = map[string]*follower{}
+				s.mu.Unlock()
+				for run, f := range runs {
+					fail(run, s.rt.Now(), fmt.Errorf("target %s: %w", s.c.URL(), err))
+					f.forget()
+				}
+			}
+			continue
+		}
+		errs, release = 0, nil
+		early := len(reply.Timelines) == 0 && len(reply.Missing) == 0 && time.Since(asked) < PollWait/2
+		s.mu.Lock()
+		s.polls.Polls++
+		if early {
+			s.polls.EarlyEmpty++
+		}
+		s.mu.Unlock()
+		lateOnly := len(reply.Timelines) > 0
+		for _, tl := range reply.Timelines {
+			s.mu.Lock()
+			f := s.runs[tl.Run]
+			s.mu.Unlock()
+			if f == nil {
+				continue // a run this session no longer follows
+			}
+			switch f.apply(tl) {
+			case more:
+				lateOnly = false
+				continue
+			case late:
+				continue
+			}
+			lateOnly = false
+			f.forget()
+			s.mu.Lock()
+			delete(s.runs, tl.Run)
+			s.mu.Unlock()
+			release = append(release, tl.Run)
+		}
+		for _, run := range reply.Missing {
+			s.mu.Lock()
+			f := s.runs[run]
+			delete(s.runs, run)
+			s.mu.Unlock()
+			if f != nil {
+				fail(run, s.rt.Now(), fmt.Errorf("target %s: batch timeline poll: no run %s", s.c.URL(), run))
+				f.forget()
+			}
+		}
+		switch {
+		case lateOnly:
+			// Only runs whose status is ahead of their terminal event:
+			// pause before asking again.
+			if sleep(ctx, 2*minBackoff) != nil {
+				return
+			}
+		case early:
+			backoff = min(max(2*backoff, minBackoff), maxBackoff)
+			if sleep(ctx, backoff) != nil {
+				return
+			}
+		default:
+			backoff = 0
 		}
 	}
 }
