@@ -143,8 +143,10 @@ type protocolFigures struct {
 }
 
 // protocolCell runs one cell of the step scenario on the target at url,
-// open-paced at rate for runs runs (a tenth more as warm-up).
-func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse bool) protocolFigures {
+// open-paced at rate for runs runs (a tenth more as warm-up), its
+// timelines read with batch polls (the built-in server serves them) or,
+// perRun, with one long poll per run.
+func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse, perRun bool) protocolFigures {
 	tb.Helper()
 	ctx := context.Background()
 	sc, err := scenarios.Get("step")
@@ -159,6 +161,7 @@ func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse bool
 	if err != nil {
 		tb.Fatal(err)
 	}
+	c.PerRun = perRun
 	w := mem.New(world.Options{}) // the driver's clock
 	defer w.Close()
 	sess, err := target.NewSession(ctx, c, "step", nil, w.Runtime())
@@ -222,8 +225,8 @@ func BenchmarkProtocolPacing(b *testing.B) {
 	const rate, runs = 1000, 500
 	var precise, coarse []protocolFigures
 	for range b.N {
-		precise = append(precise, protocolCell(b, url, rate, runs, false))
-		coarse = append(coarse, protocolCell(b, url, rate, runs, true))
+		precise = append(precise, protocolCell(b, url, rate, runs, false, false))
+		coarse = append(coarse, protocolCell(b, url, rate, runs, true, false))
 	}
 	sts := func(f protocolFigures) float64 { return f.startToStepP50 }
 	ttfs := func(f protocolFigures) float64 { return f.ttfsP50 }
@@ -244,14 +247,17 @@ func BenchmarkProtocolPacing(b *testing.B) {
 // second against the reference target in another process, next to the
 // loopback HTTP floor (the same requests, no engine: nullBackend), with
 // its lag, errors (runs failed, unstarted or lost, all counted) and the
-// driver process's CPU share.
+// driver process's CPU share. Timelines are read with batch polls; the
+// same cell with per-run polls (protocol 1.1 without batch) runs in the
+// same benchmark: batch/per-run is what batching gained.
 func BenchmarkCapacityProtocol(b *testing.B) {
 	ref, null := startChild(b, "reference"), startChild(b, "null")
 	const rate, runs = 10000, 10000
-	var eng, floor []protocolFigures
+	var eng, floor, perRun []protocolFigures
 	for range b.N {
-		eng = append(eng, protocolCell(b, ref, rate, runs, false))
-		floor = append(floor, protocolCell(b, null, rate, runs, false))
+		eng = append(eng, protocolCell(b, ref, rate, runs, false, false))
+		floor = append(floor, protocolCell(b, null, rate, runs, false, false))
+		perRun = append(perRun, protocolCell(b, ref, rate, runs, false, true))
 	}
 	rps := func(f protocolFigures) float64 { return f.runsPerSec }
 	b.ReportMetric(median(eng, rps), "runs/s")
@@ -265,5 +271,10 @@ func BenchmarkCapacityProtocol(b *testing.B) {
 	b.ReportMetric(100*median(eng, func(f protocolFigures) float64 { return f.cpuShare }), "cpu-%")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.cpuPerRun }), "cpu-us/run")
 	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.cpuPerRun }), "floor-cpu-us/run")
+	b.ReportMetric(median(perRun, rps), "per-run-runs/s")
+	b.ReportMetric(median(eng, rps)/median(perRun, rps), "batch/per-run")
+	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return f.lagP99 }), "per-run-lag-p99-us")
+	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return float64(f.errors) }), "per-run-errors")
+	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return f.cpuPerRun }), "per-run-cpu-us/run")
 	b.ReportMetric(0, "ns/op")
 }

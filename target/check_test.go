@@ -265,6 +265,24 @@ func TestCheckFaults(t *testing.T) {
 			check:   "hooks resume", reason: "deduplicated per run, never across runs"},
 		{name: "no long poll", scenarios: []string{"hook-step"}, wrap: noLongPoll,
 			check: "long polls wait", reason: "came back empty"},
+		{name: "batch polls answer another session's runs", scenarios: []string{"step"}, wrap: func(h http.Handler) http.Handler {
+			// Every batch poll is answered as session "all" would be: every
+			// run started is in it.
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/runs" || r.URL.Path == "/v1/timelines" {
+					var m map[string]any
+					if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+						t.Errorf("%s: %v", r.URL.Path, err)
+					}
+					if _, ok := m["session"]; ok {
+						m["session"] = "all"
+					}
+					b, _ := json.Marshal(m)
+					r.Body = io.NopCloser(bytes.NewReader(b))
+				}
+				h.ServeHTTP(w, r)
+			})
+		}, check: "batch polls", reason: "want only its own run"},
 		{name: "a run that never ends", scenarios: []string{"step"}, timeout: time.Second,
 			backend: func(b target.Backend) target.Backend {
 				return &sinkFilter{Backend: b, noFinish: true, edit: func(_ string, ev *target.Event) bool { return ev.Kind != target.EventRunCompleted }}
@@ -335,6 +353,28 @@ func TestCheckNA(t *testing.T) {
 	for _, r := range rep.Results {
 		if r.Check == "hooks resume" && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no hook")) {
 			t.Errorf("hooks resume on a scenario without a hook: %+v", r)
+		}
+		if r.Check == "batch polls" && !r.Pass {
+			t.Errorf("the reference's batch polls: %+v; want pass", r)
+		}
+	}
+	// A target that declares no batch endpoint: its check is n/a.
+	url := serveHandler(t, only{reference(t), []string{"step"}}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/info" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rewrite(h, w, r, func(m map[string]any) { delete(m, "batch") })
+		})
+	})
+	rep = check(t, url, 1, 10*time.Second)
+	if !rep.Passed() {
+		t.Fatalf("the reference without batch fails")
+	}
+	for _, r := range rep.Results {
+		if r.Check == "batch polls" && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no batch")) {
+			t.Errorf("batch polls of a target that declares none: %+v; want n/a", r)
 		}
 	}
 }

@@ -43,11 +43,19 @@ func serveReference(t *testing.T, v string) *httptest.Server {
 // returns the driver's result.
 func runCell(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int) (*driver.Result, error) {
 	t.Helper()
+	return runCellPolls(t, url, prefix, scenario, opts, reps, false)
+}
+
+// runCellPolls is runCell, with per-run timeline polls when perRun (else
+// batch polls if the target serves them).
+func runCellPolls(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, perRun bool) (*driver.Result, error) {
+	t.Helper()
 	ctx := context.Background()
 	c, err := target.NewClient(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.PerRun = perRun
 	sc, err := scenarios.Get(scenario)
 	if err != nil {
 		t.Fatal(err)
@@ -74,9 +82,16 @@ func runCell(t *testing.T, url, prefix, scenario string, opts map[string]string,
 // fan-outs, a hook step and a stream through the driver like the in-process
 // engine: every run finishes, every step body is reported once with a
 // start before its end, hooks are resumed through the protocol, and the
-// timestamps land on the driver's clock inside the run's window.
+// timestamps land on the driver's clock inside the run's window — with
+// batch polls (the reference declares them) and with per-run polls.
 func TestReferenceOverTheProtocol(t *testing.T) {
 	hs := serveReference(t, "pending-count")
+	for _, perRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "per-run"}[perRun], func(t *testing.T) { referenceCells(t, hs.URL, perRun) })
+	}
+}
+
+func referenceCells(t *testing.T, url string, perRun bool) {
 	for i, tc := range []struct {
 		scenario string
 		opts     map[string]string
@@ -93,7 +108,7 @@ func TestReferenceOverTheProtocol(t *testing.T) {
 		{"stream-pipeline", map[string]string{"chunks": "30", "size": "1KB"}, 3},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
-			res, err := runCell(t, hs.URL, fmt.Sprint("c", i), tc.scenario, tc.opts, 5)
+			res, err := runCellPolls(t, url, fmt.Sprint("c", i, perRun), tc.scenario, tc.opts, 5, perRun)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,130 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/scenarios"
+)
+
+// checkBatch is the target check of the batch timeline endpoint (batch 1).
+const checkBatch = "batch polls"
+
+// checkBatchPolls checks POST /v1/timelines of a target that declares it:
+// a poll of a session with nothing to answer waits; a session's polls
+// answer its runs only (a run of another session never), each from its
+// first event to its terminal one; a listed run the target does not know
+// is missing; a released run is forgotten (its timeline 404, no poll
+// answers it). n/a for a target that does not declare batch, or declares
+// no scenario without a hook.
+func (k *checker) checkBatchPolls(ctx context.Context, f *findings) {
+	if k.info.Batch < BatchVersion {
+		f.na[checkBatch] = "the target declares no batch endpoint (info: batch)"
+		return
+	}
+	scenario := ""
+	for _, sc := range k.info.Scenarios {
+		book, err := scenarios.Get(sc.Name)
+		if err != nil {
+			continue
+		}
+		p, _, err := book.Build(scenarios.Values(CheckOptionsFor[sc.Name]))
+		if err == nil && !slices.ContainsFunc(p.Stages, func(st engine.Stage) bool { return st.Kind == engine.StageHook }) {
+			scenario = sc.Name
+			break
+		}
+	}
+	if scenario == "" {
+		f.na[checkBatch] = "the target declares no scenario without a hook"
+		return
+	}
+	base := fmt.Sprintf("check-%d-batch", k.epoch.UnixNano()%1e6)
+	sessA, sessB := base+"-a", base+"-b"
+	runA, runB := base+"-a1", base+"-b1"
+	defer func() {
+		_ = k.c.Release(ctx, runA)
+		_ = k.c.Release(ctx, runB)
+	}()
+
+	// A session with no run: the poll waits.
+	began := time.Now()
+	r, err := k.c.Batch(ctx, BatchRequest{Session: sessA}, k.opt.HoldWait)
+	if err != nil {
+		f.failf(checkBatch, "a poll of a session with no run: %s", k.explain(ctx, err))
+		return
+	}
+	if took := time.Since(began); len(r.Timelines) > 0 || took < k.opt.HoldWait/2 {
+		f.failf(checkBatch, "a poll of a session with no run (wait %s) answered after %s with %d timelines: want none, after the wait",
+			k.opt.HoldWait, took.Round(time.Millisecond), len(r.Timelines))
+		return
+	}
+	for _, st := range []StartRequest{{Run: runA, Scenario: scenario, Session: sessA}, {Run: runB, Scenario: scenario, Session: sessB}} {
+		st.Options = CheckOptionsFor[scenario]
+		if _, err := k.c.Start(ctx, st); err != nil {
+			f.failf(checkBatch, "start %s in session %s: %s", st.Run, st.Session, k.explain(ctx, err))
+			return
+		}
+	}
+	// Session A's polls, to runA's terminal answer: runA's events only,
+	// in sequence; runB never.
+	var after int64
+	deadline := time.Now().Add(k.opt.RunTimeout)
+	for done := false; !done; {
+		if time.Now().After(deadline) {
+			f.failf(checkBatch, "%s did not reach a terminal answer of session %s's polls within %s (%d events read)", runA, sessA, k.opt.RunTimeout, after)
+			return
+		}
+		req := BatchRequest{Session: sessA}
+		if after > 0 {
+			req.Runs = []Cursor{{Run: runA, After: after}}
+		}
+		r, err := k.c.Batch(ctx, req, PollWait)
+		if err != nil {
+			f.failf(checkBatch, "a poll of session %s: %s", sessA, k.explain(ctx, err))
+			return
+		}
+		if len(r.Missing) > 0 {
+			f.failf(checkBatch, "a poll of session %s: %v missing, want none", sessA, r.Missing)
+			return
+		}
+		for _, tl := range r.Timelines {
+			if tl.Run != runA {
+				f.failf(checkBatch, "a poll of session %s answered run %q: want only its own run %s (%s is session %s's)", sessA, tl.Run, runA, runB, sessB)
+				return
+			}
+			for _, ev := range tl.Events {
+				if ev.Seq != after+1 {
+					f.failf(checkBatch, "%s: event seq %d after %d in a poll of session %s: want each event once, in sequence", runA, ev.Seq, after, sessA)
+					return
+				}
+				after = ev.Seq
+				done = done || ev.Kind == EventRunCompleted || ev.Kind == EventRunFailed
+			}
+		}
+	}
+	// A listed run the target does not know is missing; a released run is
+	// forgotten.
+	unknown := base + "-no-such-run"
+	r, err = k.c.Batch(ctx, BatchRequest{Session: sessA, Runs: []Cursor{{Run: runA, After: after}, {Run: unknown}}, Release: []string{runA}}, 0)
+	if err != nil {
+		f.failf(checkBatch, "a poll of session %s releasing %s: %s", sessA, runA, k.explain(ctx, err))
+		return
+	}
+	if !slices.Contains(r.Missing, unknown) || !slices.Contains(r.Missing, runA) {
+		f.failf(checkBatch, "a poll releasing %s, listing it and the unknown %s: missing %v, want both (released first, then answered)", runA, unknown, r.Missing)
+		return
+	}
+	if slices.ContainsFunc(r.Timelines, func(tl Timeline) bool { return tl.Run == runA }) {
+		f.failf(checkBatch, "a poll releasing %s answered its timeline: want it forgotten", runA)
+		return
+	}
+	if _, err := k.c.Timeline(ctx, runA, 0, 0); statusOf(err) != http.StatusNotFound {
+		f.failf(checkBatch, "%s's timeline after its release in a batch poll: %v, want 404", runA, errOrOK(err))
+		return
+	}
+	f.passed(checkBatch)
+}
