@@ -295,6 +295,7 @@ type follower struct {
 	// timeline): the event is waited for a little before the run is ended
 	// on the driver's clock.
 	lateTerminal int
+	lateSince    time.Time // the first such answer
 	hooks        []string // the run's hooks, forgotten when it is
 	// confirmed is set once the target accepted the run's start (batch
 	// polls list its cursor from then on).
@@ -369,7 +370,11 @@ func (f *follower) apply(tl Timeline) outcome {
 	if !tl.Terminal() {
 		return more
 	}
-	if f.lateTerminal < maxLateTerminal {
+	// Four answers and 0.3 s (a batch poll may answer again at once).
+	if f.lateTerminal == 0 {
+		f.lateSince = time.Now()
+	}
+	if f.lateTerminal < maxLateTerminal || time.Since(f.lateSince) < lateWait {
 		f.lateTerminal++
 		return late
 	}
@@ -436,7 +441,7 @@ func (s *Session) follow(run string, p engine.Program) {
 			// timeline yet: ask again (without a wait, after a pause)
 			// before ending the run on the driver's clock.
 			wait = 0
-			if sleep(ctx, minBackoff<<f.lateTerminal) != nil {
+			if sleep(ctx, minBackoff<<min(f.lateTerminal, maxLateTerminal)) != nil {
 				return
 			}
 			continue
@@ -554,6 +559,10 @@ func (s *Session) pollBatch(ctx context.Context) {
 // event the status already announced (pauses of 20, 40, 80 and 160 ms:
 // 300 ms in all).
 const maxLateTerminal = 4
+
+// lateWait is how long a session waits in all for a terminal event the
+// status already announced.
+const lateWait = 300 * time.Millisecond
 
 // release tells the target it may forget run's timeline. A 1.0 target
 // answers 404 (it has no such endpoint): nothing is lost either way.

@@ -366,3 +366,28 @@ func TestServerRetention(t *testing.T) {
 		t.Fatalf("a run within the fallback: %d, want 200", c)
 	}
 }
+
+// TestStatusAheadOfTerminalEvent: when a target says a run completed 50 ms
+// before its run_completed event is in the timeline, the session waits for
+// the event and the run ends at the event's time, not when the driver
+// heard of it — with batch polls (which a busy session's other runs answer
+// at once) and with per-run polls.
+func TestStatusAheadOfTerminalEvent(t *testing.T) {
+	url := serveBackend(t, lateEnd{only{reference(t), []string{"step"}}})
+	for _, perRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "per-run"}[perRun], func(t *testing.T) {
+			res, err := runCellPolls(t, url, fmt.Sprint("late", perRun), "step", nil, 8, perRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tl := range res.Timelines {
+				if !tl.Finished || tl.Failed || len(tl.Steps) != 1 {
+					t.Fatalf("run %s: finished %v failed %v, %d steps (%s)", tl.ID, tl.Finished, tl.Failed, len(tl.Steps), tl.Error)
+				}
+				if gap := tl.Done - tl.Steps[0].End; gap > 25*time.Millisecond {
+					t.Errorf("run %s ended %s after its step: on the driver's clock, not at its terminal event", tl.ID, gap)
+				}
+			}
+		})
+	}
+}
