@@ -296,7 +296,7 @@ type follower struct {
 	// on the driver's clock.
 	lateTerminal int
 	lateSince    time.Time // the first such answer
-	hooks        []string // the run's hooks, forgotten when it is
+	hooks        []string  // the run's hooks, forgotten when it is
 	// confirmed is set once the target accepted the run's start (batch
 	// polls list its cursor from then on).
 	confirmed bool
