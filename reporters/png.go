@@ -67,6 +67,9 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 	c := newCharts(f, baseline)
 	var files []string
 	var errs []error
+	// The widest end-of-line label of the charts that have them: room
+	// right of the data that a legend beside it would take too.
+	labelW := map[*plot.Plot]vg.Length{}
 	save := func(name string, p *plot.Plot, err error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("png %s: %w", name, err))
@@ -76,7 +79,7 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 			return
 		}
 		path := filepath.Join(dir, name)
-		if err := savePNG(p, path); err != nil {
+		if err := savePNG(p, path, labelW[p]); err != nil {
 			errs = append(errs, err)
 			return
 		}
@@ -96,7 +99,8 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 		if g.Name != "fanout" {
 			name = slug(g.Name, "ttls-vs-branches.png")
 		}
-		p, err := c.cliff(g)
+		p, w, err := c.cliff(g)
+		labelW[p] = w
 		save(name, p, err)
 	}
 	for _, g := range c.groups {
@@ -129,8 +133,10 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 }
 
 // savePNG draws p at the chart size with its legend in a column to the
-// right of the data, where it can never hide a line, and writes the PNG.
-func savePNG(p *plot.Plot, path string) error {
+// right of the data, where it can never hide a line or a label, and writes
+// the PNG. A chart with end-of-line labels as wide as labelW gets its
+// legend below the data instead when that leaves the data more room.
+func savePNG(p *plot.Plot, path string, labelW vg.Length) error {
 	w := vg.Length(chartWidthPx) * vg.Inch / chartDPI
 	h := vg.Length(chartHeightPx) * vg.Inch / chartDPI
 	canvas := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(chartDPI))
@@ -139,9 +145,16 @@ func savePNG(p *plot.Plot, path string) error {
 	p.Legend = plot.NewLegend()
 	r := leg.Rectangle(dc)
 	lw := r.Size().X + vg.Points(16)
+	lh := r.Size().Y + vg.Points(8)
+	below := labelW > 0 && lh < h*0.4 && (w-labelW)*(h-lh) > (w-lw-labelW)*h
 	switch {
 	case r.Size().Y == 0:
 		p.Draw(dc)
+	case below:
+		p.Draw(draw.Crop(dc, 0, 0, lh, 0))
+		leg.Top, leg.Left = true, true
+		leg.XOffs, leg.YOffs = vg.Points(48), 0
+		leg.Draw(draw.Crop(dc, 0, 0, 0, -(h - lh)))
 	case lw > w*0.4:
 		// Too wide to sit beside the data: back inside, top left.
 		p.Legend = leg
@@ -569,7 +582,7 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 // switch set (dotted with switches), dashed for the baseline, each head line
 // labelled at its widest point with its name and value, so the fastest
 // version at the widest fan-out reads without the legend.
-func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
+func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 	p := c.newPlot(fmt.Sprintf("TTLS p50 vs fan-out width — %s", g.Name), "branches (log scale)", "TTLS p50 (log scale)")
 	type series struct {
 		name  string // version and switches
@@ -577,6 +590,9 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		pts   plotter.XYs
 		base  bool
 		shape int
+		// cut holds, by branch count, the note of each point whose p50 is
+		// censored (censoredP50): drawn hollow, labelled as a lower bound.
+		cut map[float64]string
 	}
 	var all []series
 	switchIdx := map[string]int{}
@@ -601,11 +617,14 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 				if _, ok := switchIdx[switchSet(cell)]; !ok {
 					switchIdx[switchSet(cell)] = len(switchIdx)
 				}
-				s = &series{name: name, col: c.colour[engineOf(cell)], base: base, shape: switchIdx[switchSet(cell)]}
+				s = &series{name: name, col: c.colour[engineOf(cell)], base: base, shape: switchIdx[switchSet(cell)], cut: map[float64]string{}}
 				byLine[k] = s
 				order = append(order, k)
 			}
 			s.pts = append(s.pts, plotter.XY{X: float64(cell.Branches), Y: float64(m.P50) / 1000})
+			if note, ok := censoredP50(cell); ok {
+				s.cut[float64(cell.Branches)] = note
+			}
 		}
 		for _, k := range order {
 			s := byLine[k]
@@ -624,7 +643,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		collect(bcells, true)
 	}
 	if len(all) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -635,10 +654,23 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		col  color.Color
 	}
 	var ends []end
+	var cutKey *plotter.Scatter // the legend's sample of a censored point
 	for _, s := range all {
-		l, sc, err := plotter.NewLinePoints(s.pts)
+		l, err := plotter.NewLine(s.pts)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		var measured, cut plotter.XYs
+		for _, pt := range s.pts {
+			if _, ok := s.cut[pt.X]; ok {
+				cut = append(cut, pt)
+			} else {
+				measured = append(measured, pt)
+			}
+		}
+		sc, err := plotter.NewScatter(measured)
+		if err != nil {
+			return nil, 0, err
 		}
 		label := s.name
 		if s.base {
@@ -653,14 +685,29 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		}
 		p.Add(l, sc)
 		p.Legend.Add(label, l, sc)
+		if len(cut) > 0 {
+			cs, err := plotter.NewScatter(cut)
+			if err != nil {
+				return nil, 0, err
+			}
+			cs.GlyphStyle = draw.GlyphStyle{Color: s.col, Radius: sc.GlyphStyle.Radius + vg.Points(1), Shape: censoredGlyph{}}
+			p.Add(cs)
+			if cutKey == nil {
+				cutKey = &plotter.Scatter{GlyphStyle: cs.GlyphStyle}
+				cutKey.GlyphStyle.Color = color.Gray{90}
+			}
+		}
 		for _, pt := range s.pts {
 			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 			branches[pt.X] = true
 		}
 		if !s.base {
 			last := s.pts[len(s.pts)-1]
-			ends = append(ends, end{last.Y, s.name + " " + stats.FormatMicros(last.Y*1000), s.col})
+			ends = append(ends, end{last.Y, s.name + " " + p50Label(last.Y*1000, s.cut[last.X]), s.col})
 		}
+	}
+	if cutKey != nil {
+		p.Legend.Add("hollow ↑: p50 ≥ value shown — over half the runs unfinished at the cell timeout", cutKey)
 	}
 	addSwitchKey(p, g.Cells)
 	xs := slices.Sorted(maps.Keys(branches))
@@ -670,21 +717,22 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = ticks
-	// The right third of the x axis is left free for the end labels.
+	// The end labels sit right of the widest fan-out; the data area
+	// shrinks to make room for them (endLabels.GlyphBoxes).
 	x0, x1 := xs[0]/1.15, xs[len(xs)-1]
 	p.X.Min = x0
-	p.X.Max = x1 * math.Pow(x1/x0, 0.5)
+	p.X.Max = x1 * math.Pow(x1/x0, 0.12)
 	if x1 == x0 {
-		p.X.Max = x1 * 4
+		p.X.Max = x1 * 1.5
 	}
 	if lo <= 0 {
 		p.Y.Min = 0
-		return p, nil
+		return p, 0, nil
 	}
 	setLogY(p, lo, hi)
 	// End-of-line labels at the widest fan-out, each in its line's colour,
 	// placed when the chart is drawn so that none overlaps another.
-	el := &endLabels{x: x1 * 1.08}
+	el := &endLabels{x: x1 * math.Pow(x1/x0, 0.04)}
 	for _, e := range ends {
 		sty := p.Y.Tick.Label
 		sty.Color = e.col
@@ -693,7 +741,59 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, error) {
 		el.labels = append(el.labels, endLabel{y: e.y, text: e.text, style: sty})
 	}
 	p.Add(el)
-	return p, nil
+	var widest vg.Length
+	for _, l := range el.labels {
+		widest = max(widest, l.style.Width(l.text))
+	}
+	return p, widest, nil
+}
+
+// censoredP50 tells whether cell's TTLS p50 is censored: more than half of
+// its runs have no measured TTLS (unfinished when the cell timeout cut
+// them, or never started), so the p50 is only a lower bound (an unfinished
+// run's TTLS is its elapsed time at the cut). note says so as the incidents
+// of the markdown report count it: "2/2 runs unfinished".
+func censoredP50(cell *results.Cell) (note string, ok bool) {
+	unfinished := 0
+	for _, r := range cell.StalledRuns {
+		if !r.Finished {
+			unfinished++
+		}
+	}
+	if cell.Runs == 0 || 2*unfinished <= cell.Runs {
+		return "", false
+	}
+	return fmt.Sprintf("%d/%d runs unfinished", unfinished, cell.Runs), true
+}
+
+// p50Label is an end label's value: "22.71s", or for a censored p50 (note
+// set) the lower bound it is, "≥240.0s (2/2 runs unfinished)".
+func p50Label(us float64, note string) string {
+	if note == "" {
+		return stats.FormatMicros(us)
+	}
+	return "≥" + stats.FormatMicros(us) + " (" + note + ")"
+}
+
+// censoredGlyph marks a censored value: a hollow circle (white inside, so
+// the line does not fill it) with an arrow up, "at least this".
+type censoredGlyph struct{}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (censoredGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	r := sty.Radius
+	ring := make(vg.Path, 0, 3)
+	ring.Move(vg.Point{X: pt.X + r, Y: pt.Y})
+	ring.Arc(pt, r, 0, 2*math.Pi)
+	ring.Close()
+	c.SetColor(color.White)
+	c.Fill(ring)
+	ls := draw.LineStyle{Color: sty.Color, Width: vg.Points(1.6)}
+	c.SetLineStyle(ls)
+	c.Stroke(ring)
+	top := vg.Point{X: pt.X, Y: pt.Y + 2.6*r}
+	c.StrokeLine2(ls, pt.X, pt.Y+r, top.X, top.Y)
+	c.StrokeLines(ls, []vg.Point{{X: top.X - 0.6*r, Y: top.Y - 0.7*r}, top, {X: top.X + 0.6*r, Y: top.Y - 0.7*r}})
 }
 
 // stso charts one sequential cell's step-to-step overhead, inline gaps

@@ -126,6 +126,21 @@ type endLabels struct {
 	labels []endLabel
 }
 
+// GlyphBoxes implements plot.GlyphBoxer: a box as wide as each label from
+// x (and no height), so the plot narrows its data area until every label
+// ends inside the canvas, never under a legend beside it.
+func (e *endLabels) GlyphBoxes(plt *plot.Plot) []plot.GlyphBox {
+	var boxes []plot.GlyphBox
+	for _, l := range e.labels {
+		boxes = append(boxes, plot.GlyphBox{
+			X:         plt.X.Norm(e.x),
+			Y:         plt.Y.Norm(l.y),
+			Rectangle: vg.Rectangle{Max: vg.Point{X: l.style.Width(l.text) + vg.Points(4)}},
+		})
+	}
+	return boxes
+}
+
 // Plot implements plot.Plotter.
 func (e *endLabels) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)

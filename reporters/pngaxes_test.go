@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/plot/vg"
+
+	"github.com/durabench/durabench/results"
 )
 
 // TestLinearTicks: every linear latency axis names 4 to 8 values at a 1-2-5
@@ -133,6 +135,31 @@ func TestSpreadLabels(t *testing.T) {
 		}
 		if tc.name == "two close" && (math.Abs(float64(pos[0]+pos[1])/2-302.5) > 1e-9) {
 			t.Errorf("two close: %v, want centred on 302.5", pos)
+		}
+	}
+}
+
+// TestCensoredP50: a cell whose runs mostly never finished (cut by the cell
+// timeout or never started) has a p50 that is only a lower bound, and its
+// chart label says so; half or fewer unfinished, or stalls that finished
+// (slow but measured), keep a plain value.
+func TestCensoredP50(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		runs    int
+		stalled []results.StalledRun
+		label   string
+	}{
+		{"all cut", 2, []results.StalledRun{{Run: "a", TTLSMS: 240000}, {Run: "b", NotStarted: true}}, "≥240.0s (2/2 runs unfinished)"},
+		{"2 of 3 cut", 3, []results.StalledRun{{Run: "a"}, {Run: "b"}}, "≥240.0s (2/3 runs unfinished)"},
+		{"half cut", 2, []results.StalledRun{{Run: "a"}}, "240.0s"},
+		{"stalls that finished", 2, []results.StalledRun{{Run: "a", Finished: true}, {Run: "b", Finished: true}}, "240.0s"},
+		{"no runs", 0, nil, "240.0s"},
+	} {
+		cell := &results.Cell{Runs: tc.runs, Stalls: len(tc.stalled), StalledRuns: tc.stalled}
+		note, _ := censoredP50(cell)
+		if got := p50Label(240e6, note); got != tc.label {
+			t.Errorf("%s: label %q, want %q", tc.name, got, tc.label)
 		}
 	}
 }
