@@ -354,8 +354,8 @@ func TestCheckNA(t *testing.T) {
 		if r.Check == "hooks resume" && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no hook")) {
 			t.Errorf("hooks resume on a scenario without a hook: %+v", r)
 		}
-		if r.Check == "batch polls" && !r.Pass {
-			t.Errorf("the reference's batch polls: %+v; want pass", r)
+		if (r.Check == "batch polls" || r.Check == "batch starts") && !r.Pass {
+			t.Errorf("the reference's %s: %+v; want pass", r.Check, r)
 		}
 	}
 	// A target that declares no batch endpoint: its check is n/a.
@@ -373,8 +373,38 @@ func TestCheckNA(t *testing.T) {
 		t.Fatalf("the reference without batch fails")
 	}
 	for _, r := range rep.Results {
-		if r.Check == "batch polls" && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no batch")) {
-			t.Errorf("batch polls of a target that declares none: %+v; want n/a", r)
+		if (r.Check == "batch polls" || r.Check == "batch starts") && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no batch")) {
+			t.Errorf("%s of a target that declares no batch: %+v; want n/a", r.Check, r)
+		}
+	}
+	// A target that declares batch 1 (polls, no batch starts): polls pass,
+	// starts are n/a, and a session's cell runs with batch polls and a
+	// start request per run.
+	url = serveHandler(t, only{reference(t), []string{"step"}}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/starts" {
+				t.Errorf("a batch start to a target that declares batch 1")
+			}
+			if r.URL.Path != "/v1/info" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rewrite(h, w, r, func(m map[string]any) { m["batch"] = 1 })
+		})
+	})
+	rep = check(t, url, 1, 10*time.Second)
+	for _, r := range rep.Results {
+		if r.Check == "batch polls" && !r.Pass || r.Check == "batch starts" && (r.Pass || !r.NA) {
+			t.Errorf("%s of a target that declares batch 1: %+v", r.Check, r)
+		}
+	}
+	res, err := runCellPolls(t, url, "b1", "step", nil, 5, false)
+	if err != nil || len(res.Timelines) != 5 {
+		t.Fatalf("a cell on a batch 1 target: %v", err)
+	}
+	for _, tl := range res.Timelines {
+		if !tl.Finished || tl.Failed {
+			t.Errorf("run %s on a batch 1 target: finished %v failed %v (%s)", tl.ID, tl.Finished, tl.Failed, tl.Error)
 		}
 	}
 }

@@ -22,7 +22,7 @@ const checkBatch = "batch polls"
 // answers it). n/a for a target that does not declare batch, or declares
 // no scenario without a hook.
 func (k *checker) checkBatchPolls(ctx context.Context, f *findings) {
-	if k.info.Batch < BatchVersion {
+	if k.info.Batch < BatchPolls {
 		f.na[checkBatch] = "the target declares no batch endpoint (info: batch)"
 		return
 	}
@@ -127,4 +127,73 @@ func (k *checker) checkBatchPolls(ctx context.Context, f *findings) {
 		return
 	}
 	f.passed(checkBatch)
+}
+
+// checkBatchStart is the target check of batch starts (batch 2).
+const checkBatchStart = "batch starts"
+
+// checkBatchStarts checks POST /v1/starts of a target that declares batch
+// 2: one batch of a new run, the same run id again and an unknown
+// scenario answers each in order, 202, 409 and 422, and the started run
+// completes. n/a for a target that declares less.
+func (k *checker) checkBatchStarts(ctx context.Context, f *findings) {
+	if k.info.Batch < BatchStarts {
+		f.na[checkBatchStart] = "the target declares no batch starts (info: batch 2)"
+		return
+	}
+	if len(k.info.Scenarios) == 0 {
+		f.na[checkBatchStart] = "the target declares no scenario"
+		return
+	}
+	sc := k.info.Scenarios[0].Name
+	for _, s := range k.info.Scenarios {
+		if s.Name == "step" {
+			sc = s.Name
+		}
+	}
+	run := fmt.Sprintf("check-%d-batch-start", k.epoch.UnixNano()%1e6)
+	defer func() { _ = k.c.Release(ctx, run) }()
+	opts := CheckOptionsFor[sc]
+	reqs := []StartRequest{{Run: run, Scenario: sc, Options: opts}, {Run: run, Scenario: sc, Options: opts},
+		{Run: run + "-unknown", Scenario: "no-such-scenario"}}
+	rep, err := k.c.Starts(ctx, reqs)
+	if err != nil {
+		f.failf(checkBatchStart, "a batch start: %s", k.explain(ctx, err))
+		return
+	}
+	got := make([]int, len(rep.Started))
+	for i, st := range rep.Started {
+		got[i] = st.Code
+		if st.Run != reqs[i].Run {
+			f.failf(checkBatchStart, "a batch start's answer %d names run %q, want %q (answers in the request's order)", i, st.Run, reqs[i].Run)
+			return
+		}
+	}
+	// The first two may be answered in either order (concurrent starts of
+	// one id): one 202, one 409.
+	if !(got[0] == http.StatusAccepted && got[1] == http.StatusConflict || got[0] == http.StatusConflict && got[1] == http.StatusAccepted) ||
+		got[2] != http.StatusUnprocessableEntity {
+		f.failf(checkBatchStart, "a batch start of a new run, the same run id again and an unknown scenario answered %v, want [202 409 422] (the first two in either order)", got)
+		return
+	}
+	deadline := time.Now().Add(k.opt.RunTimeout)
+	for {
+		tl, err := k.c.Timeline(ctx, run, 0, time.Second)
+		if err != nil {
+			f.failf(checkBatchStart, "%s (started in a batch): its timeline: %s", run, k.explain(ctx, err))
+			return
+		}
+		if tl.Terminal() {
+			if tl.Status != StatusCompleted {
+				f.failf(checkBatchStart, "%s (started in a batch): %s %s", run, tl.Status, tl.Error)
+				return
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			f.failf(checkBatchStart, "%s (started in a batch) not finished after %s", run, k.opt.RunTimeout)
+			return
+		}
+	}
+	f.passed(checkBatchStart)
 }

@@ -164,6 +164,18 @@ func (c *Client) Batch(ctx context.Context, req BatchRequest, wait time.Duration
 	return r, nil
 }
 
+// Starts is POST /v1/starts (batch 2).
+func (c *Client) Starts(ctx context.Context, runs []StartRequest) (StartsReply, error) {
+	var r StartsReply
+	if err := c.do(ctx, http.MethodPost, "/v1/starts", StartsRequest{Runs: runs}, &r, RequestTimeout); err != nil {
+		return StartsReply{}, err
+	}
+	if len(r.Started) != len(runs) {
+		return StartsReply{}, fmt.Errorf("%w: a batch start of %d runs answered %d", ErrProtocol, len(runs), len(r.Started))
+	}
+	return r, nil
+}
+
 // Timeline is GET /v1/runs/{id}/timeline?after=…&wait=….
 func (c *Client) Timeline(ctx context.Context, run string, after int64, wait time.Duration) (Timeline, error) {
 	var t Timeline

@@ -48,15 +48,20 @@ type Info struct {
 	// configured (a combination of its settings that does not work): every
 	// cell is skipped with it, never an error.
 	Unavailable string `json:"unavailable,omitempty"`
-	// Batch is the version of the batch timeline endpoint the target
-	// serves (POST /v1/timelines; 1.1, optional): 0 for none, 1 for
-	// BatchVersion 1.
+	// Batch is the version of the batch endpoints the target serves (1.1,
+	// optional): 0 for none, 1 for batch timeline polls (POST
+	// /v1/timelines), 2 for those and batch starts (POST /v1/starts).
 	Batch int `json:"batch,omitempty"`
 }
 
-// BatchVersion is the batch timeline endpoint's version this package
-// speaks (Info.Batch).
-const BatchVersion = 1
+// The batch versions (Info.Batch): BatchPolls serves POST /v1/timelines;
+// BatchStarts that and POST /v1/starts. BatchVersion is the one this
+// package's server serves.
+const (
+	BatchPolls   = 1
+	BatchStarts  = 2
+	BatchVersion = BatchStarts
+)
 
 // Scenario is a scenario the target supports, with its option limits.
 type Scenario struct {
@@ -191,6 +196,25 @@ type BatchRequest struct {
 	// Wait is the long poll's wait, as a timeline poll's (FormatWait).
 	Wait    string   `json:"wait,omitempty"`
 	Release []string `json:"release,omitempty"`
+}
+
+// StartsRequest is POST /v1/starts (batch 2): several starts at once.
+type StartsRequest struct {
+	Runs []StartRequest `json:"runs"`
+}
+
+// StartsReply answers StartsRequest: each run's start, in order.
+type StartsReply struct {
+	Started []StartResult `json:"started"`
+}
+
+// StartResult is one run's start in a batch: Code is the status a
+// POST /v1/runs would have answered (202, or 409, 422, 5xx with Error).
+type StartResult struct {
+	Run      string `json:"run"`
+	Code     int    `json:"code"`
+	Accepted int64  `json:"accepted,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Cursor is a run's last event read.

@@ -250,6 +250,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ClockReply{Now: ns(s.b.Now())})
 	case r.Method == http.MethodPost && path == "runs":
 		s.start(w, r)
+	case r.Method == http.MethodPost && path == "starts":
+		s.starts(w, r)
 	case r.Method == http.MethodPost && path == "timelines":
 		s.batch(w, r)
 	case r.Method == http.MethodDelete && len(parts) == 2 && parts[0] == "runs":
@@ -269,11 +271,20 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "a start request needs run and scenario")
 		return
 	}
+	code, msg := s.startOne(r.Context(), req)
+	if code != http.StatusAccepted {
+		httpError(w, code, msg)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, StartReply{Run: req.Run, Accepted: ns(s.b.Now())})
+}
+
+// startOne starts req: 202, or the status and message of why not.
+func (s *Server) startOne(ctx context.Context, req StartRequest) (int, string) {
 	// What the backend does not declare it cannot run: 422 for every
 	// backend, whether its Start checks or not.
 	if ok, why := s.info.Supports(req.Scenario, req.Options); !ok {
-		httpError(w, http.StatusUnprocessableEntity, why)
-		return
+		return http.StatusUnprocessableEntity, why
 	}
 	s.mu.Lock()
 	_, dup := s.runs[req.Run]
@@ -282,21 +293,48 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if dup {
-		httpError(w, http.StatusConflict, "run "+req.Run+" exists")
-		return
+		return http.StatusConflict, "run " + req.Run + " exists"
 	}
-	if err := s.b.Start(r.Context(), req); err != nil {
+	if err := s.b.Start(ctx, req); err != nil {
 		s.mu.Lock()
-		delete(s.runs, req.Run)
+		s.forgetLocked(req.Run)
 		s.mu.Unlock()
 		code := http.StatusInternalServerError
 		if errors.Is(err, ErrUnsupported) {
 			code = http.StatusUnprocessableEntity
 		}
-		httpError(w, code, err.Error())
+		return code, err.Error()
+	}
+	return http.StatusAccepted, ""
+}
+
+// starts answers a batch start (POST /v1/starts): each run started
+// concurrently, each answered.
+func (s *Server) starts(w http.ResponseWriter, r *http.Request) {
+	var req StartsRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {
+		httpError(w, http.StatusBadRequest, "a batch start needs runs")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, StartReply{Run: req.Run, Accepted: ns(s.b.Now())})
+	out := StartsReply{Started: make([]StartResult, len(req.Runs))}
+	var wg sync.WaitGroup
+	for i, st := range req.Runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := StartResult{Run: st.Run}
+			if st.Run == "" || st.Scenario == "" {
+				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
+			} else if code, msg := s.startOne(r.Context(), st); code != http.StatusAccepted {
+				res.Code, res.Error = code, msg
+			} else {
+				res.Code, res.Accepted = code, ns(s.b.Now())
+			}
+			out.Started[i] = res
+		}()
+	}
+	wg.Wait()
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {

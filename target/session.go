@@ -66,6 +66,76 @@ type Session struct {
 	batch bool
 	name  string
 	runs  map[string]*follower
+
+	// batchStarts: the target serves batch starts (batch 2), and the
+	// session's starts wait in queue for one of at most maxStartSenders
+	// senders (smu guards both).
+	batchStarts bool
+	smu         sync.Mutex
+	queue       []pendingStart
+	senders     int
+}
+
+// pendingStart is a start waiting for its batch; done has its outcome.
+type pendingStart struct {
+	req  StartRequest
+	done chan error
+}
+
+// maxStartSenders is how many batch starts a session has in flight at
+// most: a start finds a sender idle (and is sent alone, at once) unless
+// that many are busy, and then goes with the next batch.
+const maxStartSenders = 4
+
+// startBatched starts req within a batch start (POST /v1/starts): the
+// starts queued while every sender is busy go together, each answered
+// as its own start request would be.
+func (s *Session) startBatched(ctx context.Context, req StartRequest) error {
+	ps := pendingStart{req, make(chan error, 1)}
+	s.smu.Lock()
+	s.queue = append(s.queue, ps)
+	if s.senders < maxStartSenders {
+		s.senders++
+		go s.sendStarts()
+	}
+	s.smu.Unlock()
+	select {
+	case err := <-ps.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sendStarts sends the queued starts, a batch at a time, until the queue
+// is empty.
+func (s *Session) sendStarts() {
+	for {
+		s.smu.Lock()
+		if len(s.queue) == 0 {
+			s.senders--
+			s.smu.Unlock()
+			return
+		}
+		batch := s.queue
+		s.queue = nil
+		s.smu.Unlock()
+		reqs := make([]StartRequest, len(batch))
+		for i, p := range batch {
+			reqs[i] = p.req
+		}
+		rep, err := s.c.Starts(context.Background(), reqs)
+		for i, p := range batch {
+			switch {
+			case err != nil:
+				p.done <- err
+			case rep.Started[i].Code/100 != 2:
+				p.done <- &StatusError{Code: rep.Started[i].Code, Msg: fmt.Sprintf("POST /v1/starts: %s: %d: %s", p.req.Run, rep.Started[i].Code, rep.Started[i].Error)}
+			default:
+				p.done <- nil
+			}
+		}
+	}
 }
 
 // sessions numbers the sessions of this process (their names).
@@ -127,7 +197,8 @@ func NewSession(ctx context.Context, c *Client, scenario string, opts map[string
 	}
 	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]hookRef{}, anomalies: map[string][]Anomaly{},
 		watch: ClockWatch{Start: clk, Bound: clk.RTT / 2, Rounds: 1},
-		batch: infoErr == nil && info.Batch >= BatchVersion && !c.PerRun, runs: map[string]*follower{},
+		batch: infoErr == nil && info.Batch >= BatchPolls && !c.PerRun, runs: map[string]*follower{},
+		batchStarts: infoErr == nil && info.Batch >= BatchStarts && !c.PerRun,
 		// Unique among the sessions of every driver the target serves:
 		// this process's id, its clock and a count.
 		name: fmt.Sprintf("%d-%x-%d", os.Getpid(), time.Now().UnixNano(), sessions.Add(1))}, nil
@@ -236,7 +307,14 @@ func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) err
 		s.mu.Lock()
 		s.runs[id] = f
 		s.mu.Unlock()
-		if _, err := s.c.Start(ctx, StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Session: s.name}); err != nil {
+		req := StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Session: s.name}
+		var err error
+		if s.batchStarts {
+			err = s.startBatched(ctx, req)
+		} else {
+			_, err = s.c.Start(ctx, req)
+		}
+		if err != nil {
 			s.mu.Lock()
 			delete(s.runs, id)
 			s.mu.Unlock()
