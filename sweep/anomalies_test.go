@@ -27,7 +27,8 @@ import (
 // twice — on the timelines of the runs started in the positions of mark
 // (1-based, in start order), as the Workflow SDK's adapter reports 4.8.9's
 // duplicate terminal events on world-local. It answers both the per-run
-// timeline poll and the batch poll.
+// timeline poll and the batch poll, and counts starts sent alone and in
+// batches (POST /v1/starts).
 type duplicateTerminal struct {
 	h    http.Handler
 	mark []int
@@ -41,14 +42,25 @@ const dupDetail = "run_completed written 2 times"
 
 func (d *duplicateTerminal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/runs":
+	case r.Method == http.MethodPost && (r.URL.Path == "/v1/runs" || r.URL.Path == "/v1/starts"):
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var req target.StartRequest
-		if err := json.Unmarshal(body, &req); err == nil && req.Run != "" {
+		var batch target.StartsRequest
+		if r.URL.Path == "/v1/starts" {
+			_ = json.Unmarshal(body, &batch)
+		} else {
+			var req target.StartRequest
+			if json.Unmarshal(body, &req) == nil {
+				batch.Runs = []target.StartRequest{req}
+			}
+		}
+		for _, req := range batch.Runs {
+			if req.Run == "" {
+				continue
+			}
 			d.mu.Lock()
 			d.starts++
 			if slices.Contains(d.mark, d.starts) && !slices.Contains(d.marked, req.Run) {
