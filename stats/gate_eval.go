@@ -491,16 +491,8 @@ func checkShare(rule Rule, k CellKey, m results.Metric, base, null *results.Metr
 	if base != nil && len(base.Values) > 0 {
 		fastest = min(fastest, slices.Min(base.Values))
 	}
-	under := FastFactor * math.Max(float64(fastest), 1)
-	count := func(vs []int64) int {
-		n := 0
-		for _, v := range vs {
-			if float64(v) < under {
-				n++
-			}
-		}
-		return n
-	}
+	under := fastThreshold(fastest)
+	count := func(vs []int64) int { return fastCount(vs, under) }
 	hf, hn := count(m.Values), len(m.Values)
 	c.Value, c.N2 = 100*float64(hf)/float64(hn), hn
 	c.Statistic, c.Unit = fmt.Sprintf("fast-mode share (runs under %d × the fastest run)", FastFactor), UnitRun

@@ -36,22 +36,27 @@ func shareRow(k CellKey, base, head []int64, alpha float64) (ShareRow, bool) {
 	if len(base) == 0 || len(head) == 0 {
 		return ShareRow{}, false
 	}
-	fastest := min(slices.Min(base), slices.Min(head))
-	r := ShareRow{Cell: k, ThresholdUS: FastFactor * math.Max(float64(fastest), 1), BaseN: len(base), HeadN: len(head)}
-	for _, v := range base {
-		if float64(v) < r.ThresholdUS {
-			r.BaseFast++
-		}
-	}
-	for _, v := range head {
-		if float64(v) < r.ThresholdUS {
-			r.HeadFast++
-		}
-	}
+	r := ShareRow{Cell: k, ThresholdUS: fastThreshold(min(slices.Min(base), slices.Min(head))), BaseN: len(base), HeadN: len(head)}
+	r.BaseFast, r.HeadFast = fastCount(base, r.ThresholdUS), fastCount(head, r.ThresholdUS)
 	r.DeltaPP = 100 * (float64(r.HeadFast)/float64(r.HeadN) - float64(r.BaseFast)/float64(r.BaseN))
 	r.P = FisherExact(r.BaseFast, r.BaseN-r.BaseFast, r.HeadFast, r.HeadN-r.HeadFast)
 	r.Significant = r.P < alpha
 	return r, true
+}
+
+// fastThreshold is the fast-mode bound (µs) given the fastest run of
+// either side: FastFactor × it, at least FastFactor µs.
+func fastThreshold(fastest int64) float64 { return FastFactor * math.Max(float64(fastest), 1) }
+
+// fastCount is how many of values are in the fast mode: under threshold.
+func fastCount(values []int64, threshold float64) int {
+	n := 0
+	for _, v := range values {
+		if float64(v) < threshold {
+			n++
+		}
+	}
+	return n
 }
 
 // shareRows are the fast-mode rows of metric name over the cells of both
