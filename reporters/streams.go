@@ -69,12 +69,18 @@ func crttTable(cells []*results.Cell, lab labeler) [][]string {
 	return rows
 }
 
+// sizeSweep reports whether c is a stream cell of a size sweep with two
+// chunk sizes or more.
+func sizeSweep(c *results.Cell) bool {
+	return len(c.CRTTBySize) >= 2 && (c.Scenario == "stream-sizes" || c.Options["sizes"] != "")
+}
+
 // crttSizes is one line per cell of a size sweep: mean CRTT per chunk
 // size; none for cells with one size.
 func crttSizes(cells []*results.Cell, lab labeler) []string {
 	var out []string
 	for _, c := range cells {
-		if len(c.CRTTBySize) < 2 || (c.Scenario != "stream-sizes" && c.Options["sizes"] == "") {
+		if !sizeSweep(c) {
 			continue
 		}
 		parts := make([]string, len(c.CRTTBySize))
@@ -168,7 +174,7 @@ func sizeLabel(n int) string {
 func (c *charts) crttBySize(g scenarioGroup) (*plot.Plot, error) {
 	var cells []*results.Cell
 	for _, cell := range streamCells(g.Cells) {
-		if len(cell.CRTTBySize) >= 2 && (cell.Scenario == "stream-sizes" || cell.Options["sizes"] != "") {
+		if sizeSweep(cell) {
 			cells = append(cells, cell)
 		}
 	}
