@@ -81,10 +81,11 @@ func (m *markdown) engines(sb *strings.Builder) {
 			s50, s99 := pq(metrics.Skew)
 			c50, _ := pq(metrics.TTC)
 			if lag {
-				f99 += " | -"
+				l := "-"
 				if c.DriverLag != nil && c.DriverLag.Count > 0 {
-					f99 = f99[:len(f99)-1] + fmtUS(c.DriverLag.P99)
+					l = fmtUS(c.DriverLag.P99)
 				}
+				f99 += " | " + l
 			}
 			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d |",
 				g.Name, cellSize(c), engineLabel(c), f50, f99, l50, l99, s50, s99, c50, c.Runs, c.Stalls, c.Errors)
