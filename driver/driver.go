@@ -236,7 +236,6 @@ type phaseState struct {
 	changed  world.Future
 	allDone  world.Future
 	lag      []time.Duration
-	sched    []time.Duration // scheduled start of each started run
 }
 
 // finishOne is a run's done callback.
@@ -358,7 +357,6 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.mu.Lock()
 			st.inflight++
 			st.started++
-			st.sched = append(st.sched, sched)
 			st.lag = append(st.lag, 0)
 			st.mu.Unlock()
 			starters.start(func() {
