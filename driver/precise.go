@@ -115,14 +115,13 @@ func (c Calibration) coarseSleep() func(time.Duration) {
 // (coarse sleep, then spin with yields) in real time, with the runtime's
 // own Sleep in virtual time or when precision is off.
 type waiter struct {
-	rt      world.Runtime
-	precise bool
-	window  time.Duration
-	sleep   func(time.Duration)
+	rt     world.Runtime
+	window time.Duration
+	sleep  func(time.Duration) // the coarse sleep; nil: not precise
 }
 
 func newWaiter(rt world.Runtime, precise bool) waiter {
-	w := waiter{rt: rt, precise: precise}
+	w := waiter{rt: rt}
 	if precise {
 		c := Calibrate()
 		w.window, w.sleep = c.SpinWindow, c.coarseSleep()
@@ -139,7 +138,7 @@ func newWaiter(rt world.Runtime, precise bool) waiter {
 // machine (at 20,000 runs/s and a load average of 24, lag p50 45 ms
 // spinning against 1.1 ms sleeping).
 func (w waiter) until(ctx context.Context, at, gap time.Duration) {
-	if !w.precise {
+	if w.sleep == nil {
 		if left := at - w.rt.Now(); left > 0 {
 			_ = w.rt.Sleep(ctx, left)
 		}
