@@ -309,6 +309,9 @@ func chunkBytes(c engine.ChunkSpan, spec *engine.StreamSpec) int {
 	if c.Bytes > 0 || spec == nil || c.Index >= spec.ChunkCount() {
 		return c.Bytes
 	}
+	if n := spec.ChunkBytes(c.Index); n > 0 {
+		return n // what ChunkData makes, without making it
+	}
 	return len(engine.ChunkData(spec, c.Index))
 }
 
