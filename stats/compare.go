@@ -630,7 +630,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		}
 		nIdx, _ = indexCells(opt.Null)
 	}
-	pooled := map[string][]string{} // side → metrics tested on pooled samples
+	pooled := pooledSides{}
 	bIdx, bKeys := indexCells(base)
 	hIdx, hKeys := indexCells(head)
 	all := slices.Clone(bKeys)
@@ -685,9 +685,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 					return false, t, sum
 				}
 				t = testedSample(name, m)
-				if t.unit == UnitSample && !slices.Contains(pooled[label], name) {
-					pooled[label] = append(pooled[label], name)
-				}
+				pooled.add(label, name, t)
 				return true, t, Summarize(t.values, opt.Confidence)
 			}
 			var bt, ht tested
@@ -731,11 +729,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		c.Metrics = append(c.Metrics, mc)
 	}
 
-	for _, side := range []string{"base", "head", "null"} {
-		if len(pooled[side]) > 0 {
-			c.Warnings = append(c.Warnings, pooledWarning(side, strings.Join(pooled[side], ", ")))
-		}
-	}
+	c.Warnings = append(c.Warnings, pooled.warnings()...)
 	for _, k := range all {
 		row := CountRow{Cell: k}
 		if cell := bIdx[k]; cell != nil {

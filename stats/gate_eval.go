@@ -253,12 +253,7 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 		}
 		nIdx, _ = indexCells(null)
 	}
-	pooled := map[string][]string{} // side → metrics tested on pooled samples
-	warnPooled := func(side, metric string, t tested) {
-		if t.unit == UnitSample && !slices.Contains(pooled[side], metric) {
-			pooled[side] = append(pooled[side], metric)
-		}
-	}
+	pooled := pooledSides{}
 	hIdx, hKeys := indexCells(head)
 	slices.SortFunc(hKeys, CellKey.cmp)
 	for k := range bIdx {
@@ -291,9 +286,9 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 			if rule.Relative {
 				bm := metricOf(bIdx[k], rule.Metric)
 				nm := metricOf(nIdx[k], rule.Metric)
-				warnPooled("head", rule.Metric, testedSample(rule.Metric, m))
+				pooled.add("head", rule.Metric, testedSample(rule.Metric, m))
 				if bm != nil {
-					warnPooled("base", rule.Metric, testedSample(rule.Metric, *bm))
+					pooled.add("base", rule.Metric, testedSample(rule.Metric, *bm))
 				}
 				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, nm, rep.Alpha, tests))
 			} else {
@@ -303,11 +298,7 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 		rr.Unmatched = len(rr.Checks) == 0 && !rule.AllowEmpty
 		rep.Rules = append(rep.Rules, rr)
 	}
-	for _, side := range []string{"base", "head"} {
-		if len(pooled[side]) > 0 {
-			rep.Warnings = append(rep.Warnings, pooledWarning(side, strings.Join(pooled[side], ", ")))
-		}
-	}
+	rep.Warnings = append(rep.Warnings, pooled.warnings()...)
 	return rep, nil
 }
 

@@ -3,6 +3,8 @@ package stats
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
@@ -45,6 +47,28 @@ func testedSample(name string, m results.Metric) tested {
 		return tested{values: nil, stat: string(stat), unit: UnitRun}
 	}
 	return tested{values: m.Values, stat: "pooled samples", unit: UnitSample}
+}
+
+// pooledSides collects, per side ("base", "head", "null"), the metrics
+// tested on pooled samples (a file without per-run aggregates).
+type pooledSides map[string][]string
+
+// add notes metric on side when t is the pooled fallback.
+func (p pooledSides) add(side, metric string, t tested) {
+	if t.unit == UnitSample && !slices.Contains(p[side], metric) {
+		p[side] = append(p[side], metric)
+	}
+}
+
+// warnings are one pooledWarning per side with such metrics.
+func (p pooledSides) warnings() []string {
+	var w []string
+	for _, side := range []string{"base", "head", "null"} {
+		if len(p[side]) > 0 {
+			w = append(w, pooledWarning(side, strings.Join(p[side], ", ")))
+		}
+	}
+	return w
 }
 
 // pooledWarning is the warning of a side whose file has no per-run
