@@ -370,7 +370,7 @@ func (m *markdown) fastShares(sb *strings.Builder, g scenarioGroup, names []stri
 				}
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %.3f |\n", m.lab.label(c), fmtUS(int64(r.ThresholdUS)),
-				fastShare(r.BaseFast, r.BaseN), fastShare(r.HeadFast, r.HeadN), delta, r.P))
+				stats.FormatShare(r.BaseFast, r.BaseN), stats.FormatShare(r.HeadFast, r.HeadN), delta, r.P))
 		}
 		if len(rows) == 0 {
 			continue
@@ -386,10 +386,6 @@ func (m *markdown) fastShares(sb *strings.Builder, g scenarioGroup, names []stri
 			sb.WriteString(r)
 		}
 	}
-}
-
-func fastShare(fast, n int) string {
-	return fmt.Sprintf("%d/%d (%.0f%%)", fast, n, 100*float64(fast)/float64(n))
 }
 
 // row renders best | p50 | p75 | p90 | p99 | n for one metric of a cell.

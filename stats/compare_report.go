@@ -64,7 +64,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		t := alignedTable{align: "lrrrrl"}
 		t.add("cell", "under", c.Base.Label, c.Head.Label, "vs base", "")
 		for _, r := range m.Shares {
-			t.add(label[r.Cell], FormatMicros(r.ThresholdUS), shareCell(r.BaseFast, r.BaseN), shareCell(r.HeadFast, r.HeadN), shareDelta(r), fmt.Sprintf("(p=%.3f n=%d+%d runs)", r.P, r.BaseN, r.HeadN))
+			t.add(label[r.Cell], FormatMicros(r.ThresholdUS), FormatShare(r.BaseFast, r.BaseN), FormatShare(r.HeadFast, r.HeadN), shareDelta(r), fmt.Sprintf("(p=%.3f n=%d+%d runs)", r.P, r.BaseN, r.HeadN))
 		}
 		t.write(bw, "  ")
 	}
@@ -139,7 +139,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(bw, "| cell | under | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
 			for _, r := range m.Shares {
 				fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %.3f | %d+%d |\n", mdEscape(label[r.Cell]), FormatMicros(r.ThresholdUS),
-					shareCell(r.BaseFast, r.BaseN), shareCell(r.HeadFast, r.HeadN), shareDelta(r), r.P, r.BaseN, r.HeadN)
+					FormatShare(r.BaseFast, r.BaseN), FormatShare(r.HeadFast, r.HeadN), shareDelta(r), r.P, r.BaseN, r.HeadN)
 			}
 		}
 	}
@@ -261,7 +261,8 @@ func testCell(r MetricRow) string {
 	return fmt.Sprintf("(p=%.3f %s)", r.Test.P, n)
 }
 
-func shareCell(fast, n int) string {
+// FormatShare spells fast of n runs with its percentage: "3/30 (10%)".
+func FormatShare(fast, n int) string {
 	return fmt.Sprintf("%d/%d (%.0f%%)", fast, n, 100*float64(fast)/float64(n))
 }
 
