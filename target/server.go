@@ -340,7 +340,6 @@ func (s *Server) starts(w http.ResponseWriter, r *http.Request) {
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 	q := r.URL.Query()
 	var after int64
-	wait := DefaultWait
 	var err error
 	if a := q.Get("after"); a != "" {
 		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
@@ -348,13 +347,10 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 			return
 		}
 	}
-	if ws := q.Get("wait"); ws != "" {
-		if wait, err = ParseWait(ws); err != nil || wait < 0 {
-			httpError(w, http.StatusBadRequest, "wait="+ws+": want a duration (5000ms, 5s) or integer milliseconds")
-			return
-		}
+	wait, ok := waitArg(w, q.Get("wait"))
+	if !ok {
+		return
 	}
-	wait = min(wait, MaxWait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// batch is armed by the first new event: the answer then waits up to
@@ -371,17 +367,14 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 			return
 		}
 		fresh := int64(len(l.events)) > after
-		urgent := fresh && slices.ContainsFunc(l.events[max(after, 0):], func(e Event) bool { return e.Kind == EventHookWaiting })
+		urgent := fresh && hookWaiting(l.events[after:])
 		if fresh && batch == nil && !urgent && wait > 0 && l.status == StatusRunning {
 			t := time.NewTimer(Batch)
 			defer t.Stop()
 			batch = t.C
 		}
 		if (fresh && (urgent || batch == nil)) || l.status != StatusRunning || wait == 0 {
-			tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
-			if after < int64(len(l.events)) {
-				tl.Events = append(tl.Events, l.events[max(after, 0):]...)
-			}
+			tl := l.timeline(run, after)
 			s.mu.Unlock()
 			writeJSON(w, http.StatusOK, tl)
 			return
@@ -400,6 +393,35 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, run string) {
 	}
 }
 
+// waitArg is a poll's wait argument ws (DefaultWait if empty), at most
+// MaxWait; a bad one is answered 400 and ok is false.
+func waitArg(w http.ResponseWriter, ws string) (wait time.Duration, ok bool) {
+	wait = DefaultWait
+	if ws != "" {
+		var err error
+		if wait, err = ParseWait(ws); err != nil || wait < 0 {
+			httpError(w, http.StatusBadRequest, "wait="+ws+": want a duration (5000ms, 5s) or integer milliseconds")
+			return 0, false
+		}
+	}
+	return min(wait, MaxWait), true
+}
+
+// timeline is run's timeline from its event after on (the server's mu held).
+func (l *runLog) timeline(run string, after int64) Timeline {
+	tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
+	if after < int64(len(l.events)) {
+		tl.Events = append(tl.Events, l.events[after:]...)
+	}
+	return tl
+}
+
+// hookWaiting reports whether evs hold a hook waiting: a poll answers it
+// at once (durabench resumes it).
+func hookWaiting(evs []Event) bool {
+	return slices.ContainsFunc(evs, func(e Event) bool { return e.Kind == EventHookWaiting })
+}
+
 // batch answers a batch timeline poll (POST /v1/timelines).
 func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	var req BatchRequest
@@ -407,13 +429,9 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "a batch timeline poll needs session (and runs, wait, release)")
 		return
 	}
-	wait := DefaultWait
-	if req.Wait != "" {
-		var err error
-		if wait, err = ParseWait(req.Wait); err != nil || wait < 0 {
-			httpError(w, http.StatusBadRequest, "wait="+req.Wait+": want a duration (5000ms, 5s) or integer milliseconds")
-			return
-		}
+	wait, ok := waitArg(w, req.Wait)
+	if !ok {
+		return
 	}
 	after := make(map[string]int64, len(req.Runs))
 	for _, c := range req.Runs {
@@ -428,7 +446,6 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		s.forgetLocked(run)
 	}
 	s.mu.Unlock()
-	wait = min(wait, MaxWait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// As a timeline poll: the first news arms batch, the answer then
@@ -446,11 +463,8 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			news = true
-			urgent = urgent || slices.ContainsFunc(l.events[min(a, int64(len(l.events))):], func(e Event) bool { return e.Kind == EventHookWaiting })
-			tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
-			if fresh {
-				tl.Events = append(tl.Events, l.events[a:]...)
-			}
+			tl := l.timeline(run, a)
+			urgent = urgent || hookWaiting(tl.Events)
 			reply.Timelines = append(reply.Timelines, tl)
 		}
 		if sl != nil {
