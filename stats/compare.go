@@ -676,15 +676,11 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 			row := MetricRow{Cell: k, DeltaPct: math.NaN(), NullDeltaPct: math.NaN(), Verdict: VerdictNone,
 				Test: Significance{P: math.NaN(), Alpha: opt.Alpha}}
 			side := func(idx map[CellKey]*results.Cell, label string) (in bool, t tested, sum Summary) {
-				cell := idx[k]
-				if cell == nil {
+				m := metricOf(idx[k], name)
+				if m == nil {
 					return false, t, sum
 				}
-				m, ok := cell.Metrics[name]
-				if !ok {
-					return false, t, sum
-				}
-				t = testedSample(name, m)
+				t = testedSample(name, *m)
 				pooled.add(label, name, t)
 				return true, t, Summarize(t.values, opt.Confidence)
 			}
