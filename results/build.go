@@ -22,7 +22,8 @@ type BuildOptions struct {
 	Unstarted []string
 }
 
-// BuildCell summarises one cell. id carries the cell's identity (Scenario,
+// BuildCell summarises one cell. id carries the cell's identity (Target,
+// TargetSpec, TargetWorld, Engine, EngineVersion, Scenario,
 // Branches, Steps, Options, Version, Switches, World, Profile); every other
 // field of the result is computed from timelines, in run order: counts,
 // every metric with at least one sample, the STSO slope, stalls with their
@@ -30,7 +31,8 @@ type BuildOptions struct {
 func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell {
 	col := metrics.Collect(timelines, opt.Metrics)
 	c := Cell{
-		Target: id.Target, Engine: id.Engine, EngineVersion: id.EngineVersion,
+		Target: id.Target, TargetSpec: id.TargetSpec, TargetWorld: id.TargetWorld,
+		Engine: id.Engine, EngineVersion: id.EngineVersion,
 		Scenario: id.Scenario, Branches: id.Branches, Steps: id.Steps, Options: id.Options,
 		Version: id.Version, Switches: id.Switches, World: id.World, Profile: id.Profile,
 		Runs:      col.Runs + len(opt.Unstarted),

@@ -61,12 +61,18 @@ func TestBuildCell(t *testing.T) {
 		{ID: "r4", Finished: true, Failed: true, Done: ms, Error: "boom"},
 		{ID: "r5", Cut: time.Second, Steps: []engine.StepSpan{step(0, 0, ms, 2*ms, false)}},
 	}
-	id := Cell{Scenario: "sequential", Steps: 2, Version: "baseline", World: "mem", Profile: "none"}
+	id := Cell{Scenario: "sequential", Steps: 2, Version: "baseline", World: "mem", Profile: "none",
+		Target: "workflow 4.8.9 · local", TargetSpec: "workflow --world=local", TargetWorld: "world-local"}
 	c := BuildCell(id, tls, BuildOptions{Elapsed: 1500 * ms, DriverLag: []time.Duration{ms, -ms},
 		Unstarted: []string{"r6"}, Metrics: metrics.Config{Stall: metrics.StallRule{Threshold: 500 * ms}}})
 
 	if c.Scenario != "sequential" || c.Steps != 2 || c.Version != "baseline" || c.Switches == nil {
 		t.Errorf("identity = %+v", c)
+	}
+	// A labelled target's cell keeps the plan's spec (its key for --resume
+	// and compare) and the world the target named.
+	if c.Target != id.Target || c.TargetSpec != id.TargetSpec || c.TargetWorld != id.TargetWorld {
+		t.Errorf("target identity = %q %q %q, want %q %q %q", c.Target, c.TargetSpec, c.TargetWorld, id.Target, id.TargetSpec, id.TargetWorld)
 	}
 	if c.Runs != 6 || c.Errors != 1 || c.Stalls != 2 || c.ElapsedMS != 1500 || c.StallThresholdMS != 500 {
 		t.Errorf("counts: runs %d errors %d stalls %d elapsed %v threshold %v", c.Runs, c.Errors, c.Stalls, c.ElapsedMS, c.StallThresholdMS)

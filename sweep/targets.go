@@ -323,7 +323,6 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	rc.ClockErrorUS, rc.ClockDriftUS = us(cw.Start.RTT/2), us(cw.Drift)
 	ps := sess.Polls()
 	rc.TargetPolls, rc.EarlyEmptyPolls = ps.Polls, ps.EarlyEmpty
-	rc.TargetWorld = lt.info.World
 	rc.AnomalousRuns = anomalousRuns(res, sess.Anomalies())
 	rc.Anomalies = len(rc.AnomalousRuns)
 	if lt.plugin != nil {
