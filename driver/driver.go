@@ -220,7 +220,7 @@ type cellRun struct {
 		StartRun(ctx context.Context, id string, p engine.Program) error
 	}
 	runCtx context.Context
-	wait   waiter
+	wait   *waiter
 	// realTime is false on a virtual-time world (sim).
 	realTime bool
 }
@@ -271,7 +271,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s-%s%04d", d.cfg.RunPrefix, tag, i+1)
 	}
-	st := &phaseState{changed: rt.NewFuture(), allDone: rt.NewFuture()}
+	st := &phaseState{changed: rt.NewFuture(), allDone: rt.NewFuture(), lag: make([]time.Duration, n)}
 	var doneCount int
 	var phaseOver bool
 	var doneMu sync.Mutex
@@ -357,7 +357,6 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.mu.Lock()
 			st.inflight++
 			st.started++
-			st.lag = append(st.lag, 0)
 			st.mu.Unlock()
 			starters.start(func() {
 				actual := rt.Now()
@@ -390,7 +389,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	r.elapsed = end - epoch
 	st.mu.Lock()
 	started := st.started
-	r.lag = append([]time.Duration(nil), st.lag...)
+	r.lag = append([]time.Duration(nil), st.lag[:started]...)
 	st.mu.Unlock()
 	complete := true
 	for i := 0; i < n; i++ {

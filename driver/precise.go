@@ -17,7 +17,8 @@ import (
 // coarsely until a spin window before the schedule, then spins with yields
 // (runtime.Gosched, so the runs it just started get the processor) until
 // the schedule. The window is the coarse sleep's overshoot, measured once
-// per process (Calibrate).
+// per process (Calibrate), then the p90 overshoot of the pacer's own
+// recent sleeps (waiter.coarse).
 //
 // Why the window is needed: Go's timers park an idle processor in
 // epoll_wait, whose timeout has millisecond resolution, so time.Sleep of
@@ -39,8 +40,9 @@ type Calibration struct {
 	// made precise pacing necessary), measured whichever sleep is used.
 	SleepOvershootP50 time.Duration
 	// SpinWindow is how long before a run's schedule the coarse sleep ends
-	// and spinning begins: OvershootP90 with a margin, within
-	// [minSpinWindow, maxSpinWindow].
+	// and spinning begins, for a cell's first waits: OvershootP90 with a
+	// margin, within [minSpinWindow, maxSpinWindow]. Later waits follow
+	// the cell's own sleeps.
 	SpinWindow time.Duration
 }
 
@@ -113,20 +115,49 @@ func (c Calibration) coarseSleep() func(time.Duration) {
 
 // waiter waits until a scheduled time on the runtime's clock: precisely
 // (coarse sleep, then spin with yields) in real time, with the runtime's
-// own Sleep in virtual time or when precision is off.
+// own Sleep in virtual time or when precision is off. One pacing task
+// owns it (it is not safe for concurrent use).
 type waiter struct {
 	rt     world.Runtime
 	window time.Duration
 	sleep  func(time.Duration) // the coarse sleep; nil: not precise
+	// over holds the overshoots of the last overshootRing coarse sleeps:
+	// the window follows their p90. A sleep overshoots more the longer it
+	// is (on this VM 25 µs at p50 for 100 µs, 65 µs for 1.9 ms: the vCPU
+	// idles deeper), so the calibration's short sleeps set the window
+	// of the first waits only; at 500 runs/s a window from them left
+	// lag p50 at 30-40 µs.
+	over  [overshootRing]time.Duration
+	nOver int
 }
 
-func newWaiter(rt world.Runtime, precise bool) waiter {
-	w := waiter{rt: rt}
+// overshootRing is how many recent coarse sleeps the spin window follows.
+const overshootRing = 32
+
+func newWaiter(rt world.Runtime, precise bool) *waiter {
+	w := &waiter{rt: rt}
 	if precise {
 		c := Calibrate()
 		w.window, w.sleep = c.SpinWindow, c.coarseSleep()
 	}
 	return w
+}
+
+// coarse sleeps d in the coarse sleep and lets the spin window follow how
+// late it woke: p90 of the last overshootRing sleeps with a quarter's
+// margin, within [minSpinWindow, maxSpinWindow].
+func (w *waiter) coarse(d time.Duration) {
+	t := w.rt.Now()
+	w.sleep(d)
+	w.over[w.nOver%overshootRing] = max(w.rt.Now()-t-d, 0)
+	w.nOver++
+	if w.nOver%(overshootRing/4) != 0 || w.nOver < overshootRing {
+		return
+	}
+	v := w.over
+	slices.Sort(v[:])
+	p90 := quantile(v[:], 0.9)
+	w.window = min(max(p90+p90/4, minSpinWindow), maxSpinWindow)
 }
 
 // until waits until the runtime's clock reads at, or ctx is done. It may
@@ -137,7 +168,7 @@ func newWaiter(rt world.Runtime, precise bool) waiter {
 // sleeps is the first the kernel's scheduler descheduled on a busy
 // machine (at 20,000 runs/s and a load average of 24, lag p50 45 ms
 // spinning against 1.1 ms sleeping).
-func (w waiter) until(ctx context.Context, at, gap time.Duration) {
+func (w *waiter) until(ctx context.Context, at, gap time.Duration) {
 	if w.sleep == nil {
 		if left := at - w.rt.Now(); left > 0 {
 			_ = w.rt.Sleep(ctx, left)
@@ -165,7 +196,7 @@ func (w waiter) until(ctx context.Context, at, gap time.Duration) {
 		if d := left - window; d > 2*coarseStretch {
 			_ = w.rt.Sleep(ctx, d-coarseStretch)
 		} else {
-			w.sleep(d)
+			w.coarse(d)
 		}
 	}
 	for spins := 0; w.rt.Now() < at; spins++ {
