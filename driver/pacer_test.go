@@ -183,3 +183,25 @@ func TestSlowStartDelaysNoOtherRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSpinWindowFollowsSleeps: when the coarse sleep overshoots more than
+// the calibration measured (long sleeps wake later), the spin window
+// grows to cover it after a few dozen sleeps, and stays within its bounds.
+func TestSpinWindowFollowsSleeps(t *testing.T) {
+	rt := world.NewReal()
+	for _, over := range []time.Duration{300 * time.Microsecond, 5 * time.Millisecond} {
+		w := newWaiter(rt, true)
+		w.window = minSpinWindow
+		w.sleep = func(d time.Duration) { // wakes over late, every time
+			for end := rt.Now() + d + over; rt.Now() < end; {
+			}
+		}
+		for range overshootRing {
+			w.coarse(10 * time.Microsecond)
+		}
+		want := min(over+over/4, maxSpinWindow)
+		if w.window < want || w.window > maxSpinWindow || (over < maxSpinWindow && w.window > want+want/2) {
+			t.Errorf("sleeps %v late: spin window %v, want about %v", over, w.window, want)
+		}
+	}
+}
