@@ -11,13 +11,14 @@
 // See README.md.
 import { AsyncLocalStorage } from "node:async_hooks";
 import http from "node:http";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import v8 from "node:v8";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { RunLog, KEEP_MS, parseWait } from "./lib/timeline.mjs";
 import { checkHistory, isTerminal, readEvents } from "./lib/history.mjs";
@@ -272,6 +273,18 @@ export async function main(argv) {
     process.stdout.write(url + "\n");
     return;
   }
+  const unread = unreadSwitches(dir, Object.keys(switches));
+  if (unread.length > 0) {
+    // A switch this SDK never reads would label cells that measure the
+    // default path as if they measured the switch: skipped, with why.
+    const version = pkgVersion(dir, "workflow");
+    const why = `workflow ${version} does not read ${unread.join(", ")} (no file of its packages names it): the cells would measure its default`;
+    process.stderr.write(`${NAME}: ${why}\n`);
+    server.on("request", (req, res) => unavailable(req, res, why, label(version, switches, flags.world), version));
+    stopOn();
+    process.stdout.write(url + "\n");
+    return;
+  }
   Object.assign(process.env, switches);
   try {
     if (flags.world === "local") {
@@ -296,6 +309,11 @@ export async function main(argv) {
     fail(1, e.message);
   }
 
+  // The QuickJS VM (5.0's WORKFLOW_VM=quickjs) compiles WebAssembly that
+  // uses extended constant expressions, a V8 feature Node 20 keeps behind
+  // --experimental-wasm-extended-const, which NODE_OPTIONS refuses. V8's
+  // flags are the process's: set here, before the worker compiles it.
+  if (switches.WORKFLOW_VM === "quickjs") v8.setFlagsFromString("--experimental-wasm-extended-const");
   // The SDK, its routes' server and the history reader, on a worker
   // thread (it inherits this environment).
   const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { dir, flags, switches } });
@@ -526,6 +544,46 @@ async function bootstrapPostgres(dir, pgURL) {
 }
 
 // pkgVersion is the version of package name installed in dir ("" if none).
+// unreadSwitches is the names of switches no JavaScript file of the SDK's
+// packages (workflow, @workflow/*) in dir reads: switches with no effect.
+export function unreadSwitches(dir, names) {
+  const left = new Set(names);
+  const walk = (d) => {
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (left.size === 0) return;
+      const p = join(d, e.name);
+      if (e.name === "node_modules") continue;
+      let st;
+      try {
+        st = statSync(p); // follows the links of a --sdk=PATH install
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) walk(p);
+      else if (/\.(m|c)?js$/.test(e.name)) {
+        const text = readFileSync(p, "utf8");
+        // Read as code does: a property (process.env.NAME) or a string
+        // ("NAME", 'NAME'); a comment's `NAME` is no reading.
+        for (const n of left) if (new RegExp(`\\.${n}\\b|["']${n}["']`).test(text)) left.delete(n);
+      }
+    }
+  };
+  const nm = join(dir, "node_modules");
+  walk(join(nm, "workflow"));
+  let scoped = [];
+  try {
+    scoped = readdirSync(join(nm, "@workflow"));
+  } catch {}
+  for (const p of scoped) walk(join(nm, "@workflow", p));
+  return names.filter((n) => left.has(n));
+}
+
 function pkgVersion(dir, name) {
   try {
     return JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")).version;

@@ -153,3 +153,71 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.equal((await call("GET", "/v1/runs/t-fan/timeline?after=0")).status, 404);
   });
 });
+
+// spawnAdapter starts the adapter with args and resolves with the process
+// and its URL once it printed it.
+async function spawnAdapter(args) {
+  const proc = spawn(process.execPath, [join(here, "..", "adapter.mjs"), ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let errText = "";
+  proc.stderr.on("data", (b) => (errText += b));
+  const url = await new Promise((res, rej) => {
+    let out = "";
+    proc.stdout.on("data", (b) => {
+      out += b;
+      if (out.includes("\n")) res(out.split("\n")[0]);
+    });
+    proc.once("exit", (code) => rej(new Error(`adapter exited ${code} before it was ready: ${errText}`)));
+  });
+  const stop = async () => {
+    if (proc.exitCode !== null) return proc.exitCode;
+    const exited = new Promise((res) => proc.once("exit", res));
+    proc.kill("SIGTERM");
+    return exited;
+  };
+  return { proc, url, stop, stderr: () => errText };
+}
+
+describe(`SDK ${sdk}'s switches`, { skip: built ? false : `sdk/${sdk} is not built: make engines` }, () => {
+  const dir = join(here, "..", "sdk", sdk);
+  const is5 = sdk.startsWith("5.");
+
+  test("a switch is read by the SDK's packages or named as unread", async () => {
+    const { unreadSwitches } = await import("../adapter.mjs");
+    const five = ["WORKFLOW_RESILIENT_STEP_DISPATCH", "WORKFLOW_TURBO", "WORKFLOW_MAX_INLINE_STEPS", "WORKFLOW_VM"];
+    // 4.8.9 has none of 5.0's switches; 5.0 reads them all.
+    assert.deepEqual(unreadSwitches(dir, [...five, "WORKFLOW_NOT_A_SWITCH"]), is5 ? ["WORKFLOW_NOT_A_SWITCH"] : [...five, "WORKFLOW_NOT_A_SWITCH"]);
+  });
+
+  test("a switch the SDK does not read makes the target unavailable, with why, never a run of its default", async () => {
+    const a = await spawnAdapter(["--sdk", sdk, "--env", "WORKFLOW_NOT_A_SWITCH=1"]);
+    try {
+      const info = await (await fetch(a.url + "/v1/info")).json();
+      assert.match(info.unavailable, /does not read WORKFLOW_NOT_A_SWITCH/);
+      assert.match(info.label, /not_a_switch=1/);
+      const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "x", scenario: "step" }) });
+      assert.equal(r.status, 422);
+    } finally {
+      assert.equal(await a.stop(), 0);
+    }
+  });
+
+  test("WORKFLOW_VM=quickjs runs a fan-out on the QuickJS VM (Node 20 needs a V8 flag the adapter sets)", { skip: is5 ? false : "5.0's switch" }, async () => {
+    const a = await spawnAdapter(["--sdk", sdk, "--env", "WORKFLOW_VM=quickjs"]);
+    try {
+      const info = await (await fetch(a.url + "/v1/info")).json();
+      assert.equal(info.unavailable, undefined);
+      assert.match(info.label, / · vm=quickjs · local$/);
+      const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "q", scenario: "fanout", options: { branches: "4" } }) });
+      assert.equal(r.status, 202);
+      let tl;
+      for (let after = 0; ; ) {
+        tl = await (await fetch(`${a.url}/v1/runs/q/timeline?after=${after}&wait=10s`)).json();
+        after += tl.events.length;
+        if (tl.status !== "running") break;
+      }
+      assert.equal(tl.status, "completed", `the run ${tl.status}: ${a.stderr()}`);
+    } finally {
+      assert.equal(await a.stop(), 0);
+    }
+  });
+});
