@@ -74,6 +74,7 @@ export function parseFlags(argv) {
       env: { type: "string", multiple: true, default: [] },
       "max-branches": { type: "string", default: "1024" },
       "max-steps": { type: "string", default: "1024" },
+      "max-chunks": { type: "string", default: "10000" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -103,6 +104,7 @@ export function parseFlags(argv) {
     env,
     maxBranches: int("max-branches"),
     maxSteps: int("max-steps"),
+    maxChunks: int("max-chunks"),
   };
 }
 
@@ -116,6 +118,7 @@ const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-
   --env           an SDK switch, NAME=VALUE (repeatable), e.g. WORKFLOW_RESILIENT_STEP_DISPATCH=1
   --max-branches  largest fanout declared in /v1/info (default 1024)
   --max-steps     longest sequential declared in /v1/info (default 1024)
+  --max-chunks    most chunks a stream scenario's writer writes, declared in /v1/info (default 10000)
 `;
 
 // sdkDir resolves --sdk: a version under sdk/, or a directory.
@@ -148,7 +151,10 @@ function workflowIds(manifest) {
   for (const file of Object.values(manifest.workflows ?? {})) {
     for (const [name, w] of Object.entries(file)) byName[name] = w.workflowId;
   }
-  const ids = { fanout: byName.fanout, sequential: byName.sequential, step: byName.step, "hook-step": byName.hookStep };
+  const ids = {
+    fanout: byName.fanout, sequential: byName.sequential, step: byName.step, "hook-step": byName.hookStep,
+    "stream-latency": byName.stream, "stream-overhead": byName.stream, "stream-sizes": byName.stream,
+  };
   for (const [s, id] of Object.entries(ids)) if (!id) throw new Error(`manifest.json: no workflow for scenario ${s}`);
   return ids;
 }
@@ -171,6 +177,40 @@ function bodyOption(opts) {
   if (ms === 0 && !/^0+(\.0+)?(ns|us|µs|ms|s|m|h)$/.test(raw)) throw new Unsupported(`option body=${raw}: want a duration such as 5ms`);
   return ms;
 }
+
+// intervalOption reads the writer's pacing (a Go duration) in ms.
+function intervalOption(opts, def) {
+  const raw = opts?.interval;
+  if (raw === undefined || raw === "") return def;
+  const ms = parseWait(raw);
+  if (ms === 0 && !/^0+(\.0+)?(ns|us|µs|ms|s|m|h)?$/.test(raw)) throw new Unsupported(`option interval=${raw}: want a duration such as 10ms`);
+  return ms;
+}
+
+// sizesOption reads stream-sizes' chunk sizes: "64/1KB/16KB/64KB" (KB =
+// 1024 bytes, MB = 1024 KB), each at least 1 byte and at most 16 MB.
+export function sizesOption(opts, def) {
+  const raw = opts?.sizes === undefined || opts.sizes === "" ? def : opts.sizes;
+  return raw.split("/").map((part) => {
+    const m = /^(\d+)(B|KB|MB)?$/i.exec(part.trim());
+    const n = m ? Number(m[1]) * ({ b: 1, kb: 1024, mb: 1024 * 1024 }[(m[2] ?? "b").toLowerCase()]) : 0;
+    if (n < 1 || n > 16 * 1024 * 1024) throw new Unsupported(`option sizes=${raw}: want sizes such as 64/1KB/16KB, each 1 B to 16 MB`);
+    return n;
+  });
+}
+
+// chunkBytes is a chunk's size as read: a string's UTF-8 bytes, an array's
+// bytes, an object's JSON.
+function chunkBytes(c) {
+  if (typeof c === "string") return Buffer.byteLength(c);
+  if (ArrayBuffer.isView(c)) return c.byteLength;
+  return Buffer.byteLength(JSON.stringify(c));
+}
+
+// READER_GRACE_MS: how long after a stream run's terminal event the
+// adapter waits for its reader to finish before it reports the run (with
+// an anomaly when the reader did not).
+const READER_GRACE_MS = 10_000;
 
 class Unsupported extends Error {}
 
@@ -359,7 +399,7 @@ export class Front {
         break;
       case "event": {
         const log = this.logs.get(m.run);
-        if (log) log.add({ ...m.ev, at: toClock(m.ev.at) });
+        if (log) log.add({ ...m.ev, at: toClock(m.ev.at), ...(m.ev.written !== undefined ? { written: toClock(m.ev.written) } : {}) });
         break;
       }
       case "finish": {
@@ -647,7 +687,7 @@ export class Adapter {
     this.runs = new Map(); // durabench run id -> run state (while running)
     this.bySdkRun = new Map(); // SDK run id -> durabench run id
     this.closed = false;
-    globalThis.__durabench = { stepBody: (...a) => this.stepBody(...a) };
+    globalThis.__durabench = { stepBody: (...a) => this.stepBody(...a), chunkWritten: (...a) => this.chunkWritten(...a) };
     this.fallback = setInterval(() => {
       for (const st of this.runs.values()) this.schedule(st);
     }, FALLBACK_MS);
@@ -670,6 +710,9 @@ export class Adapter {
         { name: "sequential", max: { steps: this.flags.maxSteps } },
         { name: "step" },
         { name: "hook-step" },
+        { name: "stream-latency", max: { chunks: this.flags.maxChunks } },
+        { name: "stream-overhead", max: { chunks: this.flags.maxChunks } },
+        { name: "stream-sizes", max: { chunks: this.flags.maxChunks } },
       ],
     };
   }
@@ -693,6 +736,35 @@ export class Adapter {
     const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
     if (!prev) st.steps.set(stepId, { stage, index, attempt, end: abs(end), done: false, inline });
     else prev.attempt = attempt;
+  }
+
+  // chunkWritten is called by the stream writer's body before each write.
+  chunkWritten(run, stage, index, t) {
+    const st = this.runs.get(run);
+    const log = this.logs.get(run);
+    if (!st || !log) return;
+    st.written[index] = abs(t);
+    log.add({ kind: "chunk_written", at: abs(t), source: "worker", stage, index });
+  }
+
+  // readStream reads a stream run's stream as the SDK's users do (the
+  // run's getReadable()), reported as the stage's reader (index 1, source
+  // sdk): each chunk's read time with its writer's stamp and its size.
+  readStream(st, sdkRun) {
+    const log = this.logs.get(st.run);
+    st.reader = (async () => {
+      log.add({ kind: "step_started", at: abs(performance.now()), source: "sdk", stage: 0, index: 1, attempt: 1 });
+      let i = 0;
+      for await (const c of sdkRun.getReadable()) {
+        const at = abs(performance.now());
+        log.add({ kind: "chunk_read", at, source: "sdk", stage: 0, index: i, written: st.written[i] ?? at, bytes: chunkBytes(c) });
+        i++;
+      }
+      log.add({ kind: "step_completed", at: abs(performance.now()), source: "sdk", stage: 0, index: 1, attempt: 1 });
+      if (i !== st.chunks) st.readAnomaly = { kind: "stream_chunks", detail: `the reader read ${i} chunks, the writer writes ${st.chunks}` };
+    })().catch((e) => {
+      st.readAnomaly = { kind: "stream_read_failed", detail: `reading the run's stream: ${e.message}` };
+    });
   }
 
   async handle(req, res, base) {
@@ -752,10 +824,24 @@ export class Adapter {
   // startRun starts a run: 202 with the SDK's run id once start()
   // returned (the run is durable), 422 for what the SDK cannot run.
   async startRun(run, scenario, options) {
-    let args, steps;
+    let args, steps, chunks;
     try {
       const body = bodyOption(options);
       switch (scenario) {
+        case "stream-latency":
+        case "stream-overhead":
+        case "stream-sizes": {
+          // The book's defaults (durabench list): the writer's chunks and
+          // pacing; stream-overhead's shape; stream-sizes' sizes.
+          const def = { "stream-latency": 20, "stream-overhead": 300, "stream-sizes": 60 }[scenario];
+          chunks = intOption(options, "chunks", def, this.flags.maxChunks);
+          const shape = scenario === "stream-overhead" ? (options?.shape || "text") : "text";
+          if (shape !== "text" && shape !== "structured") throw new Unsupported(`option shape=${shape}: want text or structured`);
+          const sizes = scenario === "stream-sizes" ? sizesOption(options, "64/1KB/16KB/64KB") : [];
+          steps = 1; // the writer; the reader is the adapter
+          args = [run, chunks, intervalOption(options, 10), shape, sizes];
+          break;
+        }
         case "fanout":
           steps = intOption(options, "branches", 20, this.flags.maxBranches);
           args = [run, steps, body];
@@ -782,7 +868,7 @@ export class Adapter {
     await this.freshWorld(scenario, options);
     const log = new LogSink(run, this.post);
     this.logs.set(run, log);
-    const st = { run, sdkRun: "", steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), settled: null, settledR: null, cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
+    const st = { run, sdkRun: "", chunks, written: [], reader: null, readAnomaly: null, steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), settled: null, settledR: null, cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
     st.settled = new Promise((r) => (st.settledR = r));
     this.runs.set(run, st);
     let r;
@@ -795,6 +881,7 @@ export class Adapter {
     }
     st.sdkRun = r.runId;
     this.bySdkRun.set(r.runId, run);
+    if (chunks !== undefined) this.readStream(st, r);
     this.schedule(st);
     return { code: 202, sdkRun: r.runId };
   }
@@ -957,6 +1044,13 @@ export class Adapter {
     this.runs.delete(st.run);
     this.bySdkRun.delete(st.sdkRun);
     if (!log) return st.settledR();
+    if (st.reader) {
+      // The reader's last chunk_read must go out before the terminal event.
+      let timer;
+      const done = await Promise.race([st.reader.then(() => true), new Promise((r) => (timer = setTimeout(() => r(false), READER_GRACE_MS)))]);
+      clearTimeout(timer);
+      if (!done) st.readAnomaly = { kind: "stream_unfinished", detail: `the run's stream was still open ${READER_GRACE_MS / 1000} s after its terminal event` };
+    }
     let anomalies = [];
     try {
       const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
@@ -967,6 +1061,7 @@ export class Adapter {
       anomalies = [{ kind: "unreadable", detail: `the event log could not be read again: ${e.message}` }];
     }
     if (st.early) anomalies.unshift(st.early);
+    if (st.readAnomaly) anomalies.push(st.readAnomaly);
     const us = (ms) => Math.round(ms * 1000);
     const cost = {
       deliveries: st.cost.deliveries, host_us: us(st.cost.hostMs), handler_us: us(st.cost.handlerMs),

@@ -108,7 +108,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.equal(body.version, sdk);
     assert.match(body.world, /^world-local \d/);
     assert.match(body.label, new RegExp(`^workflow ${sdk.replace(/\./g, "\\.")} · local$`));
-    assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step"]);
+    assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "stream-latency", "stream-overhead", "stream-sizes"]);
   });
 
   test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
@@ -142,9 +142,32 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
 
   test("a repeated run id is 409, an unknown scenario or an option over its limit 422", async () => {
     assert.equal((await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout" })).status, 409);
-    assert.equal((await call("POST", "/v1/runs", { run: "t-x", scenario: "stream-latency" })).status, 422);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-x", scenario: "stream-pipeline" })).status, 422);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-z", scenario: "stream-sizes", options: { sizes: "1KB/huge" } })).status, 422);
     assert.equal((await call("POST", "/v1/runs", { run: "t-y", scenario: "fanout", options: { branches: "100000" } })).status, 422);
     assert.equal((await call("GET", "/v1/runs/t-x/timeline?after=0")).status, 404);
+  });
+
+  test("a stream-sizes run: every chunk written once and read once, in order, with its size and its write time", async () => {
+    const start = await call("POST", "/v1/runs", { run: "t-stream", scenario: "stream-sizes", options: { chunks: "6", interval: "2ms", sizes: "10/1KB" } });
+    assert.equal(start.status, 202);
+    const tl = await follow("t-stream");
+    assert.equal(tl.status, "completed");
+    assert.deepEqual(tl.anomalies ?? [], []);
+    const written = tl.events.filter((e) => e.kind === "chunk_written");
+    const read = tl.events.filter((e) => e.kind === "chunk_read");
+    assert.deepEqual(written.map((e) => e.index), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(read.map((e) => e.index), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(read.map((e) => e.bytes), [10, 1024, 10, 1024, 10, 1024]);
+    for (const r of read) {
+      assert.equal(r.written, written[r.index].at, `chunk ${r.index} carries its write time`);
+      assert.ok(r.at >= r.written, `chunk ${r.index} read before it was written`);
+    }
+    // the writer is the SDK's step (index 0), the reader the run's readable (index 1)
+    const steps = tl.events.filter((e) => e.kind === "step_completed").map((e) => `${e.index}:${e.source}`).sort();
+    assert.deepEqual(steps, ["0:history", "1:sdk"]);
+    // the terminal event comes after the last chunk read
+    assert.equal(tl.events.at(-1).kind, "run_completed");
   });
 
   test("a finished run's timeline stays until it is deleted", async () => {

@@ -5,7 +5,7 @@
 // (performance.now(), the same process), and hands them to the adapter through
 // globalThis: the step bundle is a separate copy of the SDK, the process is
 // the same. `run` is durabench's run id; `bodyMs` the scenario's `body` option.
-import { createHook, getStepMetadata } from "workflow";
+import { createHook, getStepMetadata, getWritable } from "workflow";
 
 export async function noop(run, stage, index, bodyMs) {
   "use step";
@@ -47,4 +47,57 @@ export async function hookStep(run, token, bodyMs) {
   await hook;
   await noop(run, 1, 0, bodyMs);
   return 1;
+}
+
+// chunk is the stream's chunk i as durabench's built-in engine makes it
+// (engine/stream.go): a text delta "token i ", a small structured object,
+// or, when the scenario sets sizes, exactly sizes[i mod n] bytes of filler
+// that differs from chunk to chunk (so nothing compresses it away).
+function chunk(i, shape, sizes) {
+  if (sizes.length > 0) {
+    const b = new Uint8Array(sizes[i % sizes.length]);
+    let x = (Math.imul(i, 2654435761) + 1) >>> 0;
+    for (let j = 0; j < b.length; j++) {
+      x ^= x << 13;
+      x >>>= 0;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      x >>>= 0;
+      b[j] = 97 + (x % 26);
+    }
+    return b;
+  }
+  if (shape === "structured") return { type: "text-delta", id: String(i), text: `token ${i} ` };
+  return `token ${i} `;
+}
+
+// streamWrite writes the run's stream (getWritable: the SDK's stream of
+// the run, which the adapter reads with the run's getReadable()): chunk i
+// when it is due, intervalMs apart from the body's start, then closes it.
+// Each chunk's write time is stamped before its write.
+export async function streamWrite(run, chunks, intervalMs, shape, sizes) {
+  "use step";
+  const start = performance.now();
+  const { attempt, stepId } = getStepMetadata();
+  const writer = getWritable().getWriter();
+  for (let i = 0; i < chunks; i++) {
+    const wait = start + i * intervalMs - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const data = chunk(i, shape, sizes);
+    globalThis.__durabench?.chunkWritten(run, 0, i, performance.now());
+    await writer.write(data);
+  }
+  await writer.close();
+  const end = performance.now();
+  globalThis.__durabench?.stepBody(run, 0, 0, attempt, start, end, stepId);
+  return chunks;
+}
+
+// stream: the stream scenarios (stream-latency, stream-overhead,
+// stream-sizes): one writer step; the reader is the adapter, reading the
+// run's stream as the SDK's users do.
+export async function stream(run, chunks, intervalMs, shape, sizes) {
+  "use workflow";
+  await streamWrite(run, chunks, intervalMs, shape, sizes);
+  return chunks;
 }
