@@ -14,10 +14,17 @@ import (
 	"time"
 )
 
-// Timeouts of the client: a request that is not a long poll, and how long
-// a long poll waits on the target (the HTTP timeout adds PollSlack).
+// Timeouts of the client: a request that is not a long poll or a start,
+// a start, and how long a long poll waits on the target (the HTTP timeout
+// adds PollSlack). A start waits longer: an engine still busy with what
+// came before (the Workflow SDK 4.8.9 on world-local, redelivering a
+// 256-branch run's steps for minutes) accepts a run late, and a late
+// start is a measurement — charged to the engine, since every figure is
+// anchored on the run's schedule — where a start given up at 10 s was a
+// run counted failed that the engine went on to run.
 const (
-	RequestTimeout = 10 * time.Second
+	RequestTimeout      = 10 * time.Second
+	StartRequestTimeout = 2 * time.Minute
 	PollWait       = 5 * time.Second
 	PollSlack      = 5 * time.Second
 )
@@ -142,7 +149,7 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 // Start is POST /v1/runs.
 func (c *Client) Start(ctx context.Context, req StartRequest) (StartReply, error) {
 	var r StartReply
-	err := c.do(ctx, http.MethodPost, "/v1/runs", req, &r, RequestTimeout)
+	err := c.do(ctx, http.MethodPost, "/v1/runs", req, &r, StartRequestTimeout)
 	return r, err
 }
 
@@ -167,7 +174,7 @@ func (c *Client) Batch(ctx context.Context, req BatchRequest, wait time.Duration
 // Starts is POST /v1/starts (batch 2).
 func (c *Client) Starts(ctx context.Context, runs []StartRequest) (StartsReply, error) {
 	var r StartsReply
-	if err := c.do(ctx, http.MethodPost, "/v1/starts", StartsRequest{Runs: runs}, &r, RequestTimeout); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/starts", StartsRequest{Runs: runs}, &r, StartRequestTimeout); err != nil {
 		return StartsReply{}, err
 	}
 	if len(r.Started) != len(runs) {

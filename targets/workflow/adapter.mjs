@@ -430,7 +430,10 @@ export class Front {
   async close() {
     clearInterval(this.sweeper);
     for (const l of this.logs.values()) l.wake();
-    await Promise.race([this.call({ t: "close" }), new Promise((r) => setTimeout(r, 10_000))]);
+    const exited = new Promise((r) => this.worker.once("exit", r));
+    await Promise.race([this.call({ t: "close" }).then(() => exited), new Promise((r) => setTimeout(r, 10_000))]);
+    // A worker that did not exit on its own within 10 s (its SDK too busy
+    // to read the close) is terminated.
     await this.worker.terminate();
   }
 
@@ -556,10 +559,18 @@ async function workerMain() {
           adapter.resumed(m.run);
           return answer({});
         case "close":
+          // Everything this thread serves is closed before it exits on
+          // its own: terminating a worker while its HTTP parser was
+          // handing a queue delivery to JavaScript aborted the process
+          // (Node 20: "FATAL ERROR: v8::ToLocalChecked Empty MaybeLocal"),
+          // leaving its data dir behind.
           await adapter.close();
-          await sdk.world.close?.();
           server.close();
-          return answer({});
+          server.closeAllConnections();
+          await sdk.world.close?.();
+          answer({});
+          setImmediate(() => process.exit(0));
+          return;
       }
     } catch (e) {
       answer({ code: 500, error: e.message });
