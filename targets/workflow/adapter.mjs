@@ -41,6 +41,10 @@ const FULL_EVERY_MS = 5000;
 // this much later before the run is reported over, so duplicate terminal
 // events written by concurrent deliveries are in the check.
 const SETTLE_MS = 250;
+// ABANDON_MS: a running run whose timeline durabench has not asked for in
+// this long is one it stopped following (cut by the cell timeout): the
+// adapter cancels it in the SDK.
+const ABANDON_MS = Number(process.env.DURABENCH_WORKFLOW_ABANDON_MS) || 30_000;
 
 function fail(code, msg) {
   process.stderr.write(`${NAME}: ${msg}\n`);
@@ -390,6 +394,24 @@ export class Front {
     worker.on("error", (e) => process.stderr.write(`${NAME}: SDK worker: ${e.stack || e.message}\n`));
     this.sweeper = setInterval(() => this.expire(), 30_000);
     this.sweeper.unref();
+    this.watcher = setInterval(() => this.abandoned(), Math.min(5_000, ABANDON_MS));
+    this.watcher.unref();
+  }
+
+  // abandoned cancels in the SDK the running runs durabench stopped
+  // following (none of their timelines asked for in ABANDON_MS: durabench
+  // polls a run it follows at least every 10 s): a run cut by the cell
+  // timeout would otherwise go on competing with the next runs of the
+  // same cell — a warm-up run cut at the timeout with the measured runs
+  // after it. Its timeline ends failed ("abandoned").
+  abandoned() {
+    const cut = Date.now() - ABANDON_MS;
+    for (const [run, l] of this.logs) {
+      if (l.status !== "running" || l.polling > 0 || l.lastPoll > cut || l.abandoned) continue;
+      l.abandoned = true;
+      process.stderr.write(`${NAME}: run ${run} not followed for ${ABANDON_MS / 1000} s: cancelled\n`);
+      this.worker.postMessage({ t: "abandon", run });
+    }
   }
 
   message(m) {
@@ -429,6 +451,7 @@ export class Front {
 
   async close() {
     clearInterval(this.sweeper);
+    clearInterval(this.watcher);
     for (const l of this.logs.values()) l.wake();
     const exited = new Promise((r) => this.worker.once("exit", r));
     await Promise.race([this.call({ t: "close" }).then(() => exited), new Promise((r) => setTimeout(r, 10_000))]);
@@ -460,7 +483,14 @@ export class Front {
         if (!log) return reply(res, 404, { error: `no run ${parts[1]}` });
         const ac = new AbortController();
         res.on("close", () => ac.abort());
-        const tl = await log.poll(Number(q.get("after") ?? 0) || 0, parseWait(q.get("wait") ?? ""), ac.signal);
+        log.polling = (log.polling ?? 0) + 1;
+        let tl;
+        try {
+          tl = await log.poll(Number(q.get("after") ?? 0) || 0, parseWait(q.get("wait") ?? ""), ac.signal);
+        } finally {
+          log.polling--;
+          log.lastPoll = Date.now();
+        }
         if (!res.destroyed) reply(res, 200, tl);
         return;
       }
@@ -495,6 +525,7 @@ export class Front {
     }
     if (this.logs.has(run)) return reply(res, 409, { error: `run ${run} exists`, run });
     const log = new RunLog(run);
+    log.lastPoll = Date.now();
     this.logs.set(run, log);
     const r = await this.call({ t: "start", run, scenario, options: options ?? {} });
     if (r.code !== 202) {
@@ -558,6 +589,9 @@ async function workerMain() {
           await sdk.api.resumeHook(m.token, { payload: m.payload });
           adapter.resumed(m.run);
           return answer({});
+        case "abandon":
+          adapter.abandon(m.run);
+          return;
         case "close":
           // Everything this thread serves is closed before it exits on
           // its own: terminating a worker while its HTTP parser was
@@ -897,6 +931,30 @@ export class Adapter {
     return { code: 202, sdkRun: r.runId };
   }
 
+  // abandon drops a run durabench stopped following and cancels it in the
+  // SDK; its timeline ends failed.
+  abandon(run) {
+    const st = this.runs.get(run);
+    const log = this.logs.get(run);
+    if (!st) return;
+    this.drop(st);
+    const why = "abandoned: durabench stopped following the run; cancelled in the SDK";
+    log?.finish(true, why, [], null, { kind: "run_failed", at: abs(performance.now()), source: "worker", error: why });
+  }
+
+  // drop stops following st and cancels it in the SDK unless it is over.
+  drop(st) {
+    this.runs.delete(st.run);
+    this.logs.delete(st.run);
+    this.bySdkRun.delete(st.sdkRun);
+    clearTimeout(st.timer);
+    st.settledR?.();
+    if (st.terminal) return;
+    Promise.resolve()
+      .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
+      .catch((e) => process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`));
+  }
+
   // resumed asks for a read of a run whose hook was resumed.
   resumed(run) {
     const st = this.runs.get(run);
@@ -918,16 +976,8 @@ export class Adapter {
     // competing with the new cell's runs. Nothing here is awaited: the
     // start must answer within durabench's request timeout.
     for (const st of [...this.runs.values()]) {
-      this.runs.delete(st.run);
-      this.logs.delete(st.run);
-      this.bySdkRun.delete(st.sdkRun);
-      clearTimeout(st.timer);
-      st.settledR?.();
-      if (st.terminal) continue;
-      process.stderr.write(`${NAME}: run ${st.run} (${st.sdkRun}) still running when the next cell started: cancelled\n`);
-      Promise.resolve()
-        .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
-        .catch((e) => process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`));
+      if (!st.terminal) process.stderr.write(`${NAME}: run ${st.run} (${st.sdkRun}) still running when the next cell started: cancelled\n`);
+      this.drop(st);
     }
     if (!this.flags.dataRoot) return;
     const old = process.env.WORKFLOW_LOCAL_DATA_DIR;

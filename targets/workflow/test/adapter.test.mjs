@@ -179,8 +179,8 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
 
 // spawnAdapter starts the adapter with args and resolves with the process
 // and its URL once it printed it.
-async function spawnAdapter(args) {
-  const proc = spawn(process.execPath, [join(here, "..", "adapter.mjs"), ...args], { stdio: ["ignore", "pipe", "pipe"] });
+async function spawnAdapter(args, env = {}) {
+  const proc = spawn(process.execPath, [join(here, "..", "adapter.mjs"), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let errText = "";
   proc.stderr.on("data", (b) => (errText += b));
   const url = await new Promise((res, rej) => {
@@ -239,6 +239,25 @@ describe(`SDK ${sdk}'s switches`, { skip: built ? false : `sdk/${sdk} is not bui
         if (tl.status !== "running") break;
       }
       assert.equal(tl.status, "completed", `the run ${tl.status}: ${a.stderr()}`);
+    } finally {
+      assert.equal(await a.stop(), 0);
+    }
+  });
+});
+
+describe(`SDK ${sdk}: runs durabench stopped following`, { skip: built ? false : `sdk/${sdk} is not built: make engines` }, () => {
+  test("a running run nobody polls is cancelled in the SDK and its timeline ends failed (abandoned)", async () => {
+    const a = await spawnAdapter(["--sdk", sdk], { DURABENCH_WORKFLOW_ABANDON_MS: "1500" });
+    try {
+      // a hook-step run waits for its hook for ever: never resumed, never polled
+      const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "lost", scenario: "hook-step" }) });
+      assert.equal(r.status, 202);
+      await new Promise((res) => setTimeout(res, 4000));
+      const tl = await (await fetch(`${a.url}/v1/runs/lost/timeline?after=0`)).json();
+      assert.equal(tl.status, "failed");
+      assert.match(tl.error, /abandoned/);
+      assert.equal(tl.events.at(-1).kind, "run_failed", "the terminal event is in the timeline with the status");
+      assert.match(a.stderr(), /run lost not followed for 1.5 s: cancelled/);
     } finally {
       assert.equal(await a.stop(), 0);
     }
