@@ -486,7 +486,7 @@ func checkShare(rule Rule, k CellKey, m results.Metric, base, null *results.Metr
 	count := func(vs []int64) int { return fastCount(vs, under) }
 	hf, hn := count(m.Values), len(m.Values)
 	c.Value, c.N2 = 100*float64(hf)/float64(hn), hn
-	c.Statistic, c.Unit = fmt.Sprintf("fast-mode share (runs under %d × the fastest run)", FastFactor), UnitRun
+	c.Statistic, c.Unit = FastShareStatistic, UnitRun
 	note := fmt.Sprintf("%d/%d runs under %s", hf, hn, FormatMicros(under))
 	if !rule.Relative {
 		c.Verdict, c.Note = Fail, note

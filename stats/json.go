@@ -2,7 +2,6 @@ package stats
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"time"
@@ -131,7 +130,7 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 				v = VerdictBetter
 			}
 			doc.Shares = append(doc.Shares, jsonShare{Metric: m.Metric, Cell: r.Cell.String(), Unit: UnitRun,
-				Statistic: fmt.Sprintf("fast-mode share (under %d × the fastest run)", FastFactor), ThresholdUS: r.ThresholdUS,
+				Statistic: FastShareStatistic, ThresholdUS: r.ThresholdUS,
 				BaseFast: r.BaseFast, NBase: r.BaseN, HeadFast: r.HeadFast, NHead: r.HeadN, DeltaPP: r.DeltaPP, P: num(r.P), Verdict: v})
 		}
 	}

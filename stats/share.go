@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -12,6 +13,10 @@ import (
 // the fast mode when its value is under FastFactor × the fastest run of
 // either side of the comparison.
 const FastFactor = 2
+
+// FastShareStatistic names the fast-mode share where compare's JSON and
+// the gate's checks print it.
+var FastShareStatistic = fmt.Sprintf("fast-mode share (runs under %d × the fastest run)", FastFactor)
 
 // ShareRow compares the share of a bimodal metric's runs in the fast mode
 // (metrics.Bimodal; TTFS) between base and head, as a proportion: the runs
