@@ -312,6 +312,13 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	}
 	res, err := driver.Run(ctx, dc)
 	if err != nil {
+		if lt.plugin != nil {
+			// Every run failed because the adapter died: say so, with its
+			// last log lines, not only what the first start ran into.
+			if xerr := lt.plugin.Exited(); xerr != nil {
+				err = fmt.Errorf("%w; %v", err, xerr)
+			}
+		}
 		return results.Cell{}, nil, fmt.Errorf("target %s: %w", c.Target.Name, err)
 	}
 	if res.Interrupted {
