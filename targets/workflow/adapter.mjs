@@ -157,6 +157,7 @@ function workflowIds(manifest) {
   }
   const ids = {
     fanout: byName.fanout, sequential: byName.sequential, step: byName.step, "hook-step": byName.hookStep,
+    race: byName.race, payload: byName.payload,
     "stream-latency": byName.stream, "stream-overhead": byName.stream, "stream-sizes": byName.stream,
   };
   for (const [s, id] of Object.entries(ids)) if (!id) throw new Error(`manifest.json: no workflow for scenario ${s}`);
@@ -182,23 +183,30 @@ function bodyOption(opts) {
   return ms;
 }
 
-// intervalOption reads the writer's pacing (a Go duration) in ms.
-function intervalOption(opts, def) {
-  const raw = opts?.interval;
+// durationOption reads a Go duration option in ms.
+function durationOption(opts, name, def) {
+  const raw = opts?.[name];
   if (raw === undefined || raw === "") return def;
   const ms = parseWait(raw);
-  if (ms === 0 && !/^0+(\.0+)?(ns|us|µs|ms|s|m|h)?$/.test(raw)) throw new Unsupported(`option interval=${raw}: want a duration such as 10ms`);
+  if (ms === 0 && !/^0+(\.0+)?(ns|us|µs|ms|s|m|h)?$/.test(raw)) throw new Unsupported(`option ${name}=${raw}: want a duration such as 10ms`);
   return ms;
+}
+
+// unitHash maps s to [0, 1) (FNV-1a).
+function unitHash(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0) / 2 ** 32;
 }
 
 // sizesOption reads stream-sizes' chunk sizes: "64/1KB/16KB/64KB" (KB =
 // 1024 bytes, MB = 1024 KB), each at least 1 byte and at most 16 MB.
-export function sizesOption(opts, def) {
-  const raw = opts?.sizes === undefined || opts.sizes === "" ? def : opts.sizes;
+export function sizesOption(opts, def, name = "sizes") {
+  const raw = opts?.[name] === undefined || opts[name] === "" ? def : opts[name];
   return raw.split("/").map((part) => {
     const m = /^(\d+)(B|KB|MB)?$/i.exec(part.trim());
     const n = m ? Number(m[1]) * ({ b: 1, kb: 1024, mb: 1024 * 1024 }[(m[2] ?? "b").toLowerCase()]) : 0;
-    if (n < 1 || n > 16 * 1024 * 1024) throw new Unsupported(`option sizes=${raw}: want sizes such as 64/1KB/16KB, each 1 B to 16 MB`);
+    if (n < 1 || n > 16 * 1024 * 1024) throw new Unsupported(`option ${name}=${raw}: want sizes such as 64/1KB/16KB, each 1 B to 16 MB`);
     return n;
   });
 }
@@ -755,6 +763,8 @@ export class Adapter {
         { name: "sequential", max: { steps: this.flags.maxSteps } },
         { name: "step" },
         { name: "hook-step" },
+        { name: "race", max: { branches: this.flags.maxBranches } },
+        { name: "payload", max: { steps: this.flags.maxSteps } },
         { name: "stream-latency", max: { chunks: this.flags.maxChunks } },
         { name: "stream-overhead", max: { chunks: this.flags.maxChunks } },
         { name: "stream-sizes", max: { chunks: this.flags.maxChunks } },
@@ -873,6 +883,26 @@ export class Adapter {
     try {
       const body = bodyOption(options);
       switch (scenario) {
+        case "race": {
+          steps = intOption(options, "branches", 4, this.flags.maxBranches);
+          const jitter = durationOption(options, "jitter", 0);
+          // Each branch's extra duration, uniform in [0, jitter): drawn from
+          // the run id and the branch (a run replays its own draws).
+          const draws = Array.from({ length: steps }, (_, i) => (jitter > 0 ? jitter * unitHash(`${run}/${i}`) : 0));
+          args = [run, steps, body, draws];
+          steps += 1;
+          break;
+        }
+        case "payload": {
+          steps = intOption(options, "steps", 10, this.flags.maxSteps);
+          const shape = options?.shape || "sequence";
+          if (shape !== "sequence" && shape !== "fanout") throw new Unsupported(`option shape=${shape}: want sequence or fanout`);
+          const sizes = sizesOption(options, "10KB", "size");
+          if (sizes.length !== 1) throw new Unsupported(`option size=${options.size}: want one size such as 10KB`);
+          const size = sizes[0];
+          args = [run, steps, size, shape === "fanout"];
+          break;
+        }
         case "stream-latency":
         case "stream-overhead":
         case "stream-sizes": {
@@ -884,7 +914,7 @@ export class Adapter {
           if (shape !== "text" && shape !== "structured") throw new Unsupported(`option shape=${shape}: want text or structured`);
           const sizes = scenario === "stream-sizes" ? sizesOption(options, "64/1KB/16KB/64KB") : [];
           steps = 1; // the writer; the reader is the adapter
-          args = [run, chunks, intervalOption(options, 10), shape, sizes];
+          args = [run, chunks, durationOption(options, "interval", 10), shape, sizes];
           break;
         }
         case "fanout":

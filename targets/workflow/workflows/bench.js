@@ -17,6 +17,18 @@ export async function noop(run, stage, index, bodyMs) {
   return index;
 }
 
+// payloadStep is a no-op step that takes `data` (size bytes) and returns
+// as many bytes: the SDK serializes both into its event log.
+export async function payloadStep(run, stage, index, data) {
+  "use step";
+  const start = performance.now();
+  const { attempt, stepId } = getStepMetadata();
+  const out = data.length > 0 ? String.fromCharCode(97 + ((stage + index) % 26)) + data.slice(1) : data;
+  const end = performance.now();
+  globalThis.__durabench?.stepBody(run, stage, index, attempt, start, end, stepId);
+  return out;
+}
+
 // fanout: one stage of `branches` parallel steps.
 export async function fanout(run, branches, bodyMs) {
   "use workflow";
@@ -30,6 +42,34 @@ export async function sequential(run, steps, bodyMs) {
   for (let s = 0; s < steps; s++) {
     await noop(run, s, 0, bodyMs);
   }
+  return steps;
+}
+
+// race: a race of `branches` steps (stage 0, each sleeping bodyMs plus its
+// jitter), then one step (stage 1) as soon as the first completes; the
+// run ends once the others completed too (the book's race: losers are
+// never stranded).
+export async function race(run, branches, bodyMs, jitterMs) {
+  "use workflow";
+  const all = jitterMs.map((j, i) => noop(run, 0, i, bodyMs + j));
+  await Promise.race(all);
+  await noop(run, 1, 0, bodyMs);
+  await Promise.all(all);
+  return branches;
+}
+
+// payload: `steps` steps that each take and return `size` bytes, one after
+// another (each gets the previous step's output; stage i) or all at once
+// (stage 0).
+export async function payload(run, steps, size, fanout) {
+  "use workflow";
+  const input = "x".repeat(size);
+  if (fanout) {
+    await Promise.all(Array.from({ length: steps }, (_, i) => payloadStep(run, 0, i, input)));
+    return steps;
+  }
+  let data = input;
+  for (let s = 0; s < steps; s++) data = await payloadStep(run, s, 0, data);
   return steps;
 }
 
