@@ -108,7 +108,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.equal(body.version, sdk);
     assert.match(body.world, /^world-local \d/);
     assert.match(body.label, new RegExp(`^workflow ${sdk.replace(/\./g, "\\.")} · local$`));
-    assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "stream-latency", "stream-overhead", "stream-sizes"]);
+    assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "race", "payload", "stream-latency", "stream-overhead", "stream-sizes"]);
   });
 
   test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
