@@ -41,6 +41,10 @@ func (NoProgress) Finish()                                     {}
 // Summary is a finished cell in one line: TTLS p50 / p99 (TTC for
 // scenarios without steps to time), stalls and errors.
 func Summary(rc *results.Cell) string {
+	if rc.Skipped != "" {
+		// No run: no figure to show, only why.
+		return "skipped: " + rc.Skipped
+	}
 	name, m, ok := "TTLS", rc.Metrics[metrics.TTLS], false
 	if _, ok = rc.Metrics[metrics.TTLS]; !ok {
 		name, m = "TTC", rc.Metrics[metrics.TTC]

@@ -110,6 +110,10 @@ func TestSweepTargetsSideBySide(t *testing.T) {
 	if ref != 3 || tgt != 2 || skipped != 1 {
 		t.Fatalf("%d reference cells, %d target cells, %d skipped; want 3, 2 and 1", ref, tgt, skipped)
 	}
+	// The progress line of the skipped cell says so, never figures of no run.
+	if out := r.stdout + r.stderr; !strings.Contains(out, "skipped: testref does not support scenario sequential") || strings.Contains(out, "p50 0s") {
+		t.Errorf("progress of the skipped cell:\n%s", out)
+	}
 	rep, err := os.ReadFile(filepath.Join(dir, "out", "report.md"))
 	if err != nil {
 		t.Fatal(err)
