@@ -367,9 +367,8 @@ export async function main(argv) {
   // flags are the process's: set here, before the worker compiles it.
   if (switches.WORKFLOW_VM === "quickjs") v8.setFlagsFromString("--experimental-wasm-extended-const");
   // The SDK, its routes' server and the history reader, on a worker
-  // thread (it inherits this environment).
-  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { dir, flags, switches } });
-  const front = new Front(worker, flags);
+  // thread (it inherits this environment); a new one for every cell.
+  const front = new Front(() => new Worker(fileURLToPath(import.meta.url), { workerData: { dir, flags, switches } }), flags);
   let info;
   try {
     info = await front.ready;
@@ -386,20 +385,16 @@ export async function main(argv) {
 // Front serves the protocol on the main thread: the runs' timelines, the
 // resumes' dedupe, the clock; the worker starts runs and reports events.
 export class Front {
-  constructor(worker, flags) {
-    this.worker = worker;
+  constructor(spawnWorker, flags) {
+    this.spawnWorker = spawnWorker;
     this.flags = flags;
     this.logs = new Map(); // durabench run id -> RunLog
     this.resumes = new Map(); // durabench run id -> Map(resume id -> promise)
     this.calls = new Map(); // call id -> resolve
     this.next = 1;
-    this.ready = new Promise((res, rej) => {
-      this.readyRes = res;
-      worker.once("error", rej);
-      worker.once("exit", (code) => rej(new Error(`the SDK's worker exited (${code})`)));
-    });
-    worker.on("message", (m) => this.message(m));
-    worker.on("error", (e) => process.stderr.write(`${NAME}: SDK worker: ${e.stack || e.message}\n`));
+    this.cells = 1;
+    this.ready = this.spawn();
+    this.cellReady = this.ready;
     this.sweeper = setInterval(() => this.expire(), 30_000);
     this.sweeper.unref();
     this.watcher = setInterval(() => this.abandoned(), Math.min(5_000, ABANDON_MS));
@@ -422,11 +417,84 @@ export class Front {
     }
   }
 
+  // spawn starts the SDK's worker thread; it resolves with its info once
+  // the SDK is loaded. A worker that exits when nobody stopped it (out of
+  // memory, a crash) fails the runs it held with why, at once.
+  spawn() {
+    const worker = this.spawnWorker();
+    this.worker = worker;
+    this.dead = null;
+    worker.on("message", (m) => worker === this.worker && this.message(m));
+    worker.on("error", (e) => {
+      process.stderr.write(`${NAME}: SDK worker: ${e.stack || e.message}\n`);
+      worker.lastError = e;
+    });
+    worker.once("exit", (code) => {
+      if (worker !== this.worker || worker.stopping) return;
+      this.dead = `the SDK's worker thread exited (code ${code}${worker.lastError ? `: ${worker.lastError.message}` : ""})`;
+      process.stderr.write(`${NAME}: ${this.dead}\n`);
+      this.failRunning(this.dead);
+    });
+    return new Promise((res, rej) => {
+      worker.once("message", (m) => (m.t === "ready" ? res(m.info) : rej(new Error(`the SDK's worker said ${m.t} first`))));
+      worker.once("error", rej);
+      worker.once("exit", (code) => rej(new Error(`the SDK's worker exited (${code})`)));
+    });
+  }
+
+  // failRunning ends every running run's timeline failed, with why, and
+  // answers the calls waiting on the worker.
+  failRunning(why) {
+    const at = now();
+    for (const l of this.logs.values()) {
+      // A run whose start is still under way is answered by its call.
+      if (l.status !== "running" || l.starting) continue;
+      l.add({ kind: "run_failed", at, source: "worker", error: why });
+      l.finish(true, why);
+    }
+    for (const res of this.calls.values()) res({ code: 500, error: why });
+    this.calls.clear();
+  }
+
+  // stopWorker stops the current worker: it closes what it serves and
+  // exits on its own, or is terminated after 10 s.
+  async stopWorker() {
+    const worker = this.worker;
+    worker.stopping = true;
+    const exited = new Promise((r) => worker.once("exit", r));
+    await Promise.race([this.call({ t: "close" }).then(() => exited), new Promise((r) => setTimeout(r, 10_000))]);
+    await worker.terminate();
+  }
+
+  // newCell gives a start of another scenario or other options than the
+  // last one (a new cell: durabench runs cells one after another) a new
+  // SDK: the old worker is stopped with whatever it was still doing (runs
+  // cut by the last cell's timeout, their queued deliveries: minutes of
+  // work after a 256-branch fan-out on 4.8.9 · local), and on world-local
+  // a new data dir (world-local slows down as its dir fills). A cell's
+  // first start waits for it (about a second: a warm-up run absorbs it).
+  newCell(key) {
+    if (this.cellKey === undefined || this.cellKey === key) {
+      this.cellKey = key;
+      return this.cellReady;
+    }
+    this.cellKey = key;
+    this.cellReady = this.cellReady.then(async () => {
+      this.failRunning("cut: the next cell started; the run was stopped with the SDK that ran it");
+      await this.stopWorker();
+      if (this.flags.dataRoot) {
+        const old = process.env.WORKFLOW_LOCAL_DATA_DIR;
+        this.cells++;
+        process.env.WORKFLOW_LOCAL_DATA_DIR = join(this.flags.dataRoot, `cell-${this.cells}`);
+        rm(old, { recursive: true, force: true }).catch(() => {});
+      }
+      return this.spawn();
+    });
+    return this.cellReady;
+  }
+
   message(m) {
     switch (m.t) {
-      case "ready":
-        this.readyRes(m.info);
-        break;
       case "event": {
         const log = this.logs.get(m.run);
         if (log) log.add({ ...m.ev, at: toClock(m.ev.at), ...(m.ev.written !== undefined ? { written: toClock(m.ev.written) } : {}) });
@@ -450,6 +518,7 @@ export class Front {
 
   // call asks the worker and waits for its reply.
   call(msg) {
+    if (this.dead) return Promise.resolve({ code: 500, error: this.dead });
     const id = this.next++;
     return new Promise((res) => {
       this.calls.set(id, res);
@@ -461,11 +530,8 @@ export class Front {
     clearInterval(this.sweeper);
     clearInterval(this.watcher);
     for (const l of this.logs.values()) l.wake();
-    const exited = new Promise((r) => this.worker.once("exit", r));
-    await Promise.race([this.call({ t: "close" }).then(() => exited), new Promise((r) => setTimeout(r, 10_000))]);
-    // A worker that did not exit on its own within 10 s (its SDK too busy
-    // to read the close) is terminated.
-    await this.worker.terminate();
+    await this.cellReady.catch(() => {});
+    await this.stopWorker();
   }
 
   expire() {
@@ -534,8 +600,16 @@ export class Front {
     if (this.logs.has(run)) return reply(res, 409, { error: `run ${run} exists`, run });
     const log = new RunLog(run);
     log.lastPoll = Date.now();
+    log.starting = true;
     this.logs.set(run, log);
-    const r = await this.call({ t: "start", run, scenario, options: options ?? {} });
+    let r;
+    try {
+      await this.newCell(JSON.stringify([scenario, Object.entries(options ?? {}).sort()]));
+      r = await this.call({ t: "start", run, scenario, options: options ?? {} });
+    } catch (e) {
+      r = { code: 500, error: `starting the SDK for a new cell: ${e.message}` };
+    }
+    log.starting = false;
     if (r.code !== 202) {
       this.logs.delete(run);
       return reply(res, r.code, { error: r.error, run });
@@ -940,7 +1014,6 @@ export class Adapter {
       if (e instanceof Unsupported) return { code: 422, error: e.message };
       throw e;
     }
-    await this.freshWorld(scenario, options);
     const log = new LogSink(run, this.post);
     this.logs.set(run, log);
     const st = { run, sdkRun: "", chunks, written: [], reader: null, readAnomaly: null, steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), settled: null, settledR: null, cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
@@ -989,39 +1062,6 @@ export class Adapter {
   resumed(run) {
     const st = this.runs.get(run);
     if (st) this.schedule(st);
-  }
-
-  // freshWorld gives each cell a fresh world-local data dir (world-local
-  // slows down as its data dir fills): a run of another scenario or other
-  // options than the last one starts on a new world in a new directory;
-  // the old one is removed.
-  async freshWorld(scenario, options) {
-    const key = JSON.stringify([scenario, Object.entries(options ?? {}).sort()]);
-    const prev = this.cellKey;
-    this.cellKey = key;
-    if (prev === undefined || prev === key) return;
-    // Runs still in flight when another cell starts were cut by durabench's
-    // cell timeout (durabench counted them and stopped following them):
-    // they are dropped and cancelled in the SDK, so their deliveries stop
-    // competing with the new cell's runs. Nothing here is awaited: the
-    // start must answer within durabench's request timeout.
-    for (const st of [...this.runs.values()]) {
-      if (!st.terminal) process.stderr.write(`${NAME}: run ${st.run} (${st.sdkRun}) still running when the next cell started: cancelled\n`);
-      this.drop(st);
-    }
-    if (!this.flags.dataRoot) return;
-    const old = process.env.WORKFLOW_LOCAL_DATA_DIR;
-    this.cells = (this.cells ?? 1) + 1;
-    process.env.WORKFLOW_LOCAL_DATA_DIR = join(this.flags.dataRoot, `cell-${this.cells}`);
-    const before = this.sdk.world;
-    this.sdk.runtime.setWorld(undefined);
-    this.sdk.world = await this.sdk.runtime.getWorld();
-    await this.sdk.world.start?.();
-    Promise.resolve()
-      .then(() => before.close?.())
-      .catch(() => {})
-      .then(() => rm(old, { recursive: true, force: true }))
-      .catch(() => {});
   }
 
   // schedule asks for a read of st's event log: now, or READ_GAP_MS after

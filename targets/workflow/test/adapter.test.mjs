@@ -263,3 +263,27 @@ describe(`SDK ${sdk}: runs durabench stopped following`, { skip: built ? false :
     }
   });
 });
+
+describe(`SDK ${sdk}: a new SDK for every cell`, { skip: built ? false : `sdk/${sdk} is not built: make engines` }, () => {
+  test("a run still running when the next cell starts ends failed (cut) with the SDK that ran it; the new cell's run completes", async () => {
+    const a = await spawnAdapter(["--sdk", sdk]);
+    try {
+      const post = (body) => fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify(body) });
+      assert.equal((await post({ run: "waits", scenario: "hook-step" })).status, 202); // never resumed
+      assert.equal((await post({ run: "next", scenario: "fanout", options: { branches: "4" } })).status, 202);
+      let tl;
+      for (let after = 0; ; ) {
+        tl = await (await fetch(`${a.url}/v1/runs/next/timeline?after=${after}&wait=10s`)).json();
+        after += tl.events.length;
+        if (tl.status !== "running") break;
+      }
+      assert.equal(tl.status, "completed");
+      const cut = await (await fetch(`${a.url}/v1/runs/waits/timeline?after=0`)).json();
+      assert.equal(cut.status, "failed");
+      assert.match(cut.error, /^cut: the next cell started/);
+      assert.equal(cut.events.at(-1).kind, "run_failed");
+    } finally {
+      assert.equal(await a.stop(), 0);
+    }
+  });
+});
