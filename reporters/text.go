@@ -128,6 +128,17 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		// A skipped cell's row has no figure; why it has none, once per
+		// reason.
+		var reasons []string
+		for _, c := range g.Cells {
+			if c.Skipped != "" && !slices.Contains(reasons, c.Skipped) {
+				reasons = append(reasons, c.Skipped)
+			}
+		}
+		for _, r := range reasons {
+			fmt.Fprintln(ew, "  skipped (the rows with 0 runs): "+r)
+		}
 		for _, l := range lagWarnings(g.Cells, lab) {
 			fmt.Fprintln(ew, "  warning: "+l)
 		}

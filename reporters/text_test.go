@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/durabench/durabench/results"
 )
 
 func TestTextGolden(t *testing.T) {
@@ -36,5 +38,25 @@ func TestJSON(t *testing.T) {
 	}
 	if !strings.HasPrefix(buf.String(), "{\n  \"schema\": \"durabench/results/v1\"") {
 		t.Errorf("JSON output starts %q", buf.String()[:60])
+	}
+}
+
+// TestTextSkippedCells: a skipped cell's row has no figure, and the table
+// says once per reason why those rows are empty.
+func TestTextSkippedCells(t *testing.T) {
+	f := fixtureHead()
+	why := "workflow 5.0.0-beta.55 has no world-postgres"
+	for _, i := range []int{0, 1} {
+		c := f.Cells[i]
+		c.Skipped, c.Runs, c.Stalls, c.Errors = why, 0, 0, 0
+		c.Metrics = map[string]results.Metric{}
+		f.Cells[i] = c
+	}
+	var buf bytes.Buffer
+	if err := Text(&buf, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "skipped (the rows with 0 runs): "+why+"\n"); n != 1 {
+		t.Errorf("the reason is said %d times, want once:\n%s", n, buf.String())
 	}
 }
