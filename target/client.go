@@ -25,8 +25,8 @@ import (
 const (
 	RequestTimeout      = 10 * time.Second
 	StartRequestTimeout = 2 * time.Minute
-	PollWait       = 5 * time.Second
-	PollSlack      = 5 * time.Second
+	PollWait            = 5 * time.Second
+	PollSlack           = 5 * time.Second
 )
 
 // maxBody bounds what the client reads of one answer: a target that
