@@ -146,15 +146,8 @@ func TestTargetAnomaliesReported(t *testing.T) {
 				hs.Close()
 				_ = srv.Close(context.Background())
 			}()
-			plan, err := planFrom(t, "--targets", hs.URL, "--scenario", "step", "--reps", "5", "--warmup", "0", "--pace", "closed")
-			if err != nil {
-				t.Fatal(err)
-			}
 			out := t.TempDir()
-			res, err := Run(context.Background(), Config{Plan: plan, Out: out})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := sweepSteps(t, hs.URL, 5, out)
 			want := dt.runs()
 			if len(want) != len(tc.mark) {
 				t.Fatalf("the target marked runs %v, want %d of them", want, len(tc.mark))

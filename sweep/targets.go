@@ -275,10 +275,8 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	if lt == nil {
 		return results.Cell{}, nil, fmt.Errorf("target %s was not opened", c.Target.ID())
 	}
-	if lt.plugin != nil {
-		if err := lt.plugin.Exited(); err != nil {
-			return results.Cell{}, nil, err
-		}
+	if err := lt.plugin.Exited(); err != nil {
+		return results.Cell{}, nil, err
 	}
 	id := c.identity()
 	id.Engine, id.EngineVersion, id.TargetWorld = lt.info.Engine, lt.info.Version, lt.info.World
@@ -312,12 +310,10 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	}
 	res, err := driver.Run(ctx, dc)
 	if err != nil {
-		if lt.plugin != nil {
-			// Every run failed because the adapter died: say so, with its
-			// last log lines, not only what the first start ran into.
-			if xerr := lt.plugin.Exited(); xerr != nil {
-				err = fmt.Errorf("%w; %v", err, xerr)
-			}
+		// Every run failed because the adapter died: say so, with its
+		// last log lines, not only what the first start ran into.
+		if xerr := lt.plugin.Exited(); xerr != nil {
+			err = fmt.Errorf("%w; %v", err, xerr)
 		}
 		return results.Cell{}, nil, fmt.Errorf("target %s: %w", c.Target.Name, err)
 	}
@@ -332,17 +328,15 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	rc.TargetPolls, rc.EarlyEmptyPolls = ps.Polls, ps.EarlyEmpty
 	rc.AnomalousRuns = anomalousRuns(res, sess.Anomalies())
 	rc.Anomalies = len(rc.AnomalousRuns)
-	if lt.plugin != nil {
-		// An adapter that died during the cell failed the runs it held and
-		// every run after: each says so, with the adapter's last log lines,
-		// and the sweep stops after keeping the cell (its next cells would
-		// only fail the same way). --resume starts a new adapter.
-		if err := lt.plugin.Exited(); err != nil {
-			for i := range rc.FailedRuns {
-				rc.FailedRuns[i].Error += "; " + err.Error()
-			}
-			return rc, res, &stopAfterCell{err}
+	// An adapter that died during the cell failed the runs it held and
+	// every run after: each says so, with the adapter's last log lines,
+	// and the sweep stops after keeping the cell (its next cells would
+	// only fail the same way). --resume starts a new adapter.
+	if err := lt.plugin.Exited(); err != nil {
+		for i := range rc.FailedRuns {
+			rc.FailedRuns[i].Error += "; " + err.Error()
 		}
+		return rc, res, &stopAfterCell{err}
 	}
 	return rc, res, nil
 }

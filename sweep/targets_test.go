@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,14 +75,7 @@ func TestTargetClockStepsMidCell(t *testing.T) {
 		hs.Close()
 		_ = srv.Close(context.Background())
 	}()
-	plan, err := planFrom(t, "--targets", hs.URL, "--scenario", "step", "--reps", "10", "--warmup", "0", "--pace", "closed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), Config{Plan: plan, Out: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := sweepSteps(t, hs.URL, 10, t.TempDir())
 	c := res.File.Cells[0]
 	if c.ClockDriftUS < 490_000 || c.ClockDriftUS > 510_000 || c.TargetWorld != "mem" {
 		t.Fatalf("clock drift %.0f µs, target world %q; want about +500 ms on mem", c.ClockDriftUS, c.TargetWorld)
@@ -100,4 +94,19 @@ func TestTargetClockStepsMidCell(t *testing.T) {
 	if !strings.Contains(header, "(world mem)") || strings.Contains(header, "world nats") || strings.Contains(header, "profile") {
 		t.Errorf("report header %q: want the target's world, not durabench's", header)
 	}
+}
+
+// sweepSteps sweeps reps closed-loop single-step runs, no warm-up, on the
+// target at url, into out.
+func sweepSteps(t *testing.T, url string, reps int, out string) *Outcome {
+	t.Helper()
+	plan, err := planFrom(t, "--targets", url, "--scenario", "step", "--reps", strconv.Itoa(reps), "--warmup", "0", "--pace", "closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Plan: plan, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -233,10 +233,14 @@ func (p *Plugin) Stop() error {
 	return p.err
 }
 
-// Exited is nil while the adapter runs; once its process has exited (it
-// crashed, or was killed), an error saying how, with the last lines of its
-// log.
+// Exited is nil while the adapter runs (and for no adapter: a nil
+// Plugin, a target durabench did not start); once its process has exited
+// (it crashed, or was killed), an error saying how, with the last lines
+// of its log.
 func (p *Plugin) Exited() error {
+	if p == nil {
+		return nil
+	}
 	select {
 	case <-p.done:
 	default:

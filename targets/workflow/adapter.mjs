@@ -174,15 +174,6 @@ function intOption(opts, name, def, max) {
   return v;
 }
 
-// bodyOption reads the step body's duration (a Go duration) in ms.
-function bodyOption(opts) {
-  const raw = opts?.body;
-  if (raw === undefined || raw === "" || raw === "0" || raw === "0s") return 0;
-  const ms = parseWait(raw);
-  if (ms === 0 && !/^0+(\.0+)?(ns|us|µs|ms|s|m|h)$/.test(raw)) throw new Unsupported(`option body=${raw}: want a duration such as 5ms`);
-  return ms;
-}
-
 // durationOption reads a Go duration option in ms.
 function durationOption(opts, name, def) {
   const raw = opts?.[name];
@@ -313,24 +304,19 @@ export async function main(argv) {
     server.closeAllConnections?.();
   }));
 
-  // The SDK's own switches, then the world's configuration.
+  // The SDK's own switches, then the world's configuration. A
+  // combination that cannot run is served, every cell skipped with why:
+  // 5.0 has no world-postgres; a switch this SDK never reads would label
+  // cells that measure the default path as if they measured the switch.
   const switches = { ...flags.env };
-  if (flags.world === "postgres" && !existsSync(join(dir, "node_modules", "@workflow", "world-postgres", "package.json"))) {
-    // A combination that cannot run: served, every cell skipped with why.
-    const version = pkgVersion(dir, "workflow");
-    const why = `workflow ${version} has no world-postgres in ${dir} (the published 5.0 betas of @workflow/world-postgres fail: "Event id is not slot-numbered")`;
-    process.stderr.write(`${NAME}: ${why}\n`);
-    server.on("request", (req, res) => unavailable(req, res, why, label(version, switches, flags.world), version));
-    stopOn();
-    process.stdout.write(url + "\n");
-    return;
-  }
+  const version = pkgVersion(dir, "workflow");
   const unread = unreadSwitches(dir, Object.keys(switches));
-  if (unread.length > 0) {
-    // A switch this SDK never reads would label cells that measure the
-    // default path as if they measured the switch: skipped, with why.
-    const version = pkgVersion(dir, "workflow");
-    const why = `workflow ${version} does not read ${unread.join(", ")} (no file of its packages names it): the cells would measure its default`;
+  const why = flags.world === "postgres" && !existsSync(join(dir, "node_modules", "@workflow", "world-postgres", "package.json"))
+    ? `workflow ${version} has no world-postgres in ${dir} (the published 5.0 betas of @workflow/world-postgres fail: "Event id is not slot-numbered")`
+    : unread.length > 0
+      ? `workflow ${version} does not read ${unread.join(", ")} (no file of its packages names it): the cells would measure its default`
+      : "";
+  if (why) {
     process.stderr.write(`${NAME}: ${why}\n`);
     server.on("request", (req, res) => unavailable(req, res, why, label(version, switches, flags.world), version));
     stopOn();
@@ -955,7 +941,7 @@ export class Adapter {
   async startRun(run, scenario, options) {
     let args, steps, chunks;
     try {
-      const body = bodyOption(options);
+      const body = durationOption(options, "body", 0);
       switch (scenario) {
         case "race": {
           steps = intOption(options, "branches", 4, this.flags.maxBranches);
@@ -1040,22 +1026,18 @@ export class Adapter {
     const st = this.runs.get(run);
     const log = this.logs.get(run);
     if (!st) return;
-    this.drop(st);
-    const why = "abandoned: durabench stopped following the run; cancelled in the SDK";
-    log?.finish(true, why, [], null, { kind: "run_failed", at: abs(performance.now()), source: "worker", error: why });
-  }
-
-  // drop stops following st and cancels it in the SDK unless it is over.
-  drop(st) {
-    this.runs.delete(st.run);
-    this.logs.delete(st.run);
+    this.runs.delete(run);
+    this.logs.delete(run);
     this.bySdkRun.delete(st.sdkRun);
     clearTimeout(st.timer);
     st.settledR?.();
-    if (st.terminal) return;
-    Promise.resolve()
-      .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
-      .catch((e) => process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`));
+    if (!st.terminal) {
+      Promise.resolve()
+        .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
+        .catch((e) => process.stderr.write(`${NAME}: cancelling ${st.sdkRun}: ${e.message}\n`));
+    }
+    const why = "abandoned: durabench stopped following the run; cancelled in the SDK";
+    log?.finish(true, why, [], null, { kind: "run_failed", at: abs(performance.now()), source: "worker", error: why });
   }
 
   // resumed asks for a read of a run whose hook was resumed.
