@@ -1194,7 +1194,20 @@ function unavailable(req, res, why, lab, version) {
     return reply(res, 200, { protocol: 1, minor: 1, engine: "workflow", version, label: lab, unavailable: why, clock: "monotonic ns since the adapter started", scenarios: [] });
   }
   if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
-  if (req.method === "POST" && path === "/v1/runs") return reply(res, 422, { error: why });
+  if (req.method === "POST" && path === "/v1/runs") {
+    // A well-formed start is refused with why; a malformed one is 400, as
+    // a target that can run answers it.
+    return readBody(req).then((b) => {
+      let start;
+      try {
+        start = JSON.parse(b.toString());
+      } catch {}
+      if (typeof start?.run !== "string" || !start.run || typeof start?.scenario !== "string" || !start.scenario) {
+        return reply(res, 400, { error: "a start request needs run and scenario" });
+      }
+      reply(res, 422, { error: why });
+    });
+  }
   return reply(res, 404, { error: `no endpoint ${req.method} ${path}` });
 }
 

@@ -219,6 +219,8 @@ describe(`SDK ${sdk}'s switches`, { skip: built ? false : `sdk/${sdk} is not bui
       assert.match(info.label, /not_a_switch=1/);
       const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "x", scenario: "step" }) });
       assert.equal(r.status, 422);
+      const bad = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: 7 }) });
+      assert.equal(bad.status, 400, "a malformed start is 400 even where no start can run");
     } finally {
       assert.equal(await a.stop(), 0);
     }
