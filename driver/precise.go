@@ -123,10 +123,10 @@ type waiter struct {
 	sleep  func(time.Duration) // the coarse sleep; nil: not precise
 	// over holds the overshoots of the last overshootRing coarse sleeps:
 	// the window follows their p90. A sleep overshoots more the longer it
-	// is (on this VM 25 µs at p50 for 100 µs, 65 µs for 1.9 ms: the vCPU
-	// idles deeper), so the calibration's short sleeps set the window
-	// of the first waits only; at 500 runs/s a window from them left
-	// lag p50 at 30-40 µs.
+	// is (BenchmarkSleepOvershoot, this VM: 33 µs at p50 for 100 µs, 73 µs
+	// for 2 ms: the vCPU idles deeper), so the calibration's short sleeps
+	// set the window of the first waits only; at 500 runs/s a window from
+	// them left lag p50 at 28-42 µs.
 	over  [overshootRing]time.Duration
 	nOver int
 }

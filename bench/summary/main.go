@@ -112,6 +112,7 @@ var rules = []rule{
 	{regexp.MustCompile(`^Pacer/(null|mem)/rate=(500|5000)$`), "lag-p99-us", "coarse-lag-p99-us", "precise/coarse", "lag p50 ≤ 25 µs, p99 ≤ 300 µs",
 		[]check{{"lag-p50-us", "<=", 25}, {"lag-p99-us", "<=", 300}}, nil},
 	{regexp.MustCompile(`^Pacer/`), "lag-p99-us", "coarse-lag-p99-us", "precise/coarse", "", nil, nil},
+	{regexp.MustCompile(`^SleepOvershoot/`), "overshoot-p50-us", "", "", "", nil, nil},
 	{regexp.MustCompile(`^CapacityInProcess$`), "runs/s", "null-runs/s", "engine/null", "driver ≥ 47,500 runs/s (95% of 50,000)",
 		[]check{{"null-runs/s", ">=", 47500}}, nil},
 	// Through the protocol, the target in another process: what precise
@@ -140,6 +141,7 @@ var details = []struct {
 	{regexp.MustCompile(`^CapacityProtocol$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
 		{"errors", "errors"}, {"floor-errors", "floor errors"}, {"cpu-us/run", "driver CPU"}, {"floor-cpu-us/run", "floor CPU"},
 		{"per-run-runs/s", "per-run polls"}, {"per-run-cpu-us/run", "per-run CPU"}}},
+	{regexp.MustCompile(`^SleepOvershoot/`), []part{{"overshoot-p90-us", "p90"}}},
 	{regexp.MustCompile(`^CapacityInProcess$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
 		{"cpu-%", "CPU"}, {"null-lag-p99-us", "null lag p99"}}},
 }
