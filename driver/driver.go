@@ -140,6 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	realTime := !cfg.World.Capabilities().VirtualTime
 	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, runCtx: runCtx,
 		wait: newWaiter(rt, realTime && !cfg.CoarsePacing), realTime: realTime}
+	defer d.wait.release()
 	res := &Result{}
 	if cfg.Warmup > 0 {
 		w := d.phase(ctx, "w", cfg.Warmup, true)
@@ -318,8 +319,13 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.mu.Unlock()
 		}()
 		var prevAt time.Duration // the previous run's schedule
+		// Open pacing in real time hands each run to its starter a lead
+		// before its schedule and waits for the starter to resume it (see
+		// waiter).
+		early := d.wait.precise() && d.cfg.Pacer.Open()
+		resume := make(chan time.Duration, 1) // the starter's clock when it ran
 		for i := 0; i < n; i++ {
-			var at time.Duration
+			var at, lead time.Duration
 			for {
 				if paceCtx.Err() != nil {
 					return
@@ -337,12 +343,15 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 					changed.Wait(paceCtx, timeout-now)
 					continue
 				}
-				if at > now {
-					gap := time.Duration(0)
-					if i > 0 {
-						gap = at - prevAt
-					}
-					d.wait.until(paceCtx, epoch+min(at, timeout), gap)
+				gap := time.Duration(0)
+				if i > 0 {
+					gap = at - prevAt
+				}
+				if early {
+					lead = d.wait.leadFor(gap)
+				}
+				if at-lead > now {
+					d.wait.until(paceCtx, epoch+min(at-lead, timeout), gap)
 					continue
 				}
 				break
@@ -358,8 +367,15 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.inflight++
 			st.started++
 			st.mu.Unlock()
+			handed := rt.Now()
 			starters.start(func() {
 				actual := rt.Now()
+				if early {
+					resume <- actual
+					for actual < sched { // the rest of the lead
+						actual = rt.Now()
+					}
+				}
 				st.mu.Lock()
 				st.lag[i] = actual - sched
 				st.mu.Unlock()
@@ -367,6 +383,9 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 					d.rec.Fail(id, rt.Now(), err)
 				}
 			})
+			if early {
+				d.wait.handedOff(<-resume - handed)
+			}
 		}
 	})
 

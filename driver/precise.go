@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -13,58 +12,74 @@ import (
 
 // Open pacing charges every microsecond a run starts late to the engine
 // (latency is anchored on the schedule), so the driver waits for a run's
-// scheduled start more precisely than the machine sleeps: it sleeps
-// coarsely until a spin window before the schedule, then spins with yields
-// (runtime.Gosched, so the runs it just started get the processor) until
-// the schedule. The window is the coarse sleep's overshoot, measured once
-// per process (Calibrate), then the p90 overshoot of the pacer's own
-// recent sleeps (waiter.coarse).
+// scheduled start more precisely than the machine sleeps, in three parts:
 //
-// Why the window is needed: Go's timers park an idle processor in
-// epoll_wait, whose timeout has millisecond resolution, so time.Sleep of
-// anything under 1 ms returns after about 1 ms. A nanosleep system call
-// has the kernel's high-resolution timers (tens of µs late); Calibrate
-// measures both and keeps the one that overshoots less.
+//   - A coarse sleep until a spin window before the schedule. Go's timers
+//     park an idle processor in epoll_wait, whose timeout has millisecond
+//     resolution, so time.Sleep of anything under 1 ms returns after about
+//     1 ms; on Linux the coarse sleep is a timerfd read (openTimer), tens
+//     of µs late.
+//   - A spin, without yielding, until the run's hand-off time. The window
+//     is the coarse sleep's p99 overshoot with a margin (measured once per
+//     process by Calibrate, then over the pacer's own recent sleeps), at
+//     most the gap between two runs: when the machine cannot sleep that
+//     precisely the pacer spins from one run to the next.
+//   - The hand-off to a starter goroutine a lead before the schedule: what
+//     it costs to wake a goroutine (a futex on another processor, tens of
+//     µs on a virtual machine) is paid before the run's time, not after;
+//     the starter resumes the pacer, spins the rest of the lead and calls
+//     StartRun on the schedule. The lead follows the measured hand-offs.
+//
+// The pacer never calls runtime.Gosched: a yielding goroutine goes to the
+// runtime's global run queue, which a busy processor reads once every 61
+// scheduling rounds; at 5,000 runs/s on mem that left the pacer runnable
+// for up to 2.8 ms at a time (lag p99 0.4-1.7 ms; without it 30-215 µs).
+// It yields its processor only by blocking: in the coarse sleep, or
+// waiting for the starter it just woke to resume it, which puts it next in
+// line on the starter's processor.
 
 // Calibration is how precisely this machine sleeps, measured once per
 // process by Calibrate, and the spin window the driver derives from it.
 // Results files record it (results.Host.Pacer).
 type Calibration struct {
-	// Sleep names the coarse sleep the driver uses: "nanosleep" (the
-	// system call, Linux) or "time.Sleep".
+	// Sleep names the coarse sleep the driver uses: "timerfd" (Linux) or
+	// "time.Sleep".
 	Sleep string
-	// OvershootP50 and OvershootP90 are how late the coarse sleep returned
-	// over calibrationSamples sleeps of calibrationSleep.
-	OvershootP50, OvershootP90 time.Duration
+	// OvershootP50, OvershootP90 and OvershootP99 are how late the coarse
+	// sleep returned over calibrationSamples sleeps of calibrationSleep.
+	OvershootP50, OvershootP90, OvershootP99 time.Duration
 	// SleepOvershootP50 is time.Sleep's median overshoot (the figure that
 	// made precise pacing necessary), measured whichever sleep is used.
 	SleepOvershootP50 time.Duration
-	// SpinWindow is how long before a run's schedule the coarse sleep ends
-	// and spinning begins, for a cell's first waits: OvershootP90 with a
+	// SpinWindow is how long before a run's hand-off the coarse sleep ends
+	// and spinning begins, for a cell's first waits: OvershootP99 with a
 	// margin, within [minSpinWindow, maxSpinWindow]. Later waits follow
 	// the cell's own sleeps.
 	SpinWindow time.Duration
 }
 
 const (
-	calibrationSamples = 24
+	calibrationSamples = 64
 	calibrationSleep   = 100 * time.Microsecond
 	minSpinWindow      = 20 * time.Microsecond
 	// maxSpinWindow bounds the CPU a wait may spin: on a machine whose
 	// sleeps overshoot more (an overloaded one) lag is the machine's.
 	maxSpinWindow = 2 * time.Millisecond
-	// gapSpinShare: a wait spins at most 1/gapSpinShare of the gap
-	// between two runs' schedules.
-	gapSpinShare = 4
 	// coarseStretch is how much of a long wait is left to the coarse
 	// sleep after the runtime's: more than the runtime's overshoot.
 	coarseStretch = 3 * time.Millisecond
+	// The hand-off lead starts at initialLead and follows the p99 of the
+	// last handoffRing hand-offs with a quarter's margin, within
+	// [minLead, maxLead] and at most half the gap between two runs.
+	initialLead = 50 * time.Microsecond
+	minLead     = 10 * time.Microsecond
+	maxLead     = 500 * time.Microsecond
 )
 
 var calibration = sync.OnceValue(measureCalibration)
 
 // Calibrate returns this process's sleep calibration, measuring it on the
-// first call (about 30 ms: calibrationSamples sleeps of each kind).
+// first call (about 20 ms: calibrationSamples sleeps of each kind).
 func Calibrate() Calibration { return calibration() }
 
 func measureCalibration() Calibration {
@@ -79,22 +94,26 @@ func measureCalibration() Calibration {
 		return v
 	}
 	std := overshoot(time.Sleep)
-	c := Calibration{Sleep: "time.Sleep", OvershootP50: quantile(std, 0.5), OvershootP90: quantile(std, 0.9)}
-	c.SleepOvershootP50 = c.OvershootP50
-	if nanosleep != nil {
-		ns := overshoot(nanosleep)
-		if p90 := quantile(ns, 0.9); p90 < c.OvershootP90 {
-			c.Sleep, c.OvershootP50, c.OvershootP90 = "nanosleep", quantile(ns, 0.5), p90
-		}
+	c := Calibration{Sleep: "time.Sleep", SleepOvershootP50: quantile(std, 0.5)}
+	v := std
+	if sleep, release, ok := openTimer(); ok {
+		c.Sleep, v = "timerfd", overshoot(sleep)
+		release()
 	}
-	c.SpinWindow = min(max(c.OvershootP90+c.OvershootP90/4, minSpinWindow), maxSpinWindow)
+	c.OvershootP50, c.OvershootP90, c.OvershootP99 = quantile(v, 0.5), quantile(v, 0.9), quantile(v, 0.99)
+	c.SpinWindow = spinWindow(c.OvershootP99)
 	return c
+}
+
+// spinWindow is the window that covers a coarse sleep overshooting p99.
+func spinWindow(p99 time.Duration) time.Duration {
+	return min(max(p99+p99/4, minSpinWindow), maxSpinWindow)
 }
 
 // Record is c as a results file records it.
 func (c Calibration) Record() *results.PacerCalibration {
 	return &results.PacerCalibration{Sleep: c.Sleep, OvershootP50US: us(c.OvershootP50), OvershootP90US: us(c.OvershootP90),
-		GoSleepOvershootP50US: us(c.SleepOvershootP50), SpinWindowUS: us(c.SpinWindow)}
+		OvershootP99US: us(c.OvershootP99), GoSleepOvershootP50US: us(c.SleepOvershootP50), SpinWindowUS: us(c.SpinWindow)}
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -105,82 +124,109 @@ func quantile(v []time.Duration, q float64) time.Duration {
 	return v[min(max(i, 0), len(v)-1)]
 }
 
-// coarseSleep returns the sleep c names.
-func (c Calibration) coarseSleep() func(time.Duration) {
-	if c.Sleep == "nanosleep" && nanosleep != nil {
-		return nanosleep
+// ring holds the last len(v) samples of a duration and their p99.
+type ring struct {
+	v      [128]time.Duration
+	n      int
+	sorted [128]time.Duration
+}
+
+// add records d; it reports the p99 of the last len(v) samples every
+// len(v)/8 samples once the ring is full (ok), and nothing otherwise.
+func (r *ring) add(d time.Duration) (p99 time.Duration, ok bool) {
+	r.v[r.n%len(r.v)] = d
+	r.n++
+	if r.n < len(r.v) || r.n%(len(r.v)/8) != 0 {
+		return 0, false
 	}
-	return time.Sleep
+	r.sorted = r.v
+	slices.Sort(r.sorted[:])
+	return quantile(r.sorted[:], 0.99), true
 }
 
 // waiter waits until a scheduled time on the runtime's clock: precisely
-// (coarse sleep, then spin with yields) in real time, with the runtime's
-// own Sleep in virtual time or when precision is off. One pacing task
-// owns it (it is not safe for concurrent use).
+// (coarse sleep, then spin) in real time, with the runtime's own Sleep in
+// virtual time or when precision is off. One pacing task owns it (it is
+// not safe for concurrent use); release frees its timer.
 type waiter struct {
-	rt     world.Runtime
-	window time.Duration
-	sleep  func(time.Duration) // the coarse sleep; nil: not precise
-	// over holds the overshoots of the last overshootRing coarse sleeps:
-	// the window follows their p90. A sleep overshoots more the longer it
-	// is (BenchmarkSleepOvershoot, this VM: 33 µs at p50 for 100 µs, 73 µs
-	// for 2 ms: the vCPU idles deeper), so the calibration's short sleeps
-	// set the window of the first waits only; at 500 runs/s a window from
-	// them left lag p50 at 28-42 µs.
-	over  [overshootRing]time.Duration
-	nOver int
+	rt      world.Runtime
+	window  time.Duration
+	sleep   func(time.Duration) // the coarse sleep; nil: not precise
+	release func()
+	// over holds the coarse sleeps' recent overshoots: the window follows
+	// their p99. A sleep overshoots more the longer it is
+	// (BenchmarkSleepOvershoot), so the calibration's short sleeps set the
+	// window of the first waits only.
+	over ring
+	// lead is how long before its schedule a run is handed to its starter;
+	// handoffs holds how long recent hand-offs took.
+	lead     time.Duration
+	handoffs ring
 }
 
-// overshootRing is how many recent coarse sleeps the spin window follows.
-const overshootRing = 32
-
 func newWaiter(rt world.Runtime, precise bool) *waiter {
-	w := &waiter{rt: rt}
-	if precise {
-		c := Calibrate()
-		w.window, w.sleep = c.SpinWindow, c.coarseSleep()
+	w := &waiter{rt: rt, release: func() {}}
+	if !precise {
+		return w
+	}
+	c := Calibrate()
+	w.window, w.lead = c.SpinWindow, initialLead
+	if sleep, release, ok := openTimer(); ok {
+		w.sleep, w.release = sleep, release
+	} else {
+		w.sleep = time.Sleep
 	}
 	return w
 }
 
+// precise reports whether w waits precisely (hands runs off early).
+func (w *waiter) precise() bool { return w.sleep != nil }
+
 // coarse sleeps d in the coarse sleep and lets the spin window follow how
-// late it woke: p90 of the last overshootRing sleeps with a quarter's
-// margin, within [minSpinWindow, maxSpinWindow].
+// late it woke.
 func (w *waiter) coarse(d time.Duration) {
 	t := w.rt.Now()
 	w.sleep(d)
-	w.over[w.nOver%overshootRing] = max(w.rt.Now()-t-d, 0)
-	w.nOver++
-	if w.nOver%(overshootRing/4) != 0 || w.nOver < overshootRing {
-		return
+	if p99, ok := w.over.add(max(w.rt.Now()-t-d, 0)); ok {
+		w.window = spinWindow(p99)
 	}
-	v := w.over
-	slices.Sort(v[:])
-	p90 := quantile(v[:], 0.9)
-	w.window = min(max(p90+p90/4, minSpinWindow), maxSpinWindow)
+}
+
+// leadFor is how long before a run's schedule to hand it off, gap after
+// the previous run's (0: none). Zero when not precise.
+func (w *waiter) leadFor(gap time.Duration) time.Duration {
+	if !w.precise() {
+		return 0
+	}
+	if gap > 0 {
+		return min(w.lead, gap/2)
+	}
+	return w.lead
+}
+
+// handedOff records that a hand-off took d (from waking the starter to
+// the starter running) and lets the lead follow.
+func (w *waiter) handedOff(d time.Duration) {
+	if p99, ok := w.handoffs.add(d); ok {
+		w.lead = min(max(p99+p99/4, minLead), maxLead)
+	}
 }
 
 // until waits until the runtime's clock reads at, or ctx is done. It may
 // return early only when ctx is done. gap is the time since the previous
-// run's schedule (0: none): the spin covers at most gapSpinShare of it, so
-// at rates whose gap is shorter than the window the pacer still sleeps
-// between runs instead of spinning all the time — a thread that never
-// sleeps is the first the kernel's scheduler descheduled on a busy
-// machine (at 20,000 runs/s and a load average of 24, lag p50 45 ms
-// spinning against 1.1 ms sleeping).
+// run's hand-off (0: none): the spin covers at most the gap, so the pacer
+// spins from one run to the next only when the machine's sleeps overshoot
+// the gap.
 func (w *waiter) until(ctx context.Context, at, gap time.Duration) {
-	if w.sleep == nil {
+	if !w.precise() {
 		if left := at - w.rt.Now(); left > 0 {
 			_ = w.rt.Sleep(ctx, left)
 		}
 		return
 	}
-	// The runs just started (each on its own goroutine, queued on this
-	// processor) get it before this thread blocks in the coarse sleep.
-	runtime.Gosched()
 	window := w.window
 	if gap > 0 {
-		window = min(window, gap/gapSpinShare)
+		window = min(window, gap)
 	}
 	// A long wait sleeps on the runtime (cancellable, about 1 ms late)
 	// until coarseStretch before the window; the coarse sleep, which
@@ -203,7 +249,6 @@ func (w *waiter) until(ctx context.Context, at, gap time.Duration) {
 		if spins&63 == 63 && ctx.Err() != nil {
 			return
 		}
-		runtime.Gosched()
 	}
 }
 

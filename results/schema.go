@@ -55,11 +55,14 @@ type Host struct {
 // with: a coarse sleep, then spinning for SpinWindowUS before each run's
 // schedule.
 type PacerCalibration struct {
-	// Sleep is the coarse sleep: "nanosleep" or "time.Sleep".
+	// Sleep is the coarse sleep: "timerfd" or "time.Sleep" ("nanosleep"
+	// in files written before the pacer read a timerfd).
 	Sleep string `json:"sleep"`
-	// OvershootP50US and OvershootP90US are how late it returned.
+	// OvershootP50US, OvershootP90US and OvershootP99US are how late it
+	// returned (p99: absent from files written before it was recorded).
 	OvershootP50US float64 `json:"overshoot_p50_us"`
 	OvershootP90US float64 `json:"overshoot_p90_us"`
+	OvershootP99US float64 `json:"overshoot_p99_us,omitempty"`
 	// GoSleepOvershootP50US is time.Sleep's median overshoot.
 	GoSleepOvershootP50US float64 `json:"go_sleep_overshoot_p50_us"`
 	SpinWindowUS          float64 `json:"spin_window_us"`
