@@ -343,6 +343,9 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 					changed.Wait(paceCtx, timeout-now)
 					continue
 				}
+				if at >= timeout {
+					return // scheduled after the phase's end
+				}
 				gap := time.Duration(0)
 				if i > 0 {
 					gap = at - prevAt
@@ -351,7 +354,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 					lead = d.wait.leadFor(gap)
 				}
 				if at-lead > now {
-					d.wait.until(paceCtx, epoch+min(at-lead, timeout), gap)
+					d.wait.until(paceCtx, epoch+at-lead, gap)
 					continue
 				}
 				break

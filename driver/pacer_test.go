@@ -191,25 +191,29 @@ func TestSlowStartDelaysNoOtherRun(t *testing.T) {
 	}
 }
 
+// manualClock is a real runtime whose clock moves only when told.
+type manualClock struct {
+	world.Runtime
+	now time.Duration
+}
+
+func (c *manualClock) Now() time.Duration { return c.now }
+
 // TestSpinWindowFollowsSleeps: when the coarse sleep overshoots more than
 // the calibration measured (long sleeps wake later), the spin window
 // grows to cover it after a ring of sleeps, and stays within its bounds.
 func TestSpinWindowFollowsSleeps(t *testing.T) {
-	rt := world.NewReal()
 	for _, over := range []time.Duration{300 * time.Microsecond, 5 * time.Millisecond} {
-		w := newWaiter(rt, true)
+		clock := &manualClock{Runtime: world.NewReal()}
+		w := newWaiter(clock, true)
 		w.release()
 		w.window = minSpinWindow
-		w.sleep = func(d time.Duration) { // wakes over late, every time
-			for end := rt.Now() + d + over; rt.Now() < end; {
-			}
-		}
+		w.sleep = func(d time.Duration) { clock.now += d + over } // wakes over late, every time
 		for range len(w.over.v) {
 			w.coarse(10 * time.Microsecond)
 		}
-		want := min(over+over/4, maxSpinWindow)
-		if w.window < want || w.window > maxSpinWindow || (over < maxSpinWindow && w.window > 2*want) {
-			t.Errorf("sleeps %v late: spin window %v, want about %v", over, w.window, want)
+		if want := min(over+over/4, maxSpinWindow); w.window != want {
+			t.Errorf("sleeps %v late: spin window %v, want %v", over, w.window, want)
 		}
 	}
 }
