@@ -33,6 +33,10 @@ func (n *nullEngine) StartRun(_ context.Context, id string, _ engine.Program) er
 
 func (n *nullEngine) ResumeHook(context.Context, string, string, []byte) error { return nil }
 
+// InProcess: the null engine runs in the driver's process (the pacer may
+// spin from run to run, as with the built-in engine).
+func (n *nullEngine) InProcess() bool { return true }
+
 // cpuTime is the process's user + system CPU time (getrusage).
 func cpuTime() time.Duration {
 	var ru syscall.Rusage

@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rt := cfg.World.Runtime()
 	realTime := !cfg.World.Capabilities().VirtualTime
 	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, runCtx: runCtx,
-		wait: newWaiter(rt, realTime && !cfg.CoarsePacing), realTime: realTime}
+		wait: newWaiter(rt, realTime && !cfg.CoarsePacing, cfg.External != nil || !inProcess(cfg.Target)), realTime: realTime}
 	defer d.wait.release()
 	res := &Result{}
 	if cfg.Warmup > 0 {
@@ -168,6 +168,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("driver: every run failed, first: %s: %w", res.Timelines[0].Error, ErrStart)
 	}
 	return res, nil
+}
+
+// inProcess reports whether t (nil: the driver's own engine) runs in this
+// process: a Target says so with an InProcess method that returns true;
+// any other is taken to run in another process.
+func inProcess(t Target) bool {
+	if t == nil {
+		return true
+	}
+	p, ok := t.(interface{ InProcess() bool })
+	return ok && p.InProcess()
 }
 
 // runStarter is what starts a cell's runs (the driver's engine, or a

@@ -128,7 +128,7 @@ func TestPreciseWait(t *testing.T) {
 		t.Fatalf("calibration %+v, want the %s sleep", c, want)
 	}
 	rt := world.NewReal()
-	w := newWaiter(rt, true)
+	w := newWaiter(rt, true, false)
 	defer w.release()
 	for _, d := range []time.Duration{0, c.SpinWindow / 2, 2 * c.SpinWindow, time.Millisecond, 3 * coarseStretch} {
 		for range 5 {
@@ -205,7 +205,7 @@ func (c *manualClock) Now() time.Duration { return c.now }
 func TestSpinWindowFollowsSleeps(t *testing.T) {
 	for _, over := range []time.Duration{300 * time.Microsecond, 5 * time.Millisecond} {
 		clock := &manualClock{Runtime: world.NewReal()}
-		w := newWaiter(clock, true)
+		w := newWaiter(clock, true, false)
 		w.release()
 		w.window = minSpinWindow
 		w.sleep = func(d time.Duration) { clock.now += d + over } // wakes over late, every time
@@ -215,6 +215,40 @@ func TestSpinWindowFollowsSleeps(t *testing.T) {
 		if want := min(over+over/4, maxSpinWindow); w.window != want {
 			t.Errorf("sleeps %v late: spin window %v, want %v", over, w.window, want)
 		}
+	}
+}
+
+// tickingClock is a real runtime whose clock moves 1 µs per read, and by
+// what its sleeps sleep.
+type tickingClock struct {
+	world.Runtime
+	now time.Duration
+}
+
+func (c *tickingClock) Now() time.Duration { c.now += time.Microsecond; return c.now }
+
+// TestSpinBoundedOutside: a pacer whose engine runs in another process
+// spins at most a quarter of the gap between runs (it sleeps the rest),
+// one whose engine is in this process up to the whole gap.
+func TestSpinBoundedOutside(t *testing.T) {
+	const gap = 400 * time.Microsecond
+	for _, c := range []struct {
+		outside bool
+		slept   time.Duration
+	}{{false, 0}, {true, gap - gap/4}} {
+		clock := &tickingClock{Runtime: world.NewReal()}
+		w := newWaiter(clock, true, c.outside)
+		w.release()
+		w.window = maxSpinWindow // a machine whose sleeps overshoot more than the gap
+		var slept time.Duration
+		w.sleep = func(d time.Duration) { slept += d; clock.now += d }
+		w.until(context.Background(), clock.Now()+gap, gap)
+		if slept < c.slept-5*time.Microsecond || slept > c.slept {
+			t.Errorf("engine outside %v: slept %v of a %v gap, want %v", c.outside, slept, gap, c.slept)
+		}
+	}
+	if !inProcess(nil) || !inProcess(&nullEngine{}) || inProcess(struct{ Target }{}) {
+		t.Error("inProcess: the driver's engine and the null engine run in process, any other target outside")
 	}
 }
 
@@ -229,7 +263,7 @@ func TestLeadFollowsHandoffs(t *testing.T) {
 		{time.Microsecond, minLead},
 		{10 * time.Millisecond, maxLead},
 	} {
-		w := newWaiter(rt, true)
+		w := newWaiter(rt, true, false)
 		w.release()
 		for range len(w.handoffs.v) {
 			w.handedOff(c.took)
@@ -241,7 +275,7 @@ func TestLeadFollowsHandoffs(t *testing.T) {
 			t.Errorf("hand-offs of %v, runs %v apart: lead %v, want at most half the gap", c.took, 2*minLead, got)
 		}
 	}
-	if lead := newWaiter(rt, false).leadFor(0); lead != 0 {
+	if lead := newWaiter(rt, false, false).leadFor(0); lead != 0 {
 		t.Errorf("coarse waiter: lead %v, want 0", lead)
 	}
 }

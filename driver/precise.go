@@ -22,8 +22,9 @@ import (
 //   - A spin, without yielding, until the run's hand-off time. The window
 //     is the coarse sleep's p99 overshoot with a margin (measured once per
 //     process by Calibrate, then over the pacer's own recent sleeps), at
-//     most the gap between two runs: when the machine cannot sleep that
-//     precisely the pacer spins from one run to the next.
+//     most the gap between two runs (a quarter of it when the engine runs
+//     in another process): when the machine cannot sleep that precisely
+//     the pacer spins from one run to the next.
 //   - The hand-off to a starter goroutine a lead before the schedule: what
 //     it costs to wake a goroutine (a futex on another processor, tens of
 //     µs on a virtual machine) is paid before the run's time, not after;
@@ -74,6 +75,9 @@ const (
 	initialLead = 50 * time.Microsecond
 	minLead     = 10 * time.Microsecond
 	maxLead     = 500 * time.Microsecond
+	// outsideSpinShare bounds the spin to a quarter of the gap between two
+	// runs when the engine runs in another process (newWaiter).
+	outsideSpinShare = 4
 )
 
 var calibration = sync.OnceValue(measureCalibration)
@@ -162,10 +166,25 @@ type waiter struct {
 	// handoffs holds how long recent hand-offs took.
 	lead     time.Duration
 	handoffs ring
+	// spinShare: a wait spins at most 1/spinShare of the gap between two
+	// runs (see newWaiter).
+	spinShare int
 }
 
-func newWaiter(rt world.Runtime, precise bool) *waiter {
-	w := &waiter{rt: rt, release: func() {}}
+// newWaiter returns a pacing task's waiter: precise, or the runtime's own
+// sleep. outside says the engine under test runs in another process (a
+// target, external workers): its processes compete with a spinning pacer
+// for the machine's cores, so the spin is bounded to a quarter of the gap
+// between runs. Spinning from run to run cost a target in another process
+// 17-55% on its start-to-step time at 1,000 runs/s on a busy 2-core
+// machine (BenchmarkProtocolPacing in CI); an engine in this process
+// shares the runtime's processors with the pacer, which yields its
+// processor at every run, and was not slowed.
+func newWaiter(rt world.Runtime, precise, outside bool) *waiter {
+	w := &waiter{rt: rt, release: func() {}, spinShare: 1}
+	if outside {
+		w.spinShare = outsideSpinShare
+	}
 	if !precise {
 		return w
 	}
@@ -214,9 +233,9 @@ func (w *waiter) handedOff(d time.Duration) {
 
 // until waits until the runtime's clock reads at, or ctx is done. It may
 // return early only when ctx is done. gap is the time since the previous
-// run's hand-off (0: none): the spin covers at most the gap, so the pacer
-// spins from one run to the next only when the machine's sleeps overshoot
-// the gap.
+// run's hand-off (0: none): the spin covers at most gap/spinShare, so
+// with an engine in this process (spinShare 1) the pacer spins from one
+// run to the next only when the machine's sleeps overshoot the gap.
 func (w *waiter) until(ctx context.Context, at, gap time.Duration) {
 	if !w.precise() {
 		if left := at - w.rt.Now(); left > 0 {
@@ -226,7 +245,7 @@ func (w *waiter) until(ctx context.Context, at, gap time.Duration) {
 	}
 	window := w.window
 	if gap > 0 {
-		window = min(window, gap)
+		window = min(window, gap/time.Duration(w.spinShare))
 	}
 	// A long wait sleeps on the runtime (cancellable, about 1 ms late)
 	// until coarseStretch before the window; the coarse sleep, which
