@@ -69,9 +69,9 @@ const (
 	// coarseStretch is how much of a long wait is left to the coarse
 	// sleep after the runtime's: more than the runtime's overshoot.
 	coarseStretch = 3 * time.Millisecond
-	// The hand-off lead starts at initialLead and follows the p99 of the
-	// last handoffRing hand-offs with a quarter's margin, within
-	// [minLead, maxLead] and at most half the gap between two runs.
+	// The hand-off lead starts at initialLead and follows the p99 of
+	// recent hand-offs with a quarter's margin, within [minLead, maxLead]
+	// and at most half the gap between two runs.
 	initialLead = 50 * time.Microsecond
 	minLead     = 10 * time.Microsecond
 	maxLead     = 500 * time.Microsecond
@@ -111,8 +111,12 @@ func measureCalibration() Calibration {
 
 // spinWindow is the window that covers a coarse sleep overshooting p99.
 func spinWindow(p99 time.Duration) time.Duration {
-	return min(max(p99+p99/4, minSpinWindow), maxSpinWindow)
+	return withMargin(p99, minSpinWindow, maxSpinWindow)
 }
+
+// withMargin is p99 with a quarter's margin, within [lo, hi]: how the
+// spin window and the hand-off lead follow what they cover.
+func withMargin(p99, lo, hi time.Duration) time.Duration { return min(max(p99+p99/4, lo), hi) }
 
 // Record is c as a results file records it.
 func (c Calibration) Record() *results.PacerCalibration {
@@ -128,11 +132,10 @@ func quantile(v []time.Duration, q float64) time.Duration {
 	return v[min(max(i, 0), len(v)-1)]
 }
 
-// ring holds the last len(v) samples of a duration and their p99.
+// ring holds the last len(v) samples of a duration.
 type ring struct {
-	v      [128]time.Duration
-	n      int
-	sorted [128]time.Duration
+	v [128]time.Duration
+	n int
 }
 
 // add records d; it reports the p99 of the last len(v) samples every
@@ -143,9 +146,9 @@ func (r *ring) add(d time.Duration) (p99 time.Duration, ok bool) {
 	if r.n < len(r.v) || r.n%(len(r.v)/8) != 0 {
 		return 0, false
 	}
-	r.sorted = r.v
-	slices.Sort(r.sorted[:])
-	return quantile(r.sorted[:], 0.99), true
+	sorted := r.v
+	slices.Sort(sorted[:])
+	return quantile(sorted[:], 0.99), true
 }
 
 // waiter waits until a scheduled time on the runtime's clock: precisely
@@ -227,13 +230,13 @@ func (w *waiter) leadFor(gap time.Duration) time.Duration {
 // the starter running) and lets the lead follow.
 func (w *waiter) handedOff(d time.Duration) {
 	if p99, ok := w.handoffs.add(d); ok {
-		w.lead = min(max(p99+p99/4, minLead), maxLead)
+		w.lead = withMargin(p99, minLead, maxLead)
 	}
 }
 
 // until waits until the runtime's clock reads at, or ctx is done. It may
-// return early only when ctx is done. gap is the time since the previous
-// run's hand-off (0: none): the spin covers at most gap/spinShare, so
+// return early only when ctx is done. gap is the time between this run's
+// schedule and the previous run's (0: none): the spin covers at most gap/spinShare, so
 // with an engine in this process (spinShare 1) the pacer spins from one
 // run to the next only when the machine's sleeps overshoot the gap.
 func (w *waiter) until(ctx context.Context, at, gap time.Duration) {

@@ -32,15 +32,17 @@ func openTimer() (sleep func(time.Duration), release func(), ok bool) {
 		return nil, nil, false
 	}
 	var buf [8]byte
+	var spec itimerspec
+	arm := func(fd uintptr) { // made once: a closure per sleep would allocate
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	}
 	sleep = func(d time.Duration) {
 		if d <= 0 {
 			return
 		}
 		until := time.Now().Add(d)
-		spec := itimerspec{value: syscall.NsecToTimespec(int64(d))}
-		_ = rc.Control(func(fd uintptr) {
-			_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-		})
+		spec.value = syscall.NsecToTimespec(int64(d))
+		_ = rc.Control(arm)
 		_ = f.SetReadDeadline(until)
 		// A read may return an expiry left from an earlier wait that the
 		// deadline ended first: wait again until the time has come.
