@@ -228,22 +228,29 @@ func (c *tickingClock) Now() time.Duration { c.now += time.Microsecond; return c
 
 // TestSpinBoundedOutside: a pacer whose engine runs in another process
 // spins at most a quarter of the gap between runs (it sleeps the rest),
-// one whose engine is in this process up to the whole gap.
+// one whose engine is in this process up to the whole gap; either way the
+// hand-off lead, which its starter spins, is at most half the gap.
 func TestSpinBoundedOutside(t *testing.T) {
 	const gap = 400 * time.Microsecond
 	for _, c := range []struct {
-		outside bool
-		slept   time.Duration
-	}{{false, 0}, {true, gap - gap/4}} {
+		outside    bool
+		spun, lead time.Duration
+	}{{false, gap, gap / 2}, {true, gap / 4, gap / 2}} {
 		clock := &tickingClock{Runtime: world.NewReal()}
 		w := newWaiter(clock, true, c.outside)
 		w.release()
 		w.window = maxSpinWindow // a machine whose sleeps overshoot more than the gap
+		for range len(w.handoffs.v) {
+			w.handedOff(maxLead) // hand-offs slower than the gap
+		}
 		var slept time.Duration
 		w.sleep = func(d time.Duration) { slept += d; clock.now += d }
 		w.until(context.Background(), clock.Now()+gap, gap)
-		if slept < c.slept-5*time.Microsecond || slept > c.slept {
-			t.Errorf("engine outside %v: slept %v of a %v gap, want %v", c.outside, slept, gap, c.slept)
+		if spun := gap - slept; spun > c.spun+5*time.Microsecond || spun < c.spun-5*time.Microsecond {
+			t.Errorf("engine outside %v: spun %v of a %v gap, want %v", c.outside, spun, gap, c.spun)
+		}
+		if lead := w.leadFor(gap); lead != c.lead {
+			t.Errorf("engine outside %v: lead %v of a %v gap, want %v", c.outside, lead, gap, c.lead)
 		}
 	}
 	if !inProcess(nil) || !inProcess(&nullEngine{}) || inProcess(struct{ Target }{}) {

@@ -2,12 +2,14 @@ package target_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,9 +92,36 @@ func (n *nullBackend) Resume(context.Context, string, string, target.ResumeReque
 
 func (n *nullBackend) Close(context.Context) error { return nil }
 
-// startChild starts a child serving kind and returns its URL; the child
-// stops when the benchmark ends.
-func startChild(tb testing.TB, kind string) string {
+// child is a target served by a re-executed test binary.
+type child struct {
+	url string
+	pid int
+}
+
+// cpu is the child's user + system CPU time so far (/proc/PID/stat), 0
+// when it cannot be read.
+func (c child) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis; utime and stime
+	// are the 14th and 15th of the whole line, in clock ticks (100/s).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// startChild starts a child serving kind; the child stops when the
+// benchmark ends.
+func startChild(tb testing.TB, kind string) child {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+kind)
@@ -116,7 +145,7 @@ func startChild(tb testing.TB, kind string) string {
 	if err != nil {
 		tb.Fatalf("%s target: %v", kind, err)
 	}
-	return strings.TrimSpace(url)
+	return child{url: strings.TrimSpace(url), pid: cmd.Process.Pid}
 }
 
 // cpuTime is this process's user + system CPU time (getrusage): the
@@ -139,15 +168,19 @@ type protocolFigures struct {
 	runsPerSec     float64 // measured runs / the measured phase
 	cpuShare       float64 // the driver process's CPU / wall time
 	cpuPerRun      float64 // the driver process's CPU per run, warm-up included (µs)
-	errors         int
+	// targetCPUPerRun is the target process's CPU per run, warm-up
+	// included (µs; to the 10 ms of the kernel's accounting).
+	targetCPUPerRun float64
+	errors          int
 }
 
-// protocolCell runs one cell of the step scenario on the target at url,
+// protocolCell runs one cell of the step scenario on the target t,
 // open-paced at rate for runs runs (a tenth more as warm-up), its
 // timelines read with batch polls (the built-in server serves them) or,
 // perRun, with one long poll per run.
-func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse, perRun bool) protocolFigures {
+func protocolCell(tb testing.TB, t child, rate float64, runs int, coarse, perRun bool) protocolFigures {
 	tb.Helper()
+	url := t.url
 	ctx := context.Background()
 	sc, err := scenarios.Get("step")
 	if err != nil {
@@ -168,18 +201,19 @@ func protocolCell(tb testing.TB, url string, rate float64, runs int, coarse, per
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, tcpu0, wall0 := cpuTime(), t.cpu(), time.Now()
 	res, err := driver.Run(ctx, driver.Config{World: w, Program: p, Target: sess,
 		RunPrefix: fmt.Sprintf("cap%d", time.Now().UnixNano()), Reps: runs, Warmup: runs / 10,
 		Pacer: driver.OpenRate{Rate: rate}, CellTimeout: time.Minute, CoarsePacing: coarse})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	cpu, tcpu, wall := cpuTime()-cpu0, t.cpu()-tcpu0, time.Since(wall0)
 	cell := res.Summarize(results.Cell{Scenario: "step"}, metrics.Config{}, true)
 	f := protocolFigures{runsPerSec: float64(len(res.Timelines)) / res.Elapsed.Seconds(),
 		cpuShare: cpu.Seconds() / wall.Seconds(), cpuPerRun: float64(cpu.Microseconds()) / float64(runs+runs/10),
-		errors: cell.Errors + len(res.Unstarted)}
+		targetCPUPerRun: float64(tcpu.Microseconds()) / float64(runs+runs/10),
+		errors:          cell.Errors + len(res.Unstarted)}
 	if len(cell.FailedRuns) > 0 {
 		tb.Logf("%s: %d of %d runs failed, first: %s", url, len(cell.FailedRuns), runs, cell.FailedRuns[0].Error)
 	}
@@ -221,12 +255,12 @@ func median(fs []protocolFigures, get func(protocolFigures) float64) float64 {
 // ratio precise/coarse is the cost, 1 within noise. TTFS p50 and lag p50
 // are each side's own.
 func BenchmarkProtocolPacing(b *testing.B) {
-	url := startChild(b, "reference")
+	ref := startChild(b, "reference")
 	const rate, runs = 1000, 500
 	var precise, coarse []protocolFigures
 	for range b.N {
-		precise = append(precise, protocolCell(b, url, rate, runs, false, false))
-		coarse = append(coarse, protocolCell(b, url, rate, runs, true, false))
+		precise = append(precise, protocolCell(b, ref, rate, runs, false, false))
+		coarse = append(coarse, protocolCell(b, ref, rate, runs, true, false))
 	}
 	sts := func(f protocolFigures) float64 { return f.startToStepP50 }
 	ttfs := func(f protocolFigures) float64 { return f.ttfsP50 }
@@ -271,6 +305,7 @@ func BenchmarkCapacityProtocol(b *testing.B) {
 	b.ReportMetric(100*median(eng, func(f protocolFigures) float64 { return f.cpuShare }), "cpu-%")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.cpuPerRun }), "cpu-us/run")
 	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.cpuPerRun }), "floor-cpu-us/run")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.targetCPUPerRun }), "target-cpu-us/run")
 	b.ReportMetric(median(perRun, rps), "per-run-runs/s")
 	b.ReportMetric(median(eng, rps)/median(perRun, rps), "batch/per-run")
 	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return f.lagP99 }), "per-run-lag-p99-us")

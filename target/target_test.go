@@ -159,6 +159,20 @@ func TestUnsupportedAndBrokenTargets(t *testing.T) {
 	if ok, why := info.Supports("fanout", map[string]string{"branches": "20000"}); ok || !strings.Contains(why, "limit") {
 		t.Fatalf("20,000 branches supported %v (%s); want skipped over its limit", ok, why)
 	}
+	// Start refuses a fan-out over the limit every time (the reference
+	// keeps what it built per scenario and options, refusals too) and
+	// still starts one within it.
+	for i := range 2 {
+		_, err := c.Start(context.Background(), target.StartRequest{Run: fmt.Sprintf("big%d", i), Scenario: "fanout",
+			Options: map[string]string{"branches": "20000"}})
+		if err == nil || !strings.Contains(err.Error(), "limit") {
+			t.Fatalf("start %d of 20,000 branches: %v, want refused over the limit", i+1, err)
+		}
+	}
+	if _, err := c.Start(context.Background(), target.StartRequest{Run: "small", Scenario: "fanout",
+		Options: map[string]string{"branches": "4"}}); err != nil {
+		t.Fatalf("4 branches after a refused 20,000: %v", err)
+	}
 
 	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
