@@ -139,7 +139,7 @@ var details = []struct {
 	{regexp.MustCompile(`^ProtocolPacing$`), []part{{"lag-p50-us", "lag p50"}, {"coarse-lag-p50-us", "coarse lag p50"},
 		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}}},
 	{regexp.MustCompile(`^CapacityProtocol$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
-		{"errors", "errors"}, {"floor-errors", "floor errors"}, {"cpu-us/run", "driver CPU"}, {"floor-cpu-us/run", "floor CPU"},
+		{"errors", "errors"}, {"floor-errors", "floor errors"}, {"cpu-us/run", "driver CPU"}, {"target-cpu-us/run", "target CPU"}, {"floor-cpu-us/run", "floor CPU"},
 		{"per-run-runs/s", "per-run polls"}, {"per-run-cpu-us/run", "per-run CPU"}}},
 	{regexp.MustCompile(`^SleepOvershoot/`), []part{{"overshoot-p90-us", "p90"}, {"overshoot-p99-us", "p99"}}},
 	{regexp.MustCompile(`^CapacityInProcess$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
