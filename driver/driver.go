@@ -181,6 +181,23 @@ func inProcess(t Target) bool {
 	return ok && p.InProcess()
 }
 
+// startSender is a Target whose StartRun may hold a start before sending
+// it (a session's batch starts wait for a free sender): StartSent reports,
+// once StartRun returned, when run id's start left the driver (the
+// driver's clock); false when it went out as StartRun was called.
+type startSender interface {
+	StartSent(id string) (time.Duration, bool)
+}
+
+// sentAt is when the start of run id left the driver, if r holds starts
+// back (startSender).
+func sentAt(r any, id string) (time.Duration, bool) {
+	if s, ok := r.(startSender); ok {
+		return s.StartSent(id)
+	}
+	return 0, false
+}
+
 // runStarter is what starts a cell's runs (the driver's engine, or a
 // target), and how to stop what startEngine started.
 type runStarter struct {
@@ -395,6 +412,12 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 				st.mu.Unlock()
 				if err := d.eng.StartRun(d.runCtx, id, d.cfg.Program); err != nil {
 					d.rec.Fail(id, rt.Now(), err)
+				} else if sent, ok := sentAt(d.eng, id); ok && sent > actual {
+					// The start waited in the target session's queue:
+					// the run started when it was sent.
+					st.mu.Lock()
+					st.lag[i] = sent - sched
+					st.mu.Unlock()
 				}
 			})
 			if early {

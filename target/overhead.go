@@ -127,6 +127,7 @@ func MeasureOverhead(ctx context.Context, b Backend, scenario string, opts map[s
 		if err := sess.StartRun(ctx, id, prog); err != nil {
 			return err
 		}
+		_, _ = sess.StartSent(id) // not a paced run: no lag to take
 		select {
 		case <-done:
 		case <-ctx.Done():

@@ -74,12 +74,21 @@ type Session struct {
 	smu         sync.Mutex
 	queue       []pendingStart
 	senders     int
+	// sent holds when each batched start went out (the driver's clock)
+	// until the driver takes it (StartSent).
+	sent map[string]time.Duration
 }
 
 // pendingStart is a start waiting for its batch; done has its outcome.
 type pendingStart struct {
 	req  StartRequest
-	done chan error
+	done chan startOutcome
+}
+
+// startOutcome is a batched start's answer and when its batch was sent.
+type startOutcome struct {
+	err  error
+	sent time.Duration
 }
 
 // maxStartSenders is how many batch starts a session has in flight at
@@ -91,7 +100,7 @@ const maxStartSenders = 4
 // starts queued while every sender is busy go together, each answered
 // as its own start request would be.
 func (s *Session) startBatched(ctx context.Context, req StartRequest) error {
-	ps := pendingStart{req, make(chan error, 1)}
+	ps := pendingStart{req, make(chan startOutcome, 1)}
 	s.smu.Lock()
 	s.queue = append(s.queue, ps)
 	if s.senders < maxStartSenders {
@@ -100,8 +109,13 @@ func (s *Session) startBatched(ctx context.Context, req StartRequest) error {
 	}
 	s.smu.Unlock()
 	select {
-	case err := <-ps.done:
-		return err
+	case o := <-ps.done:
+		if o.err == nil {
+			s.smu.Lock()
+			s.sent[req.Run] = o.sent
+			s.smu.Unlock()
+		}
+		return o.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -124,15 +138,17 @@ func (s *Session) sendStarts() {
 		for i, p := range batch {
 			reqs[i] = p.req
 		}
+		sent := s.rt.Now()
 		rep, err := s.c.Starts(context.Background(), reqs)
 		for i, p := range batch {
 			switch {
 			case err != nil:
-				p.done <- err
+				p.done <- startOutcome{err: err}
 			case rep.Started[i].Code/100 != 2:
-				p.done <- &StatusError{Code: rep.Started[i].Code, Msg: fmt.Sprintf("POST /v1/starts: %s: %d: %s", p.req.Run, rep.Started[i].Code, rep.Started[i].Error)}
+				p.done <- startOutcome{err: &StatusError{Code: rep.Started[i].Code,
+					Msg: fmt.Sprintf("POST /v1/starts: %s: %d: %s", p.req.Run, rep.Started[i].Code, rep.Started[i].Error)}}
 			default:
-				p.done <- nil
+				p.done <- startOutcome{sent: sent}
 			}
 		}
 	}
@@ -197,7 +213,7 @@ func NewSession(ctx context.Context, c *Client, scenario string, opts map[string
 	}
 	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]hookRef{}, anomalies: map[string][]Anomaly{},
 		watch: ClockWatch{Start: clk, Bound: clk.RTT / 2, Rounds: 1},
-		batch: infoErr == nil && info.Batch >= BatchPolls && !c.PerRun, runs: map[string]*follower{},
+		batch: infoErr == nil && info.Batch >= BatchPolls && !c.PerRun, runs: map[string]*follower{}, sent: map[string]time.Duration{},
 		batchStarts: infoErr == nil && info.Batch >= BatchStarts && !c.PerRun,
 		// Unique among the sessions of every driver the target serves:
 		// this process's id, its clock and a count.
@@ -295,6 +311,19 @@ func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run
 		defer cancel()
 		s.resample(ectx)
 	}, nil
+}
+
+// StartSent reports when run id's start left the driver (the driver's
+// clock), once, after StartRun returned: a batched start waits in queue
+// until one of the session's senders is free, and the run's lag counts
+// from when it was sent. false: the start was sent when StartRun was
+// called (no batch starts), or is unknown.
+func (s *Session) StartSent(id string) (time.Duration, bool) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	at, ok := s.sent[id]
+	delete(s.sent, id)
+	return at, ok
 }
 
 // StartRun starts run id on the target and follows its timeline. p is the

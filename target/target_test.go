@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -403,5 +404,61 @@ func TestStatusAheadOfTerminalEvent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// slowStarts is a backend that takes delay to accept each start.
+type slowStarts struct {
+	target.Backend
+	delay time.Duration
+}
+
+func (s slowStarts) Start(ctx context.Context, req target.StartRequest) error {
+	time.Sleep(s.delay)
+	return s.Backend.Start(ctx, req)
+}
+
+// TestBatchedStartLagCountsTheQueue: a batched start that waits for one of
+// the session's senders (all busy with a target slow to accept starts)
+// left the driver late, and its run's lag says so — not the engine's
+// TTFS alone. At 1,000 runs/s against a target taking 30 ms per start
+// request, starts queue for up to tens of ms; measured when StartRun was
+// called, every lag would read about 0.
+func TestBatchedStartLagCountsTheQueue(t *testing.T) {
+	v, err := engine.LookupVersion("resilient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveBackend(t, slowStarts{target.NewReference(mem.New(world.Options{}), v), 30 * time.Millisecond})
+	ctx := context.Background()
+	c, err := target.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := mem.New(world.Options{})
+	defer local.Close()
+	sess, err := target.NewSession(ctx, c, "step", nil, local.Runtime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := scenarios.Get("step")
+	p, _, _ := sc.Build(scenarios.Values(nil))
+	res, err := driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: "queued", Reps: 60, Warmup: 1,
+		Pacer: driver.OpenRate{Rate: 1000}, CellTimeout: 30 * time.Second, Target: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := slices.Clone(res.Lag)
+	slices.Sort(lag)
+	if len(lag) != 60 || lag[0] < 0 {
+		t.Fatalf("%d lags, least %v: want 60, none negative", len(lag), lag[0])
+	}
+	if late := lag[len(lag)*3/4]; late < 5*time.Millisecond || lag[len(lag)-1] < 15*time.Millisecond {
+		t.Fatalf("lag p75 %v, max %v: want the starts' wait for a sender (p75 >= 5 ms, max >= 15 ms)", late, lag[len(lag)-1])
+	}
+	for _, tl := range res.Timelines {
+		if !tl.Finished || tl.Failed {
+			t.Fatalf("run %s: finished %v failed %v %s", tl.ID, tl.Finished, tl.Failed, tl.Error)
+		}
 	}
 }
