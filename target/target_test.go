@@ -423,7 +423,7 @@ func (s slowStarts) Start(ctx context.Context, req target.StartRequest) error {
 // left the driver late, and its run's lag says so — not the engine's
 // TTFS alone. At 1,000 runs/s against a target taking 30 ms per start
 // request, starts queue for up to tens of ms; measured when StartRun was
-// called, every lag would read about 0.
+// called, lag read about 0 (p50 29 ns, max 1 ms).
 func TestBatchedStartLagCountsTheQueue(t *testing.T) {
 	v, err := engine.LookupVersion("resilient")
 	if err != nil {
@@ -453,8 +453,10 @@ func TestBatchedStartLagCountsTheQueue(t *testing.T) {
 	if len(lag) != 60 || lag[0] < 0 {
 		t.Fatalf("%d lags, least %v: want 60, none negative", len(lag), lag[0])
 	}
-	if late := lag[len(lag)*3/4]; late < 5*time.Millisecond || lag[len(lag)-1] < 15*time.Millisecond {
-		t.Fatalf("lag p75 %v, max %v: want the starts' wait for a sender (p75 >= 5 ms, max >= 15 ms)", late, lag[len(lag)-1])
+	// Four senders busy 30 ms at a time, a start every 1 ms: most starts
+	// wait (p25 7-8 ms, p50 14-16 ms, max ~30 ms here).
+	if late := lag[len(lag)/2]; late < 5*time.Millisecond || lag[len(lag)-1] < 15*time.Millisecond {
+		t.Fatalf("lag p50 %v, max %v: want the starts' wait for a sender (p50 >= 5 ms, max >= 15 ms)", late, lag[len(lag)-1])
 	}
 	for _, tl := range res.Timelines {
 		if !tl.Finished || tl.Failed {
