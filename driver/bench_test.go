@@ -93,7 +93,9 @@ func versionTB(tb testing.TB, name string) engine.Features {
 // against a null engine and against the built-in engine on mem (single
 // step), precise and coarse (sleeping on the runtime)
 // alternately in each iteration, with the process's CPU share for each.
-// One iteration is a cell of half a second at the rate.
+// One iteration is a cell of half a second at the rate, beside the
+// machine's floors measured in the same iteration: the lag of an ideal
+// pacer (machineFloor) and how late a sleeping thread wakes (wakeFloor).
 func BenchmarkPacer(b *testing.B) {
 	c := Calibrate()
 	b.Logf("calibration: %s overshoots p50 %v p90 %v p99 %v (time.Sleep p50 %v); spin window %v",
@@ -104,9 +106,10 @@ func BenchmarkPacer(b *testing.B) {
 	}{{"null", 500}, {"null", 5000}, {"null", 20000}, {"mem", 500}, {"mem", 5000}} {
 		b.Run(fmt.Sprintf("%s/rate=%g", bc.engine, bc.rate), func(b *testing.B) {
 			var precise, coarse []cellFigures
-			var floor []time.Duration
+			var floor, wake []time.Duration
 			for range b.N {
 				floor = append(floor, machineFloor(bc.rate, time.Second/2))
+				wake = append(wake, wakeFloor(time.Second/4))
 				for _, crs := range []bool{false, true} {
 					w := mem.New(world.Options{})
 					var target Target // the built-in engine
@@ -132,6 +135,8 @@ func BenchmarkPacer(b *testing.B) {
 			b.ReportMetric(float64(p.lagP99)/float64(max(k.lagP99, time.Microsecond)), "precise/coarse")
 			slices.Sort(floor)
 			b.ReportMetric(us(floor[len(floor)/2]), "floor-lag-p99-us")
+			slices.Sort(wake)
+			b.ReportMetric(us(wake[len(wake)/2]), "wake-p99-us")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -200,6 +205,27 @@ func machineFloor(rate float64, d time.Duration) time.Duration {
 	}
 	slices.Sort(lag)
 	return quantile(lag, 0.99)
+}
+
+// wakeFloor is how late this machine wakes a sleeping thread: the p99
+// overshoot of the pacer's coarse sleep (the timerfd on Linux) over
+// sleeps of 100 µs for d. The machine floor does not see it — a thread
+// that never sleeps is never woken — and a host slow to wake idle vCPUs
+// lengthens every coarse sleep the spin window does not cover.
+func wakeFloor(d time.Duration) time.Duration {
+	sleep, release, ok := openTimer()
+	if !ok {
+		sleep, release = time.Sleep, func() {}
+	}
+	defer release()
+	var over []time.Duration
+	for start := time.Now(); time.Since(start) < d; {
+		t := time.Now()
+		sleep(calibrationSleep)
+		over = append(over, max(time.Since(t)-calibrationSleep, 0))
+	}
+	slices.Sort(over)
+	return quantile(over, 0.99)
 }
 
 // BenchmarkCapacityInProcess: how many single-step runs per second one

@@ -135,7 +135,7 @@ var details = []struct {
 	parts []part
 }{
 	{regexp.MustCompile(`^Pacer/`), []part{{"lag-p50-us", "p50"}, {"coarse-lag-p50-us", "coarse p50"},
-		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}, {"floor-lag-p99-us", "machine floor p99"}}},
+		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}, {"floor-lag-p99-us", "machine floor p99"}, {"wake-p99-us", "wake p99"}}},
 	{regexp.MustCompile(`^ProtocolPacing$`), []part{{"lag-p50-us", "lag p50"}, {"coarse-lag-p50-us", "coarse lag p50"},
 		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}}},
 	{regexp.MustCompile(`^CapacityProtocol$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
