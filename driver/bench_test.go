@@ -109,7 +109,7 @@ func BenchmarkPacer(b *testing.B) {
 			var floor, wake []time.Duration
 			for range b.N {
 				floor = append(floor, machineFloor(bc.rate, time.Second/2))
-				wake = append(wake, wakeFloor(time.Second/4))
+				wake = append(wake, wakeFloor())
 				for _, crs := range []bool{false, true} {
 					w := mem.New(world.Options{})
 					var target Target // the built-in engine
@@ -147,20 +147,13 @@ func BenchmarkPacer(b *testing.B) {
 // pacer's own sleeps rather than the calibration's short ones: 200 sleeps
 // of each length an iteration, p50, p90 and p99 of the overshoot.
 func BenchmarkSleepOvershoot(b *testing.B) {
-	sleep, release, ok := openTimer()
-	if !ok {
-		sleep, release = time.Sleep, func() {}
-	}
+	sleep, release := coarseSleep()
 	defer release()
 	for _, d := range []time.Duration{100 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond} {
 		b.Run(fmt.Sprintf("sleep=%v", d), func(b *testing.B) {
 			var over []time.Duration
 			for range b.N {
-				for range 200 {
-					t := time.Now()
-					sleep(d)
-					over = append(over, max(time.Since(t)-d, 0))
-				}
+				over = append(over, overshoots(sleep, d, 200)...)
 			}
 			slices.Sort(over)
 			b.ReportMetric(us(quantile(over, 0.5)), "overshoot-p50-us")
@@ -208,24 +201,15 @@ func machineFloor(rate float64, d time.Duration) time.Duration {
 }
 
 // wakeFloor is how late this machine wakes a sleeping thread: the p99
-// overshoot of the pacer's coarse sleep (the timerfd on Linux) over
-// sleeps of 100 µs for d. The machine floor does not see it — a thread
-// that never sleeps is never woken — and a host slow to wake idle vCPUs
-// lengthens every coarse sleep the spin window does not cover.
-func wakeFloor(d time.Duration) time.Duration {
-	sleep, release, ok := openTimer()
-	if !ok {
-		sleep, release = time.Sleep, func() {}
-	}
+// overshoot of the pacer's coarse sleep (the timerfd on Linux) over 1,500
+// sleeps of 100 µs (about a quarter second). The machine floor does not
+// see it — a thread that never sleeps is never woken — and a host slow to
+// wake idle vCPUs lengthens every coarse sleep the spin window does not
+// cover.
+func wakeFloor() time.Duration {
+	sleep, release := coarseSleep()
 	defer release()
-	var over []time.Duration
-	for start := time.Now(); time.Since(start) < d; {
-		t := time.Now()
-		sleep(calibrationSleep)
-		over = append(over, max(time.Since(t)-calibrationSleep, 0))
-	}
-	slices.Sort(over)
-	return quantile(over, 0.99)
+	return quantile(overshoots(sleep, calibrationSleep, 1500), 0.99)
 }
 
 // BenchmarkCapacityInProcess: how many single-step runs per second one

@@ -138,7 +138,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	rt := cfg.World.Runtime()
 	realTime := !cfg.World.Capabilities().VirtualTime
-	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, runCtx: runCtx,
+	sender, _ := starter.runs.(startSender)
+	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, sender: sender, runCtx: runCtx,
 		wait: newWaiter(rt, realTime && !cfg.CoarsePacing, cfg.External != nil || !inProcess(cfg.Target)), realTime: realTime}
 	defer d.wait.release()
 	res := &Result{}
@@ -187,15 +188,6 @@ func inProcess(t Target) bool {
 // driver's clock); false when it went out as StartRun was called.
 type startSender interface {
 	StartSent(id string) (time.Duration, bool)
-}
-
-// sentAt is when the start of run id left the driver, if r holds starts
-// back (startSender).
-func sentAt(r any, id string) (time.Duration, bool) {
-	if s, ok := r.(startSender); ok {
-		return s.StartSent(id)
-	}
-	return 0, false
 }
 
 // runStarter is what starts a cell's runs (the driver's engine, or a
@@ -248,6 +240,8 @@ type cellRun struct {
 	eng interface {
 		StartRun(ctx context.Context, id string, p engine.Program) error
 	}
+	// sender is eng when it may hold starts back (nil otherwise).
+	sender startSender
 	runCtx context.Context
 	wait   *waiter
 	// realTime is false on a virtual-time world (sim).
@@ -410,14 +404,18 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 				st.mu.Lock()
 				st.lag[i] = actual - sched
 				st.mu.Unlock()
-				if err := d.eng.StartRun(d.runCtx, id, d.cfg.Program); err != nil {
+				err := d.eng.StartRun(d.runCtx, id, d.cfg.Program)
+				if err != nil {
 					d.rec.Fail(id, rt.Now(), err)
-				} else if sent, ok := sentAt(d.eng, id); ok && sent > actual {
-					// The start waited in the target session's queue:
-					// the run started when it was sent.
-					st.mu.Lock()
-					st.lag[i] = sent - sched
-					st.mu.Unlock()
+				}
+				if err == nil && d.sender != nil {
+					if sent, ok := d.sender.StartSent(id); ok && sent > actual {
+						// The start waited in the target session's
+						// queue: the run started when it was sent.
+						st.mu.Lock()
+						st.lag[i] = sent - sched
+						st.mu.Unlock()
+					}
 				}
 			})
 			if early {

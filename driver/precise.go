@@ -87,26 +87,38 @@ var calibration = sync.OnceValue(measureCalibration)
 func Calibrate() Calibration { return calibration() }
 
 func measureCalibration() Calibration {
-	overshoot := func(sleep func(time.Duration)) []time.Duration {
-		v := make([]time.Duration, calibrationSamples)
-		for i := range v {
-			t := time.Now()
-			sleep(calibrationSleep)
-			v[i] = max(time.Since(t)-calibrationSleep, 0)
-		}
-		slices.Sort(v)
-		return v
-	}
-	std := overshoot(time.Sleep)
+	std := overshoots(time.Sleep, calibrationSleep, calibrationSamples)
 	c := Calibration{Sleep: "time.Sleep", SleepOvershootP50: quantile(std, 0.5)}
 	v := std
 	if sleep, release, ok := openTimer(); ok {
-		c.Sleep, v = "timerfd", overshoot(sleep)
+		c.Sleep, v = "timerfd", overshoots(sleep, calibrationSleep, calibrationSamples)
 		release()
 	}
 	c.OvershootP50, c.OvershootP90, c.OvershootP99 = quantile(v, 0.5), quantile(v, 0.9), quantile(v, 0.99)
 	c.SpinWindow = spinWindow(c.OvershootP99)
 	return c
+}
+
+// overshoots sleeps d n times with sleep and returns how late each sleep
+// woke, sorted.
+func overshoots(sleep func(time.Duration), d time.Duration, n int) []time.Duration {
+	v := make([]time.Duration, n)
+	for i := range v {
+		t := time.Now()
+		sleep(d)
+		v[i] = max(time.Since(t)-d, 0)
+	}
+	slices.Sort(v)
+	return v
+}
+
+// coarseSleep is a precise waiter's coarse sleep: the timerfd where it
+// can be opened and polled (openTimer), else time.Sleep.
+func coarseSleep() (sleep func(time.Duration), release func()) {
+	if sleep, release, ok := openTimer(); ok {
+		return sleep, release
+	}
+	return time.Sleep, func() {}
 }
 
 // spinWindow is the window that covers a coarse sleep overshooting p99.
@@ -193,11 +205,7 @@ func newWaiter(rt world.Runtime, precise, outside bool) *waiter {
 	}
 	c := Calibrate()
 	w.window, w.lead = c.SpinWindow, initialLead
-	if sleep, release, ok := openTimer(); ok {
-		w.sleep, w.release = sleep, release
-	} else {
-		w.sleep = time.Sleep
-	}
+	w.sleep, w.release = coarseSleep()
 	return w
 }
 

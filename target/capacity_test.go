@@ -174,13 +174,13 @@ type protocolFigures struct {
 	errors          int
 }
 
-// protocolCell runs one cell of the step scenario on the target t,
+// protocolCell runs one cell of the step scenario on the target tgt,
 // open-paced at rate for runs runs (a tenth more as warm-up), its
 // timelines read with batch polls (the built-in server serves them) or,
 // perRun, with one long poll per run.
-func protocolCell(tb testing.TB, t child, rate float64, runs int, coarse, perRun bool) protocolFigures {
+func protocolCell(tb testing.TB, tgt child, rate float64, runs int, coarse, perRun bool) protocolFigures {
 	tb.Helper()
-	url := t.url
+	url := tgt.url
 	ctx := context.Background()
 	sc, err := scenarios.Get("step")
 	if err != nil {
@@ -201,14 +201,14 @@ func protocolCell(tb testing.TB, t child, rate float64, runs int, coarse, perRun
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cpu0, tcpu0, wall0 := cpuTime(), t.cpu(), time.Now()
+	cpu0, tcpu0, wall0 := cpuTime(), tgt.cpu(), time.Now()
 	res, err := driver.Run(ctx, driver.Config{World: w, Program: p, Target: sess,
 		RunPrefix: fmt.Sprintf("cap%d", time.Now().UnixNano()), Reps: runs, Warmup: runs / 10,
 		Pacer: driver.OpenRate{Rate: rate}, CellTimeout: time.Minute, CoarsePacing: coarse})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cpu, tcpu, wall := cpuTime()-cpu0, t.cpu()-tcpu0, time.Since(wall0)
+	cpu, tcpu, wall := cpuTime()-cpu0, tgt.cpu()-tcpu0, time.Since(wall0)
 	cell := res.Summarize(results.Cell{Scenario: "step"}, metrics.Config{}, true)
 	f := protocolFigures{runsPerSec: float64(len(res.Timelines)) / res.Elapsed.Seconds(),
 		cpuShare: cpu.Seconds() / wall.Seconds(), cpuPerRun: float64(cpu.Microseconds()) / float64(runs+runs/10),

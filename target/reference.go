@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,14 +29,17 @@ type Reference struct {
 	// building it and checking it against Info for every start took a
 	// tenth of this target's CPU at 10,000 runs/s.
 	mu       sync.Mutex
-	programs map[string]built
+	programs []built
 }
 
-// built is a scenario's program for one set of options, or why Start
-// refuses them.
+// built is a scenario's program for one set of options (under one
+// MaxBranches), or why Start refuses them.
 type built struct {
-	p   engine.Program
-	err error
+	scenario    string
+	opts        map[string]string
+	maxBranches int
+	p           engine.Program
+	err         error
 }
 
 // maxPrograms bounds the programs Reference keeps: a driver sends a few
@@ -98,24 +99,21 @@ func (r *Reference) Start(ctx context.Context, req StartRequest) error {
 // program is the scenario's program for opts, built and checked against
 // Info the first time, or why the target refuses them (ErrUnsupported).
 func (r *Reference) program(scenario string, opts map[string]string) (engine.Program, error) {
-	var key strings.Builder
-	key.WriteString(scenario)
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		key.WriteString("\x00" + k + "=" + opts[k])
-	}
-	fmt.Fprintf(&key, "\x00%d", r.MaxBranches)
 	r.mu.Lock()
-	b, ok := r.programs[key.String()]
-	r.mu.Unlock()
-	if ok {
-		return b.p, b.err
+	for _, b := range r.programs {
+		if b.scenario == scenario && b.maxBranches == r.MaxBranches && maps.Equal(b.opts, opts) {
+			r.mu.Unlock()
+			return b.p, b.err
+		}
 	}
+	r.mu.Unlock()
+	b := built{scenario: scenario, opts: maps.Clone(opts), maxBranches: r.MaxBranches}
 	b.p, b.err = r.build(scenario, opts)
 	r.mu.Lock()
-	if r.programs == nil || len(r.programs) >= maxPrograms {
-		r.programs = map[string]built{}
+	if len(r.programs) >= maxPrograms {
+		r.programs = nil
 	}
-	r.programs[key.String()] = b
+	r.programs = append(r.programs, b)
 	r.mu.Unlock()
 	return b.p, b.err
 }
