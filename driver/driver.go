@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rt := cfg.World.Runtime()
 	realTime := !cfg.World.Capabilities().VirtualTime
 	sender, _ := starter.runs.(startSender)
-	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, sender: sender, runCtx: runCtx,
+	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, sender: sender, runCtx: runCtx, inline: sendsOnly(starter.runs),
 		wait: newWaiter(rt, realTime && !cfg.CoarsePacing, cfg.External != nil || !inProcess(cfg.Target)), realTime: realTime}
 	defer d.wait.release()
 	res := &Result{}
@@ -188,6 +188,16 @@ func inProcess(t Target) bool {
 // driver's clock); false when it went out as StartRun was called.
 type startSender interface {
 	StartSent(id string) (time.Duration, bool)
+}
+
+// sendsOnly reports whether t's StartRun only sends the start and returns
+// (a session on a target's stream: the start's answer and the run's
+// events come later): a Target says so with a SendsOnly method that
+// returns true. The pacer then starts each run itself, on its schedule,
+// with no hand-off to a starter goroutine.
+func sendsOnly(t any) bool {
+	p, ok := t.(interface{ SendsOnly() bool })
+	return ok && p.SendsOnly()
 }
 
 // runStarter is what starts a cell's runs (the driver's engine, or a
@@ -242,6 +252,9 @@ type cellRun struct {
 	}
 	// sender is eng when it may hold starts back (nil otherwise).
 	sender startSender
+	// inline: eng's StartRun only sends (sendsOnly), and the pacer calls
+	// it itself.
+	inline bool
 	runCtx context.Context
 	wait   *waiter
 	// realTime is false on a virtual-time world (sim).
@@ -344,7 +357,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 		// Open pacing in real time hands each run to its starter a lead
 		// before its schedule and waits for the starter to resume it (see
 		// waiter).
-		early := d.wait.precise() && d.cfg.Pacer.Open()
+		early := d.wait.precise() && d.cfg.Pacer.Open() && !d.inline
 		resume := make(chan time.Duration, 1) // the starter's clock when it ran
 		for i := 0; i < n; i++ {
 			var at, lead time.Duration
@@ -393,7 +406,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 			st.started++
 			st.mu.Unlock()
 			handed := rt.Now()
-			starters.start(func() {
+			start := func() {
 				actual := rt.Now()
 				if early {
 					resume <- actual
@@ -417,7 +430,12 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 						st.mu.Unlock()
 					}
 				}
-			})
+			}
+			if d.inline {
+				start()
+				continue
+			}
+			starters.start(start)
 			if early {
 				d.wait.handedOff(<-resume - handed)
 			}

@@ -28,7 +28,7 @@ import (
 // (1-based, in start order), as the Workflow SDK's adapter reports 4.8.9's
 // duplicate terminal events on world-local. It answers both the per-run
 // timeline poll and the batch poll, and counts starts sent alone and in
-// batches (POST /v1/starts).
+// batches (POST /v1/starts); it declares batch 2 (no session streams).
 type duplicateTerminal struct {
 	h    http.Handler
 	mark []int
@@ -91,6 +91,20 @@ func (d *duplicateTerminal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 				out, _ = json.Marshal(m)
 			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(out)
+	case r.URL.Path == "/v1/info":
+		// Batch 2 at most: this wrapper edits requests and answers, not
+		// a session stream's lines.
+		rec := httptest.NewRecorder()
+		d.h.ServeHTTP(rec, r)
+		var m map[string]any
+		out := rec.Body.Bytes()
+		if json.Unmarshal(out, &m) == nil {
+			m["batch"] = target.BatchStarts
+			out, _ = json.Marshal(m)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rec.Code)

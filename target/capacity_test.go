@@ -175,10 +175,11 @@ type protocolFigures struct {
 }
 
 // protocolCell runs one cell of the step scenario on the target tgt,
-// open-paced at rate for runs runs (a tenth more as warm-up), its
-// timelines read with batch polls (the built-in server serves them) or,
-// perRun, with one long poll per run.
-func protocolCell(tb testing.TB, tgt child, rate float64, runs int, coarse, perRun bool) protocolFigures {
+// open-paced at rate for runs runs (a tenth more as warm-up), the session
+// reaching it by mode: "stream" (the built-in server's session stream),
+// "batch" (batch starts and polls) or "per-run" (a request per start and
+// a long poll per run).
+func protocolCell(tb testing.TB, tgt child, rate float64, runs int, coarse bool, mode string) protocolFigures {
 	tb.Helper()
 	url := tgt.url
 	ctx := context.Background()
@@ -194,7 +195,12 @@ func protocolCell(tb testing.TB, tgt child, rate float64, runs int, coarse, perR
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c.PerRun = perRun
+	switch mode {
+	case "batch":
+		c.MaxBatch = target.BatchStarts
+	case "per-run":
+		c.PerRun = true
+	}
 	w := mem.New(world.Options{}) // the driver's clock
 	defer w.Close()
 	sess, err := target.NewSession(ctx, c, "step", nil, w.Runtime())
@@ -259,8 +265,8 @@ func BenchmarkProtocolPacing(b *testing.B) {
 	const rate, runs = 1000, 500
 	var precise, coarse []protocolFigures
 	for range b.N {
-		precise = append(precise, protocolCell(b, ref, rate, runs, false, false))
-		coarse = append(coarse, protocolCell(b, ref, rate, runs, true, false))
+		precise = append(precise, protocolCell(b, ref, rate, runs, false, "stream"))
+		coarse = append(coarse, protocolCell(b, ref, rate, runs, true, "stream"))
 	}
 	sts := func(f protocolFigures) float64 { return f.startToStepP50 }
 	ttfs := func(f protocolFigures) float64 { return f.ttfsP50 }
@@ -281,17 +287,20 @@ func BenchmarkProtocolPacing(b *testing.B) {
 // second against the reference target in another process, next to the
 // loopback HTTP floor (the same requests, no engine: nullBackend), with
 // its lag, errors (runs failed, unstarted or lost, all counted) and the
-// driver process's CPU share. Timelines are read with batch polls; the
-// same cell with per-run polls (protocol 1.1 without batch) runs in the
-// same benchmark: batch/per-run is what batching gained.
+// driver process's and the target's CPU per run. The session starts and
+// follows its runs on a session stream (batch 3); the same cell with
+// batch starts and polls (batch 2) and with a request per start and per
+// poll (protocol 1.1 without batch) runs in the same benchmark:
+// stream/batch and stream/per-run are what each gained.
 func BenchmarkCapacityProtocol(b *testing.B) {
 	ref, null := startChild(b, "reference"), startChild(b, "null")
 	const rate, runs = 10000, 10000
-	var eng, floor, perRun []protocolFigures
+	var eng, floor, batch, perRun []protocolFigures
 	for range b.N {
-		eng = append(eng, protocolCell(b, ref, rate, runs, false, false))
-		floor = append(floor, protocolCell(b, null, rate, runs, false, false))
-		perRun = append(perRun, protocolCell(b, ref, rate, runs, false, true))
+		eng = append(eng, protocolCell(b, ref, rate, runs, false, "stream"))
+		floor = append(floor, protocolCell(b, null, rate, runs, false, "stream"))
+		batch = append(batch, protocolCell(b, ref, rate, runs, false, "batch"))
+		perRun = append(perRun, protocolCell(b, ref, rate, runs, false, "per-run"))
 	}
 	rps := func(f protocolFigures) float64 { return f.runsPerSec }
 	b.ReportMetric(median(eng, rps), "runs/s")
@@ -306,8 +315,16 @@ func BenchmarkCapacityProtocol(b *testing.B) {
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.cpuPerRun }), "cpu-us/run")
 	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.cpuPerRun }), "floor-cpu-us/run")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.targetCPUPerRun }), "target-cpu-us/run")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.ttfsP50 }), "ttfs-p50-us")
+	b.ReportMetric(median(batch, rps), "batch-runs/s")
+	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.lagP50 }), "batch-lag-p50-us")
+	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.lagP99 }), "batch-lag-p99-us")
+	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return float64(f.errors) }), "batch-errors")
+	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.cpuPerRun }), "batch-cpu-us/run")
+	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.targetCPUPerRun }), "batch-target-cpu-us/run")
+	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.ttfsP50 }), "batch-ttfs-p50-us")
 	b.ReportMetric(median(perRun, rps), "per-run-runs/s")
-	b.ReportMetric(median(eng, rps)/median(perRun, rps), "batch/per-run")
+	b.ReportMetric(median(eng, rps)/median(perRun, rps), "stream/per-run")
 	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return f.lagP99 }), "per-run-lag-p99-us")
 	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return float64(f.errors) }), "per-run-errors")
 	b.ReportMetric(median(perRun, func(f protocolFigures) float64 { return f.cpuPerRun }), "per-run-cpu-us/run")

@@ -280,6 +280,7 @@ func Check(ctx context.Context, c *Client, opt CheckOptions) (CheckReport, error
 	k.checkCodes(ctx, tf)
 	k.checkBatchPolls(ctx, tf)
 	k.checkBatchStarts(ctx, tf)
+	k.checkBatchStreams(ctx, tf)
 	// The clock: bounded at the start, and where it was after the runs.
 	if b := k.clk.RTT / 2; b >= opt.MaxClockBound {
 		tf.failf(checkClockBound, "clock error bound ± %s (best of %d round trips), over %s: every timestamp is uncertain by that much. "+
@@ -304,7 +305,7 @@ func Check(ctx context.Context, c *Client, opt CheckOptions) (CheckReport, error
 		}
 	}
 	rep.Results = append(rep.Results, tf.results(TargetChecks,
-		[]string{checkClockBound, checkClockSteady, checkConflict, checkUnsupported, checkCodes, checkBatch, checkBatchStart})...)
+		[]string{checkClockBound, checkClockSteady, checkConflict, checkUnsupported, checkCodes, checkBatch, checkBatchStart, checkBatchStream})...)
 	return rep, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/target"
 	"github.com/durabench/durabench/world"
@@ -354,7 +356,7 @@ func TestCheckNA(t *testing.T) {
 		if r.Check == "hooks resume" && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no hook")) {
 			t.Errorf("hooks resume on a scenario without a hook: %+v", r)
 		}
-		if (r.Check == "batch polls" || r.Check == "batch starts") && !r.Pass {
+		if (r.Check == "batch polls" || r.Check == "batch starts" || r.Check == "batch streams") && !r.Pass {
 			t.Errorf("the reference's %s: %+v; want pass", r.Check, r)
 		}
 	}
@@ -373,7 +375,7 @@ func TestCheckNA(t *testing.T) {
 		t.Fatalf("the reference without batch fails")
 	}
 	for _, r := range rep.Results {
-		if (r.Check == "batch polls" || r.Check == "batch starts") && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no batch")) {
+		if (r.Check == "batch polls" || r.Check == "batch starts" || r.Check == "batch streams") && (r.Pass || !r.NA || !strings.Contains(r.Reason, "no batch")) {
 			t.Errorf("%s of a target that declares no batch: %+v; want n/a", r.Check, r)
 		}
 	}
@@ -382,8 +384,8 @@ func TestCheckNA(t *testing.T) {
 	// start request per run.
 	url = serveHandler(t, only{reference(t), []string{"step"}}, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/v1/starts" {
-				t.Errorf("a batch start to a target that declares batch 1")
+			if r.URL.Path == "/v1/starts" || strings.HasSuffix(r.URL.Path, "/stream") {
+				t.Errorf("%s to a target that declares batch 1", r.URL.Path)
 			}
 			if r.URL.Path != "/v1/info" {
 				h.ServeHTTP(w, r)
@@ -394,11 +396,11 @@ func TestCheckNA(t *testing.T) {
 	})
 	rep = check(t, url, 1, 10*time.Second)
 	for _, r := range rep.Results {
-		if r.Check == "batch polls" && !r.Pass || r.Check == "batch starts" && (r.Pass || !r.NA) {
+		if r.Check == "batch polls" && !r.Pass || (r.Check == "batch starts" || r.Check == "batch streams") && (r.Pass || !r.NA) {
 			t.Errorf("%s of a target that declares batch 1: %+v", r.Check, r)
 		}
 	}
-	res, err := runCellPolls(t, url, "b1", "step", nil, 5, false)
+	res, err := runCellMode(t, url, "b1", "step", nil, 5, "stream")
 	if err != nil || len(res.Timelines) != 5 {
 		t.Fatalf("a cell on a batch 1 target: %v", err)
 	}
@@ -445,11 +447,7 @@ func TestSessionBacksOffEarlyEmptyPolls(t *testing.T) {
 
 func testBackOff(t *testing.T, perRun bool) {
 	url := serveHandler(t, only{reference(t), []string{"step"}}, noLongPoll)
-	c, err := target.NewClient(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.PerRun = perRun
+	c := client(t, url, map[bool]string{true: "per-run", false: "batch"}[perRun])
 	local := mem.New(world.Options{})
 	defer local.Close()
 	opts := map[string]string{"body": "300ms"}
@@ -458,7 +456,7 @@ func testBackOff(t *testing.T, perRun bool) {
 		t.Fatal(err)
 	}
 	if sess.Batched() == perRun {
-		t.Fatalf("batched %v; want %v (the reference declares batch 1)", sess.Batched(), !perRun)
+		t.Fatalf("batched %v; want %v (the reference declares batch 3, used up to 2)", sess.Batched(), !perRun)
 	}
 	obs := &finished{done: make(chan struct{})}
 	detach, err := sess.Attach(context.Background(), obs, func(run string, _ time.Duration, err error) { t.Errorf("%s failed: %v", run, err) })
@@ -493,3 +491,30 @@ func (f *finished) StepBody(string, engine.StepSpan)          {}
 func (f *finished) HookCreated(string, string, time.Duration) {}
 func (f *finished) StreamChunk(string, engine.ChunkSpan)      {}
 func (f *finished) RunFinished(string, time.Duration, bool)   { f.once.Do(func() { close(f.done) }) }
+
+// TestCheckStreamNotServed: a target that declares batch 3 but does not
+// serve session streams (a careless adapter) fails "batch streams" with
+// what it answered, and a cell on it fails every run with that message —
+// counted, never a hang.
+func TestCheckStreamNotServed(t *testing.T) {
+	url := serveHandler(t, only{reference(t), []string{"step"}}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/stream") {
+				http.Error(w, `{"error": "no such endpoint"}`, http.StatusNotFound)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	rep := check(t, url, 1, 10*time.Second)
+	if why := failed(rep, "batch streams"); !strings.Contains(why, "404") {
+		t.Errorf("batch streams of a target without them: %q, want a failure naming the 404", why)
+	}
+	res, err := runCellMode(t, url, "nostream", "step", nil, 5, "stream")
+	if !errors.Is(err, driver.ErrStart) || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a cell on a target that declares streams and serves none: %v, want every run failed with the 404", err)
+	}
+	if res == nil || len(res.Timelines) != 5 {
+		t.Fatalf("%v: want the 5 runs counted", res)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/durabench/durabench/engine"
@@ -196,4 +197,138 @@ func (k *checker) checkBatchStarts(ctx context.Context, f *findings) {
 		}
 	}
 	f.passed(checkBatchStart)
+}
+
+// checkBatchStream is the target check of session streams (batch 3).
+const checkBatchStream = "batch streams"
+
+// checkBatchStreams checks POST /v1/sessions/{session}/stream of a target
+// that declares batch 3: on one stream, a new run, the same run id again
+// and an unknown scenario are answered 202, 409 (either of the first two
+// may win) and 422; the run's timeline comes in lines of its own, each
+// event once and in sequence, to a terminal status that follows its
+// terminal event; a run started in another session never comes. n/a for a
+// target that declares less.
+func (k *checker) checkBatchStreams(ctx context.Context, f *findings) {
+	if k.info.Batch < BatchStreams {
+		f.na[checkBatchStream] = "the target declares no batch streams (info: batch 3)"
+		return
+	}
+	if !strings.HasPrefix(k.c.URL(), "http://") {
+		f.na[checkBatchStream] = "a session stream is plain HTTP/1.1: durabench opens none to " + k.c.URL()
+		return
+	}
+	if len(k.info.Scenarios) == 0 {
+		f.na[checkBatchStream] = "the target declares no scenario"
+		return
+	}
+	sc := k.info.Scenarios[0].Name
+	for _, s := range k.info.Scenarios {
+		if s.Name == "step" {
+			sc = s.Name
+		}
+	}
+	base := fmt.Sprintf("check-%d-stream", k.epoch.UnixNano()%1e6)
+	run, other := base+"-a1", base+"-b1"
+	defer func() {
+		_ = k.c.Release(ctx, run)
+		_ = k.c.Release(ctx, other)
+	}()
+	opts := CheckOptionsFor[sc]
+	// A run of another session, started first: the stream must not carry it.
+	if _, err := k.c.Start(ctx, StartRequest{Run: other, Scenario: sc, Options: opts, Session: base + "-b"}); err != nil {
+		f.failf(checkBatchStream, "start %s in session %s: %s", other, base+"-b", k.explain(ctx, err))
+		return
+	}
+	st, err := k.c.OpenStream(ctx, base+"-a")
+	if err != nil {
+		f.failf(checkBatchStream, "open a stream: %s", k.explain(ctx, err))
+		return
+	}
+	defer st.Close()
+	now := func() time.Duration { return 0 }
+	for _, req := range []StartRequest{{Run: run, Scenario: sc, Options: opts}, {Run: run, Scenario: sc, Options: opts},
+		{Run: run + "-unknown", Scenario: "no-such-scenario"}} {
+		if _, err := st.Start(req, now); err != nil {
+			f.failf(checkBatchStream, "write a start on the stream: %v", err)
+			return
+		}
+	}
+	// Read to the run's terminal line and the three start results, or
+	// until RunTimeout.
+	type line struct {
+		m   StreamMessage
+		err error
+	}
+	lines := make(chan line)
+	go func() {
+		for {
+			m, err := st.Next()
+			select {
+			case lines <- line{m, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	timeout := time.After(k.opt.RunTimeout)
+	var codes []int
+	var after int64
+	ended := false
+	for !ended || len(codes) < 3 {
+		var l line
+		select {
+		case l = <-lines:
+		case <-timeout:
+			f.failf(checkBatchStream, "within %s: %d start results of 3, %s's timeline read to seq %d and terminal %v",
+				k.opt.RunTimeout, len(codes), run, after, ended)
+			return
+		}
+		if l.err != nil {
+			f.failf(checkBatchStream, "the stream, after %d start results and %d of %s's events: %v", len(codes), after, run, l.err)
+			return
+		}
+		if r := l.m.Started; r != nil {
+			if r.Run != run && r.Run != run+"-unknown" {
+				f.failf(checkBatchStream, "a start result for run %q: want results of the stream's own starts only", r.Run)
+				return
+			}
+			codes = append(codes, r.Code)
+			continue
+		}
+		tl := *l.m.Timeline
+		if tl.Run != run {
+			f.failf(checkBatchStream, "the stream of session %s carried run %q: want only its own run %s (%s is session %s's)", base+"-a", tl.Run, run, other, base+"-b")
+			return
+		}
+		for _, ev := range tl.Events {
+			if ev.Seq != after+1 {
+				f.failf(checkBatchStream, "%s: event seq %d after %d on the stream: want each event once, in sequence", run, ev.Seq, after)
+				return
+			}
+			after = ev.Seq
+			ended = ended || terminalEvent(ev)
+		}
+		if tl.Terminal() && !ended {
+			f.failf(checkBatchStream, "%s: a line with status %s before its terminal event: want the status to follow the event", run, tl.Status)
+			return
+		}
+		if ended && !tl.Terminal() {
+			f.failf(checkBatchStream, "%s: the line with its terminal event has status %s", run, tl.Status)
+			return
+		}
+		if ended && tl.Status != StatusCompleted {
+			f.failf(checkBatchStream, "%s: %s %s", run, tl.Status, tl.Error)
+			return
+		}
+	}
+	slices.Sort(codes)
+	if !slices.Equal(codes, []int{http.StatusAccepted, http.StatusConflict, http.StatusUnprocessableEntity}) {
+		f.failf(checkBatchStream, "a new run, the same run id again and an unknown scenario on a stream were answered %v, want 202, 409 and 422", codes)
+		return
+	}
+	f.passed(checkBatchStream)
 }

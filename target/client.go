@@ -1,16 +1,19 @@
 package target
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -64,6 +67,25 @@ type Client struct {
 	// PerRun makes sessions follow each run with its own timeline polls
 	// even when the target serves batch polls (benchmarks, tests).
 	PerRun bool
+	// MaxBatch, when set, caps the batch version sessions use (e.g.
+	// BatchStarts: batch starts and polls where the target also serves
+	// streams; benchmarks, tests).
+	MaxBatch int
+}
+
+// batchOf is the batch version a session uses with a target that declares
+// declared.
+func (c *Client) batchOf(declared int) int {
+	switch {
+	case c.PerRun:
+		return 0
+	case c.MaxBatch > 0:
+		declared = min(declared, c.MaxBatch)
+	}
+	if declared >= BatchStreams && !strings.HasPrefix(c.base, "http://") {
+		declared = BatchStarts // a stream is plain HTTP/1.1 on a connection of its own
+	}
+	return declared
 }
 
 // NewClient returns a client for the target at base (http://host:port).
@@ -230,4 +252,156 @@ func (c *Client) Clock(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(r.Now), nil
+}
+
+// Stream is a session stream (POST /v1/sessions/{session}/stream, batch
+// 3): the driver writes its starts on it, one line each, as the pacer
+// starts runs, and reads start results and the session's runs' news as
+// the target writes them — no request per start, no poll. It is HTTP/1.1
+// on a connection of its own, its request body and its answer both
+// chunked and open until Close.
+type Stream struct {
+	conn net.Conn
+	mu   sync.Mutex // one start's chunk at a time
+	buf  []byte
+	body io.ReadCloser
+	// lines reads the answer's lines; next's decoding is only the
+	// reader's.
+	lines *bufio.Reader
+	long  []byte
+}
+
+// OpenStream opens a stream for session. An https target has none (the
+// session then uses batch starts and polls).
+func (c *Client) OpenStream(ctx context.Context, session string) (*Stream, error) {
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" {
+		return nil, fmt.Errorf("a session stream needs an http:// target, not %s", c.base)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	path := strings.TrimRight(u.Path, "/") + "/v1/sessions/" + url.PathEscape(session) + "/stream"
+	fail := func(err error) error { return fmt.Errorf("POST %s: %w", path, err) }
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fail(err)
+	}
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	// Expect: 100-continue: a target that answers without reading the
+	// body (a 404: no streams) must not wait for a body that never ends.
+	head := "POST " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nContent-Type: application/x-ndjson\r\n" +
+		"Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n"
+	if _, err := io.WriteString(conn, head); err != nil {
+		conn.Close()
+		return nil, fail(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, c.base+path, nil)
+	br := bufio.NewReaderSize(conn, 64<<10)
+	resp, err := http.ReadResponse(br, req)
+	for err == nil && resp.StatusCode/100 == 1 {
+		resp, err = http.ReadResponse(br, req) // 100 Continue: the answer follows
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fail(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer conn.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		var e ErrorReply
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b[:min(len(b), 200)]))
+		}
+		return nil, &StatusError{Code: resp.StatusCode, Msg: fmt.Sprintf("POST %s: %s: %s", path, resp.Status, e.Error)}
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &Stream{conn: conn, body: resp.Body, lines: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+}
+
+// Start writes req's start on the stream, as one chunk. at is called
+// once the stream is the caller's, before the write: the start's time of
+// sending (a start waits for the one before it).
+func (st *Stream) Start(req StartRequest, at func() time.Duration) (time.Duration, error) {
+	line, err := json.Marshal(StreamCommand{Start: &req})
+	if err != nil {
+		return 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sent := at()
+	b := strconv.AppendInt(st.buf[:0], int64(len(line)+1), 16)
+	b = append(b, "\r\n"...)
+	b = append(b, line...)
+	b = append(b, "\n\r\n"...)
+	st.buf = b
+	if _, err := st.conn.Write(b); err != nil {
+		return 0, fmt.Errorf("session stream: %w", err)
+	}
+	return sent, nil
+}
+
+// Next reads the stream's next line; io.EOF once the target ended the
+// stream.
+func (st *Stream) Next() (StreamMessage, error) {
+	var line []byte
+	for {
+		part, err := st.lines.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if st.long = append(st.long, part...); len(st.long) > maxBody {
+				return StreamMessage{}, fmt.Errorf("%w: session stream: a line over %d bytes", ErrProtocol, maxBody)
+			}
+			continue
+		}
+		line = part
+		if st.long != nil {
+			line, st.long = append(st.long, part...), nil
+		}
+		if err != nil {
+			if err == io.EOF && len(bytes.TrimSpace(line)) > 0 {
+				return StreamMessage{}, fmt.Errorf("%w: session stream: ends inside a line", ErrProtocol)
+			}
+			if err == io.EOF {
+				return StreamMessage{}, io.EOF
+			}
+			return StreamMessage{}, fmt.Errorf("session stream: %w", err)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			break
+		}
+	}
+	var m StreamMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return StreamMessage{}, fmt.Errorf("%w: session stream: a line does not decode: %v", ErrProtocol, err)
+	}
+	switch {
+	case m.Error != "":
+		return StreamMessage{}, fmt.Errorf("%w: session stream: the target ended it: %s", ErrProtocol, m.Error)
+	case m.Started != nil:
+	case m.Timeline != nil:
+		switch m.Timeline.Status {
+		case StatusRunning, StatusCompleted, StatusFailed:
+		default:
+			return StreamMessage{}, fmt.Errorf("%w: session stream: timeline of %s: status %q", ErrProtocol, m.Timeline.Run, m.Timeline.Status)
+		}
+	default:
+		return StreamMessage{}, fmt.Errorf("%w: session stream: a line with neither started nor timeline: %.200s", ErrProtocol, line)
+	}
+	return m, nil
+}
+
+// Close ends the driver's side of the stream and the connection.
+func (st *Stream) Close() error {
+	st.mu.Lock()
+	_, _ = io.WriteString(st.conn, "0\r\n\r\n")
+	st.mu.Unlock()
+	return st.conn.Close()
 }

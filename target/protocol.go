@@ -50,17 +50,20 @@ type Info struct {
 	Unavailable string `json:"unavailable,omitempty"`
 	// Batch is the version of the batch endpoints the target serves (1.1,
 	// optional): 0 for none, 1 for batch timeline polls (POST
-	// /v1/timelines), 2 for those and batch starts (POST /v1/starts).
+	// /v1/timelines), 2 for those and batch starts (POST /v1/starts), 3
+	// for those and session streams (POST /v1/sessions/{session}/stream).
 	Batch int `json:"batch,omitempty"`
 }
 
 // The batch versions (Info.Batch): BatchPolls serves POST /v1/timelines;
-// BatchStarts that and POST /v1/starts. BatchVersion is the one this
-// package's server serves.
+// BatchStarts that and POST /v1/starts; BatchStreams those and POST
+// /v1/sessions/{session}/stream. BatchVersion is the one this package's
+// server serves.
 const (
 	BatchPolls   = 1
 	BatchStarts  = 2
-	BatchVersion = BatchStarts
+	BatchStreams = 3
+	BatchVersion = BatchStreams
 )
 
 // Scenario is a scenario the target supports, with its option limits.
@@ -215,6 +218,22 @@ type StartResult struct {
 	Code     int    `json:"code"`
 	Accepted int64  `json:"accepted,omitempty"`
 	Error    string `json:"error,omitempty"`
+}
+
+// StreamCommand is one line a driver writes on a session stream (batch
+// 3): a run to start, its session the stream's.
+type StreamCommand struct {
+	Start *StartRequest `json:"start,omitempty"`
+}
+
+// StreamMessage is one line a target writes on a session stream: a start's
+// answer (as a batch start's result), a run's news — its events since the
+// stream's last line for it, in seq order, and its status — or why the
+// target ends the stream (a line it could not read).
+type StreamMessage struct {
+	Started  *StartResult `json:"started,omitempty"`
+	Timeline *Timeline    `json:"timeline,omitempty"`
+	Error    string       `json:"error,omitempty"`
 }
 
 // Cursor is a run's last event read.

@@ -1,10 +1,13 @@
 package target
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -82,6 +85,33 @@ type sessionLog struct {
 	runs map[string]*runLog
 	// changed is closed when an event or a status of one of runs changes.
 	changed chan struct{}
+	// stream is the session's stream, when one is open (batch 3): runs
+	// with news are queued on it.
+	stream *streamLog
+}
+
+// streamLog is what an open session stream has to write: start results,
+// and the runs with news since its last line for them (each once).
+type streamLog struct {
+	wake    chan struct{} // 1 slot: something to write
+	started []StartResult
+	dirty   []*runLog
+}
+
+func (st *streamLog) signal() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queueLocked queues l's news on the stream (the server's mu held).
+func (st *streamLog) queueLocked(l *runLog) {
+	if !l.queued {
+		l.queued = true
+		st.dirty = append(st.dirty, l)
+		st.signal()
+	}
 }
 
 type runLog struct {
@@ -91,6 +121,10 @@ type runLog struct {
 	err     string
 	changed chan struct{}
 	sess    *sessionLog // nil: the run was started without a session
+	// pushed is how many events a session stream wrote of the run, and
+	// queued whether the run waits in its stream's dirty list.
+	pushed int
+	queued bool
 	// done is when the run finished (the Retain fallback counts from it).
 	done time.Time
 }
@@ -137,6 +171,9 @@ func (l *runLog) changedLocked() {
 	if l.sess != nil {
 		close(l.sess.changed)
 		l.sess.changed = make(chan struct{})
+		if st := l.sess.stream; st != nil {
+			st.queueLocked(l)
+		}
 	}
 }
 
@@ -254,6 +291,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.starts(w, r)
 	case r.Method == http.MethodPost && path == "timelines":
 		s.batch(w, r)
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "sessions" && parts[2] == "stream" && parts[1] != "":
+		s.stream(w, r, parts[1])
 	case r.Method == http.MethodDelete && len(parts) == 2 && parts[0] == "runs":
 		s.release(w, parts[1])
 	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "runs" && parts[2] == "timeline":
@@ -416,6 +455,9 @@ func (l *runLog) timeline(run string, after int64) Timeline {
 	return tl
 }
 
+// terminalEvent reports whether e ends its run.
+func terminalEvent(e Event) bool { return e.Kind == EventRunCompleted || e.Kind == EventRunFailed }
+
 // hookWaiting reports whether evs hold a hook waiting: a poll answers it
 // at once (durabench resumes it).
 func hookWaiting(evs []Event) bool {
@@ -521,6 +563,191 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 			wait = 0
 		case <-r.Context().Done():
 			return
+		}
+	}
+}
+
+// stream serves a session stream (POST /v1/sessions/{session}/stream,
+// batch 3): the starts the driver writes, one line each, are started in
+// the session as a batch start's would be; each start's result and each
+// of the session's runs' news is written as it happens, one line each,
+// and a run is forgotten once its terminal line is written. The stream
+// ends when the driver ends its request.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) {
+	rc := http.NewResponseController(w)
+	if err := rc.EnableFullDuplex(); err != nil {
+		httpError(w, http.StatusInternalServerError, "session stream: "+err.Error())
+		return
+	}
+	st := &streamLog{wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	sl := s.sessions[session]
+	if sl == nil {
+		sl = &sessionLog{runs: map[string]*runLog{}, changed: make(chan struct{})}
+		s.sessions[session] = sl
+	}
+	if sl.stream != nil {
+		s.mu.Unlock()
+		httpError(w, http.StatusConflict, "session "+session+" has a stream open")
+		return
+	}
+	sl.stream = st
+	for _, l := range sl.runs {
+		st.queueLocked(l)
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		sl.stream = nil
+		for _, l := range st.dirty {
+			l.queued = false
+		}
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	if rc.Flush() != nil {
+		return
+	}
+	ctx := r.Context()
+	// The starts: each on its own (one slow start must not hold the
+	// others); read is closed with the reason the driver's lines ended
+	// once every start is answered.
+	type ended struct{ err error }
+	read := make(chan ended, 1)
+	go func() {
+		var starts sync.WaitGroup
+		// Starts run on the stream's workers, each kept while the stream
+		// is open (a new goroutine per start would grow its stack for
+		// every start): an idle one takes the next start, or one more is
+		// made.
+		jobs := make(chan StartRequest)
+		defer close(jobs)
+		work := func(req StartRequest) {
+			res := StartResult{Run: req.Run}
+			if req.Run == "" || req.Scenario == "" {
+				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
+			} else if code, msg := s.startOne(ctx, req); code != http.StatusAccepted {
+				res.Code, res.Error = code, msg
+			} else {
+				res.Code, res.Accepted = code, ns(s.b.Now())
+			}
+			s.mu.Lock()
+			st.started = append(st.started, res)
+			s.mu.Unlock()
+			st.signal()
+			starts.Done()
+		}
+		err := readLines(r.Body, func(line []byte) error {
+			var cmd StreamCommand
+			if err := json.Unmarshal(line, &cmd); err != nil || cmd.Start == nil {
+				return fmt.Errorf("a stream line must be {\"start\": {...}}: %.200q", line)
+			}
+			req := *cmd.Start
+			req.Session = session
+			starts.Add(1)
+			select {
+			case jobs <- req:
+			default:
+				go func() {
+					work(req)
+					for req := range jobs {
+						work(req)
+					}
+				}()
+			}
+			return nil
+		})
+		starts.Wait()
+		read <- ended{err}
+	}()
+	enc := json.NewEncoder(w)
+	var timelines []Timeline
+	for {
+		var end *ended
+		select {
+		case <-st.wake:
+		case e := <-read:
+			end = &e
+		case <-ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		started := st.started
+		st.started = nil
+		timelines = timelines[:0]
+		for _, l := range st.dirty {
+			l.queued = false
+			if s.runs[l.run] != l {
+				continue // released, or expired
+			}
+			if l.pushed == len(l.events) && l.status == StatusRunning {
+				continue
+			}
+			tl := l.timeline(l.run, int64(l.pushed))
+			l.pushed = len(l.events)
+			if tl.Terminal() && slices.ContainsFunc(l.events, terminalEvent) {
+				// Written to its end: the driver has it all. A status
+				// ahead of its terminal event keeps the run until the
+				// event is written too.
+				s.forgetLocked(l.run)
+			}
+			timelines = append(timelines, tl)
+		}
+		st.dirty = st.dirty[:0]
+		s.mu.Unlock()
+		for i := range started {
+			if enc.Encode(StreamMessage{Started: &started[i]}) != nil {
+				return
+			}
+		}
+		for i := range timelines {
+			if enc.Encode(StreamMessage{Timeline: &timelines[i]}) != nil {
+				return
+			}
+		}
+		if end != nil {
+			if end.err != nil && !errors.Is(end.err, io.EOF) {
+				_ = enc.Encode(StreamMessage{Error: end.err.Error()})
+			}
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// maxLine bounds one line of a session stream.
+const maxLine = 16 << 20
+
+// readLines calls fn with each line of r (without its newline; blank lines
+// skipped) until r ends (io.EOF), fn fails, or a line is over maxLine.
+func readLines(r io.Reader, fn func(line []byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if long = append(long, line...); len(long) > maxLine {
+				return fmt.Errorf("a stream line is over %d bytes", maxLine)
+			}
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if err == io.EOF {
+				return fmt.Errorf("the stream ends inside a line: %.200q", line)
+			}
+			if ferr := fn(line); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,14 @@ type Session struct {
 	// sent holds when each batched start went out (the driver's clock)
 	// until the driver takes it (StartSent).
 	sent map[string]time.Duration
+
+	// streams: the target serves session streams (batch 3): the session
+	// writes its starts on its stream (st, smu guards it; nil until opened
+	// or after it broke) and reads its runs' news from it.
+	streams bool
+	st      *Stream
+	// amu: one stream line or late end applied to a run at a time.
+	amu sync.Mutex
 }
 
 // pendingStart is a start waiting for its batch; done has its outcome.
@@ -211,10 +220,14 @@ func NewSession(ctx context.Context, c *Client, scenario string, opts map[string
 	if err != nil {
 		return nil, err
 	}
+	batch := 0
+	if infoErr == nil {
+		batch = c.batchOf(info.Batch)
+	}
 	return &Session{c: c, scenario: scenario, opts: opts, rt: rt, clk: clk, hooks: map[string]hookRef{}, anomalies: map[string][]Anomaly{},
 		watch: ClockWatch{Start: clk, Bound: clk.RTT / 2, Rounds: 1},
-		batch: infoErr == nil && info.Batch >= BatchPolls && !c.PerRun, runs: map[string]*follower{}, sent: map[string]time.Duration{},
-		batchStarts: infoErr == nil && info.Batch >= BatchStarts && !c.PerRun,
+		batch: batch >= BatchPolls, runs: map[string]*follower{}, sent: map[string]time.Duration{},
+		batchStarts: batch >= BatchStarts, streams: batch >= BatchStreams,
 		// Unique among the sessions of every driver the target serves:
 		// this process's id, its clock and a count.
 		name: fmt.Sprintf("%d-%x-%d", os.Getpid(), time.Now().UnixNano(), sessions.Add(1))}, nil
@@ -244,8 +257,17 @@ func (s *Session) ClockWatch() ClockWatch {
 }
 
 // Batched reports whether the session follows its runs with batch polls
-// (the target declares batch 1; Client.PerRun unset).
+// or a stream (the target declares batch 1 or more; Client.PerRun unset).
 func (s *Session) Batched() bool { return s.batch }
+
+// SendsOnly reports whether StartRun only sends a run's start (on the
+// session's stream) and returns: the driver's pacer then starts each run
+// itself, on its schedule.
+func (s *Session) SendsOnly() bool { return s.streams }
+
+// Streamed reports whether the session starts and follows its runs on a
+// session stream (the target declares batch 3).
+func (s *Session) Streamed() bool { return s.streams }
 
 // Polls counts the session's timeline polls so far (batch polls included,
 // one per poll).
@@ -282,7 +304,15 @@ func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	wctx := s.ctx
 	s.mu.Unlock()
-	if s.batch {
+	switch {
+	case s.streams:
+		// Opened now so the first start does not wait for it; a stream
+		// that does not open is opened again by the next start (each
+		// start that cannot be sent fails, counted).
+		s.smu.Lock()
+		_, _ = s.streamLocked(wctx)
+		s.smu.Unlock()
+	case s.batch:
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -305,6 +335,12 @@ func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run
 	}()
 	return func() {
 		s.cancel()
+		s.smu.Lock()
+		if s.st != nil {
+			_ = s.st.Close()
+			s.st = nil
+		}
+		s.smu.Unlock()
 		s.wg.Wait()
 		<-watched
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTimeout)
@@ -329,6 +365,9 @@ func (s *Session) StartSent(id string) (time.Duration, bool) {
 // StartRun starts run id on the target and follows its timeline. p is the
 // program durabench would run for the cell's scenario; it numbers steps.
 func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) error {
+	if s.streams {
+		return s.startStreamed(ctx, id, p)
+	}
 	if s.batch {
 		// The run is followed before its start is sent: the session's
 		// poll may answer for it before the start is.
@@ -363,6 +402,155 @@ func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) err
 		s.follow(id, p)
 	}()
 	return nil
+}
+
+// streamLocked is the session's stream, opened (and its reader started)
+// if it has none; smu held.
+func (s *Session) streamLocked(ctx context.Context) (*Stream, error) {
+	if s.st != nil {
+		return s.st, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	st, err := s.c.OpenStream(ctx, s.name)
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.readStream(st)
+	}()
+	return st, nil
+}
+
+// startStreamed writes run id's start on the session's stream. It returns
+// once the start is sent: a start the target refuses, as the runs it
+// starts, is answered on the stream (the run then fails with the
+// target's message).
+func (s *Session) startStreamed(ctx context.Context, id string, p engine.Program) error {
+	f := s.newFollower(id, p)
+	f.final = true
+	s.smu.Lock()
+	st, err := s.streamLocked(ctx)
+	s.smu.Unlock()
+	if err == nil {
+		f.st = st
+		s.mu.Lock()
+		s.runs[id] = f
+		s.mu.Unlock()
+		var sent time.Duration
+		if sent, err = st.Start(StartRequest{Run: id, Scenario: s.scenario, Options: s.opts}, s.rt.Now); err == nil {
+			s.smu.Lock()
+			s.sent[id] = sent
+			s.smu.Unlock()
+			return nil
+		}
+		s.mu.Lock()
+		delete(s.runs, id)
+		s.mu.Unlock()
+	}
+	return fmt.Errorf("target %s: start %s: %w", s.c.URL(), id, err)
+}
+
+// endLate ends f, a stream's run whose status said it is over (tl)
+// lateWait ago without its terminal event since, on the driver's clock.
+func (s *Session) endLate(f *follower, tl Timeline) {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	s.mu.Lock()
+	ours := s.runs[f.run] == f && s.ctx.Err() == nil
+	if ours {
+		delete(s.runs, f.run)
+	}
+	s.mu.Unlock()
+	if ours {
+		f.endOnDriverClock(tl)
+		f.forget()
+	}
+}
+
+// readStream feeds st's lines to the session's runs until it ends. A
+// stream that breaks before the session is detached fails every run
+// started on it with why (the next start opens another).
+func (s *Session) readStream(st *Stream) {
+	s.mu.Lock()
+	ctx, fail := s.ctx, s.fail
+	s.mu.Unlock()
+	var err error
+	for {
+		var m StreamMessage
+		if m, err = st.Next(); err != nil {
+			break
+		}
+		if r := m.Started; r != nil {
+			if r.Code/100 == 2 {
+				continue
+			}
+			s.mu.Lock()
+			f := s.runs[r.Run]
+			delete(s.runs, r.Run)
+			s.mu.Unlock()
+			if f != nil {
+				fail(r.Run, s.rt.Now(), fmt.Errorf("target %s: start %s: %w", s.c.URL(), r.Run,
+					&StatusError{Code: r.Code, Msg: fmt.Sprintf("session stream: %s: %d: %s", r.Run, r.Code, r.Error)}))
+				f.forget()
+			}
+			continue
+		}
+		tl := *m.Timeline
+		s.mu.Lock()
+		f := s.runs[tl.Run]
+		s.mu.Unlock()
+		if f == nil {
+			continue // a run this session no longer follows
+		}
+		s.amu.Lock()
+		switch f.apply(tl) {
+		case more:
+		case late:
+			// The status is over, the terminal event not written yet.
+			if f.lateEnd == nil {
+				f.lateEnd = time.AfterFunc(lateWait, func() { s.endLate(f, tl) })
+			}
+		default:
+			if f.lateEnd != nil {
+				f.lateEnd.Stop()
+			}
+			f.forget()
+			s.mu.Lock()
+			delete(s.runs, tl.Run)
+			s.mu.Unlock()
+		}
+		s.amu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return // detached: the stream was closed
+	}
+	if err == io.EOF {
+		err = errors.New("the target ended the session stream")
+	}
+	s.smu.Lock()
+	if s.st == st {
+		s.st = nil
+	}
+	s.smu.Unlock()
+	_ = st.Close()
+	s.mu.Lock()
+	var lost []*follower
+	for run, f := range s.runs {
+		if f.st == st {
+			lost = append(lost, f)
+			delete(s.runs, run)
+		}
+	}
+	s.mu.Unlock()
+	for _, f := range lost {
+		fail(f.run, s.rt.Now(), fmt.Errorf("target %s: %w", s.c.URL(), err))
+		f.forget()
+	}
 }
 
 // hookRef is a hook as the target names it: its run and its token.
@@ -407,6 +595,14 @@ type follower struct {
 	// confirmed is set once the target accepted the run's start (batch
 	// polls list its cursor from then on).
 	confirmed bool
+	// st is the stream the run was started on; final is set for a run
+	// followed on a stream, whose lines are not asked again: a terminal
+	// status without its terminal event ends the run at once.
+	st    *Stream
+	final bool
+	// lateEnd ends a stream's run whose status is over lateWait after it
+	// said so, if its terminal event has not come (nil until then).
+	lateEnd *time.Timer
 }
 
 func (s *Session) newFollower(run string, p engine.Program) *follower {
@@ -477,21 +673,32 @@ func (f *follower) apply(tl Timeline) outcome {
 	if !tl.Terminal() {
 		return more
 	}
+	if f.final {
+		// A stream writes the event when it comes: its reader waits
+		// lateWait for it (endLate).
+		return late
+	}
 	// Four answers and 0.3 s (a batch poll may answer again at once).
 	if f.lateTerminal == 0 {
 		f.lateSince = time.Now()
 	}
-	if f.lateTerminal < maxLateTerminal || time.Since(f.lateSince) < lateWait {
+	if !f.final && (f.lateTerminal < maxLateTerminal || time.Since(f.lateSince) < lateWait) {
 		f.lateTerminal++
 		return late
 	}
-	// The terminal event never came: the run ends on the driver's clock.
-	if tl.Status == StatusFailed {
-		fail(f.run, s.rt.Now(), fmt.Errorf("target %s: %s", s.c.URL(), tl.Error))
-	} else {
-		obs.RunFinished(f.run, s.rt.Now(), false)
-	}
+	f.endOnDriverClock(tl)
 	return over
+}
+
+// endOnDriverClock ends the run whose status tl says is over but whose
+// terminal event never came: on the driver's clock.
+func (f *follower) endOnDriverClock(tl Timeline) {
+	s := f.s
+	if tl.Status == StatusFailed {
+		s.fail(f.run, s.rt.Now(), fmt.Errorf("target %s: %s", s.c.URL(), tl.Error))
+	} else {
+		s.obs.RunFinished(f.run, s.rt.Now(), false)
+	}
 }
 
 // forget drops the run's hooks: it is over.

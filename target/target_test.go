@@ -44,19 +44,36 @@ func serveReference(t *testing.T, v string) *httptest.Server {
 // returns the driver's result.
 func runCell(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int) (*driver.Result, error) {
 	t.Helper()
-	return runCellPolls(t, url, prefix, scenario, opts, reps, false)
+	return runCellMode(t, url, prefix, scenario, opts, reps, "stream")
 }
 
-// runCellPolls is runCell, with per-run timeline polls when perRun (else
-// batch polls if the target serves them).
-func runCellPolls(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, perRun bool) (*driver.Result, error) {
+// modes are how a session reaches a target that serves everything (the
+// built-in server): a session stream (batch 3), batch starts and polls
+// (batch 2), a request per start and per timeline poll.
+var modes = []string{"stream", "batch", "per-run"}
+
+// client is a client of url that uses mode (one of modes; "stream": what
+// the target declares).
+func client(t *testing.T, url, mode string) *target.Client {
 	t.Helper()
-	ctx := context.Background()
 	c, err := target.NewClient(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.PerRun = perRun
+	switch mode {
+	case "batch":
+		c.MaxBatch = target.BatchStarts
+	case "per-run":
+		c.PerRun = true
+	}
+	return c
+}
+
+// runCellMode is runCell, the session reaching the target by mode.
+func runCellMode(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, mode string) (*driver.Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	c := client(t, url, mode)
 	sc, err := scenarios.Get(scenario)
 	if err != nil {
 		t.Fatal(err)
@@ -83,16 +100,17 @@ func runCellPolls(t *testing.T, url, prefix, scenario string, opts map[string]st
 // fan-outs, a hook step and a stream through the driver like the in-process
 // engine: every run finishes, every step body is reported once with a
 // start before its end, hooks are resumed through the protocol, and the
-// timestamps land on the driver's clock inside the run's window — with
-// batch polls (the reference declares them) and with per-run polls.
+// timestamps land on the driver's clock inside the run's window — on a
+// session stream (the built-in server declares batch 3), with batch starts
+// and polls, and with a request per start and per poll.
 func TestReferenceOverTheProtocol(t *testing.T) {
 	hs := serveReference(t, "pending-count")
-	for _, perRun := range []bool{false, true} {
-		t.Run(map[bool]string{false: "batch", true: "per-run"}[perRun], func(t *testing.T) { referenceCells(t, hs.URL, perRun) })
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { referenceCells(t, hs.URL, mode) })
 	}
 }
 
-func referenceCells(t *testing.T, url string, perRun bool) {
+func referenceCells(t *testing.T, url, mode string) {
 	for i, tc := range []struct {
 		scenario string
 		opts     map[string]string
@@ -109,7 +127,7 @@ func referenceCells(t *testing.T, url string, perRun bool) {
 		{"stream-pipeline", map[string]string{"chunks": "30", "size": "1KB"}, 3},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
-			res, err := runCellPolls(t, url, fmt.Sprint("c", i, perRun), tc.scenario, tc.opts, 5, perRun)
+			res, err := runCellMode(t, url, fmt.Sprint("c", i, mode), tc.scenario, tc.opts, 5, mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,13 +403,14 @@ func TestServerRetention(t *testing.T) {
 // TestStatusAheadOfTerminalEvent: when a target says a run completed 50 ms
 // before its run_completed event is in the timeline, the session waits for
 // the event and the run ends at the event's time, not when the driver
-// heard of it — with batch polls (which a busy session's other runs answer
-// at once) and with per-run polls.
+// heard of it — on a stream (which writes the event when it comes), with
+// batch polls (which a busy session's other runs answer at once) and with
+// per-run polls.
 func TestStatusAheadOfTerminalEvent(t *testing.T) {
 	url := serveBackend(t, lateEnd{only{reference(t), []string{"step"}}})
-	for _, perRun := range []bool{false, true} {
-		t.Run(map[bool]string{false: "batch", true: "per-run"}[perRun], func(t *testing.T) {
-			res, err := runCellPolls(t, url, fmt.Sprint("late", perRun), "step", nil, 8, perRun)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			res, err := runCellMode(t, url, "late"+mode, "step", nil, 8, mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -418,7 +437,7 @@ func (s slowStarts) Start(ctx context.Context, req target.StartRequest) error {
 	return s.Backend.Start(ctx, req)
 }
 
-// TestBatchedStartLagCountsTheQueue: a batched start that waits for one of
+// TestBatchedStartLagCountsTheQueue: a batched start (batch 2) that waits for one of
 // the session's senders (all busy with a target slow to accept starts)
 // left the driver late, and its run's lag says so — not the engine's
 // TTFS alone. At 1,000 runs/s against a target taking 30 ms per start
@@ -431,10 +450,7 @@ func TestBatchedStartLagCountsTheQueue(t *testing.T) {
 	}
 	url := serveBackend(t, slowStarts{target.NewReference(mem.New(world.Options{}), v), 30 * time.Millisecond})
 	ctx := context.Background()
-	c, err := target.NewClient(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := client(t, url, "batch")
 	local := mem.New(world.Options{})
 	defer local.Close()
 	sess, err := target.NewSession(ctx, c, "step", nil, local.Runtime())
@@ -462,5 +478,66 @@ func TestBatchedStartLagCountsTheQueue(t *testing.T) {
 		if !tl.Finished || tl.Failed {
 			t.Fatalf("run %s: finished %v failed %v %s", tl.ID, tl.Finished, tl.Failed, tl.Error)
 		}
+	}
+}
+
+// TestStreamBreaks: a session stream the target drops in the middle of a
+// cell fails the runs in flight on it, each with why (counted at once,
+// not left to the cell's timeout), and the runs after it open a new
+// stream and complete.
+func TestStreamBreaks(t *testing.T) {
+	v, err := engine.LookupVersion("resilient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	srv, err := target.NewServer(ctx, target.NewReference(mem.New(world.Options{}), v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c := client(t, hs.URL, "stream")
+	local := mem.New(world.Options{})
+	defer local.Close()
+	opts := map[string]string{"body": "100ms"}
+	sess, err := target.NewSession(ctx, c, "step", opts, local.Runtime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sess.Streamed() {
+		t.Fatal("the session does not use the built-in server's stream")
+	}
+	sc, _ := scenarios.Get("step")
+	p, _, _ := sc.Build(scenarios.Values(opts))
+	// 100 runs/s for 0.6 s, each 100 ms long: about ten in flight when
+	// the connections drop at 300 ms.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		hs.CloseClientConnections()
+	}()
+	began := time.Now()
+	res, err := driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: "broken", Reps: 60,
+		Pacer: driver.OpenRate{Rate: 100}, CellTimeout: 30 * time.Second, Target: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); res.TimedOut || took > 5*time.Second {
+		t.Fatalf("timed out %v after %s: the runs on the dropped stream were waited for", res.TimedOut, took)
+	}
+	var lost, done int
+	for _, tl := range res.Timelines {
+		switch {
+		case tl.Failed:
+			lost++
+			if !strings.Contains(tl.Error, "stream") && !strings.Contains(tl.Error, "connection") {
+				t.Errorf("run %s failed with %q: want the stream's failure", tl.ID, tl.Error)
+			}
+		case tl.Finished:
+			done++
+		}
+	}
+	if lost == 0 || lost > 30 || done < 25 {
+		t.Fatalf("%d runs failed, %d finished of 60: want the runs in flight at the drop failed and those after it run on a new stream", lost, done)
 	}
 }
