@@ -331,17 +331,20 @@ func (c *Client) OpenStream(ctx context.Context, session string) (*Stream, error
 // once the stream is the caller's, before the write: the start's time of
 // sending (a start waits for the one before it).
 func (st *Stream) Start(req StartRequest, at func() time.Duration) (time.Duration, error) {
-	line, err := json.Marshal(StreamCommand{Start: &req})
-	if err != nil {
-		return 0, err
-	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	sent := at()
-	b := strconv.AppendInt(st.buf[:0], int64(len(line)+1), 16)
+	// The chunk: its size in hex (the line's, within the 4 digits kept
+	// for it), the line, CRLF.
+	b := append(st.buf[:0], "0000\r\n"...)
+	b = appendStreamCommand(b, &StreamCommand{Start: &req})
+	n := len(b) - 6
+	if n > 0xffff {
+		return 0, fmt.Errorf("session stream: a start of %d bytes", n)
+	}
+	const hex = "0123456789abcdef"
+	b[0], b[1], b[2], b[3] = hex[n>>12], hex[n>>8&0xf], hex[n>>4&0xf], hex[n&0xf]
 	b = append(b, "\r\n"...)
-	b = append(b, line...)
-	b = append(b, "\n\r\n"...)
 	st.buf = b
 	if _, err := st.conn.Write(b); err != nil {
 		return 0, fmt.Errorf("session stream: %w", err)
@@ -379,7 +382,7 @@ func (st *Stream) Next() (StreamMessage, error) {
 		}
 	}
 	var m StreamMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := decodeStreamMessage(line, &m); err != nil {
 		return StreamMessage{}, fmt.Errorf("%w: session stream: a line does not decode: %v", ErrProtocol, err)
 	}
 	switch {

@@ -632,15 +632,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 			} else {
 				res.Code, res.Accepted = code, ns(s.b.Now())
 			}
-			s.mu.Lock()
-			st.started = append(st.started, res)
-			s.mu.Unlock()
-			st.signal()
+			if res.Code != http.StatusAccepted {
+				// An accepted start is answered by its run's timeline.
+				s.mu.Lock()
+				st.started = append(st.started, res)
+				s.mu.Unlock()
+				st.signal()
+			}
 			starts.Done()
 		}
 		err := readLines(r.Body, func(line []byte) error {
 			var cmd StreamCommand
-			if err := json.Unmarshal(line, &cmd); err != nil || cmd.Start == nil {
+			if err := decodeStreamCommand(line, &cmd); err != nil || cmd.Start == nil {
 				return fmt.Errorf("a stream line must be {\"start\": {...}}: %.200q", line)
 			}
 			req := *cmd.Start
@@ -661,8 +664,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		starts.Wait()
 		read <- ended{err}
 	}()
-	enc := json.NewEncoder(w)
 	var timelines []Timeline
+	var out []byte
 	for {
 		var end *ended
 		select {
@@ -696,23 +699,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		}
 		st.dirty = st.dirty[:0]
 		s.mu.Unlock()
+		out = out[:0]
 		for i := range started {
-			if enc.Encode(StreamMessage{Started: &started[i]}) != nil {
-				return
-			}
+			out = appendStreamMessage(out, &StreamMessage{Started: &started[i]})
 		}
 		for i := range timelines {
-			if enc.Encode(StreamMessage{Timeline: &timelines[i]}) != nil {
+			out = appendStreamMessage(out, &StreamMessage{Timeline: &timelines[i]})
+		}
+		if end != nil && end.err != nil && !errors.Is(end.err, io.EOF) {
+			out = appendStreamMessage(out, &StreamMessage{Error: end.err.Error()})
+		}
+		if len(out) > 0 {
+			if _, err := w.Write(out); err != nil {
 				return
 			}
 		}
-		if end != nil {
-			if end.err != nil && !errors.Is(end.err, io.EOF) {
-				_ = enc.Encode(StreamMessage{Error: end.err.Error()})
-			}
-			return
-		}
-		if rc.Flush() != nil {
+		if end != nil || rc.Flush() != nil {
 			return
 		}
 	}
