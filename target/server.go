@@ -55,7 +55,9 @@ type Backend interface {
 	Now() time.Duration
 	// Open starts the engine; it reports its runs' events to sink.
 	Open(ctx context.Context, sink Sink) error
-	// Start starts a run once the engine accepted it.
+	// Start starts a run once the engine accepted it. An error wrapping
+	// ErrUnsupported is answered 422, one wrapping world.ErrConflict (the
+	// engine has a run of that id) 409.
 	Start(ctx context.Context, req StartRequest) error
 	// Resume resumes run's hook token (idempotent per resume id).
 	Resume(ctx context.Context, run, token string, req ResumeRequest) error
@@ -96,6 +98,10 @@ type streamLog struct {
 	wake    chan struct{} // 1 slot: something to write
 	started []StartResult
 	dirty   []*runLog
+	// ended holds the runs the stream wrote to their end (and the server
+	// forgot): a start of one of them on the stream is refused 409, as
+	// while the server held it.
+	ended map[string]struct{}
 }
 
 func (st *streamLog) signal() {
@@ -339,8 +345,13 @@ func (s *Server) startOne(ctx context.Context, req StartRequest) (int, string) {
 		s.forgetLocked(req.Run)
 		s.mu.Unlock()
 		code := http.StatusInternalServerError
-		if errors.Is(err, ErrUnsupported) {
+		switch {
+		case errors.Is(err, ErrUnsupported):
 			code = http.StatusUnprocessableEntity
+		case errors.Is(err, world.ErrConflict):
+			// The engine has the run: one a stream wrote to its end
+			// (and the server forgot), or one started elsewhere.
+			code = http.StatusConflict
 		}
 		return code, err.Error()
 	}
@@ -579,7 +590,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		httpError(w, http.StatusInternalServerError, "session stream: "+err.Error())
 		return
 	}
-	st := &streamLog{wake: make(chan struct{}, 1)}
+	st := &streamLog{wake: make(chan struct{}, 1), ended: map[string]struct{}{}}
 	s.mu.Lock()
 	sl := s.sessions[session]
 	if sl == nil {
@@ -625,8 +636,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		defer close(jobs)
 		work := func(req StartRequest) {
 			res := StartResult{Run: req.Run}
+			s.mu.Lock()
+			_, ended := st.ended[req.Run]
+			s.mu.Unlock()
 			if req.Run == "" || req.Scenario == "" {
 				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
+			} else if ended {
+				res.Code, res.Error = http.StatusConflict, "run "+req.Run+" exists"
 			} else if code, msg := s.startOne(ctx, req); code != http.StatusAccepted {
 				res.Code, res.Error = code, msg
 			} else {
@@ -694,6 +710,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 				// ahead of its terminal event keeps the run until the
 				// event is written too.
 				s.forgetLocked(l.run)
+				st.ended[l.run] = struct{}{}
 			}
 			timelines = append(timelines, tl)
 		}

@@ -541,3 +541,39 @@ func TestStreamBreaks(t *testing.T) {
 		t.Fatalf("%d runs failed, %d finished of 60: want the runs in flight at the drop failed and those after it run on a new stream", lost, done)
 	}
 }
+
+// TestStreamRefusesAFinishedRunsID: a run a stream wrote to its end is
+// forgotten by the server, yet its id started again on the stream is
+// refused 409, as while the server held it (the reference engine itself
+// would take the start again).
+func TestStreamRefusesAFinishedRunsID(t *testing.T) {
+	hs := serveReference(t, "baseline")
+	c := client(t, hs.URL, "stream")
+	st, err := c.OpenStream(context.Background(), "dup-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := func() time.Duration { return 0 }
+	start := target.StartRequest{Run: "dup-1", Scenario: "step"}
+	if _, err := st.Start(start, now); err != nil {
+		t.Fatal(err)
+	}
+	for ended := false; !ended; {
+		m, err := st.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Started != nil {
+			t.Fatalf("the first start was refused: %+v", *m.Started)
+		}
+		ended = m.Timeline.Terminal()
+	}
+	if _, err := st.Start(start, now); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Next()
+	if err != nil || m.Started == nil || m.Started.Code != http.StatusConflict {
+		t.Fatalf("the finished run's id again: %+v, %v; want refused 409", m, err)
+	}
+}
