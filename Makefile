@@ -112,6 +112,7 @@ bench:
 	@echo "bench: through the protocol, target in another process: precise vs coarse pacing; runs/s at 10,000/s vs the loopback HTTP floor"
 	-$(GO) test -run '^$$' -bench 'ProtocolPacing' -benchtime=5x -count=2 -timeout 3m ./target/ >> out/bench.txt
 	-$(GO) test -run '^$$' -bench 'CapacityProtocol' -benchtime=1x -count=2 -timeout 4m ./target/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'StreamLine' -benchtime=2000x -count=3 -timeout 2m ./target/ >> out/bench.txt
 	@echo "bench: extraction and rendering of a 10,000-run results file"
 	-$(GO) test -run '^$$' -bench 'PerfReport10k' -benchmem -benchtime=3x -timeout 2m ./reporters/ >> out/bench.txt
 	@echo

@@ -105,7 +105,7 @@ var Definitions = []Def{
 	{ResumeToStep, "resume→step", "hook resume to next step",
 		"earliest step body start at or after the hook's resume − the resume", "hook", Microseconds},
 	{DriverLag, "driver lag", "driver start lag",
-		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind). Through the protocol with batch starts the run starts when its start request leaves the driver: a start that waited for one of the session's senders counts its wait here", "run", Microseconds},
+		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind). Through the protocol the run starts when its start leaves the driver: a batched start's wait for one of the session's senders, or a streamed start's for the stream, counts here", "run", Microseconds},
 }
 
 // Conventions are the rules shared by every metric, printed under the table.

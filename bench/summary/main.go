@@ -123,6 +123,8 @@ var rules = []rule{
 		[]check{{"precise/coarse", "<=", 1.25}}, nil},
 	{regexp.MustCompile(`^CapacityProtocol$`), "runs/s", "floor-runs/s", "engine/floor", "≥ 9,500 runs/s, lag p99 < 1 ms, 0 errors",
 		[]check{{"runs/s", ">=", 9500}, {"lag-p99-us", "<", 1000}, {"errors", "<=", 0}}, nil},
+	{regexp.MustCompile(`^StreamLine$`), "wire-ns/line", "json-ns/line", "wire/json", "ratio ≤ 0.5",
+		[]check{{"wire/json", "<=", 0.5}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/all$`), "ns/op", "", "", "< 1 s",
 		[]check{{"ns/op", "<", 1e9}}, nil},
 	{regexp.MustCompile(`^PerfReport10k/`), "ns/op", "", "", "", nil, nil},
@@ -385,7 +387,7 @@ func spread(vs []float64) (lo, hi float64) {
 // numbers with the unit otherwise.
 func format(unit string, v float64) string {
 	switch {
-	case strings.HasPrefix(unit, "ns/") || strings.HasSuffix(unit, "-ns/record") || strings.HasSuffix(unit, "-ns/op"):
+	case strings.HasPrefix(unit, "ns/") || strings.HasSuffix(unit, "-ns/record") || strings.HasSuffix(unit, "-ns/op") || strings.HasSuffix(unit, "-ns/line"):
 		if v < 1000 {
 			return fmt.Sprintf("%.3g ns", v)
 		}
