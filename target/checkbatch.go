@@ -130,6 +130,20 @@ func (k *checker) checkBatchPolls(ctx context.Context, f *findings) {
 	f.passed(checkBatch)
 }
 
+// startScenario is the scenario the batch checks start runs of: step if
+// the target declares it, else its first; false if it declares none.
+func (k *checker) startScenario() (string, bool) {
+	if len(k.info.Scenarios) == 0 {
+		return "", false
+	}
+	for _, s := range k.info.Scenarios {
+		if s.Name == "step" {
+			return s.Name, true
+		}
+	}
+	return k.info.Scenarios[0].Name, true
+}
+
 // checkBatchStart is the target check of batch starts (batch 2).
 const checkBatchStart = "batch starts"
 
@@ -142,15 +156,10 @@ func (k *checker) checkBatchStarts(ctx context.Context, f *findings) {
 		f.na[checkBatchStart] = "the target declares no batch starts (info: batch 2)"
 		return
 	}
-	if len(k.info.Scenarios) == 0 {
+	sc, ok := k.startScenario()
+	if !ok {
 		f.na[checkBatchStart] = "the target declares no scenario"
 		return
-	}
-	sc := k.info.Scenarios[0].Name
-	for _, s := range k.info.Scenarios {
-		if s.Name == "step" {
-			sc = s.Name
-		}
 	}
 	run := fmt.Sprintf("check-%d-batch-start", k.epoch.UnixNano()%1e6)
 	defer func() { _ = k.c.Release(ctx, run) }()
@@ -218,15 +227,10 @@ func (k *checker) checkBatchStreams(ctx context.Context, f *findings) {
 		f.na[checkBatchStream] = "a session stream is plain HTTP/1.1: durabench opens none to " + k.c.URL()
 		return
 	}
-	if len(k.info.Scenarios) == 0 {
+	sc, ok := k.startScenario()
+	if !ok {
 		f.na[checkBatchStream] = "the target declares no scenario"
 		return
-	}
-	sc := k.info.Scenarios[0].Name
-	for _, s := range k.info.Scenarios {
-		if s.Name == "step" {
-			sc = s.Name
-		}
 	}
 	base := fmt.Sprintf("check-%d-stream", k.epoch.UnixNano()%1e6)
 	run, other := base+"-a1", base+"-b1"

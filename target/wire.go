@@ -67,18 +67,9 @@ func (d *wireDec) end() bool {
 // once, calling field with the key's index; an unknown key's value is
 // skipped.
 func (d *wireDec) object(keys []string, field func(k int) bool) bool {
-	d.ws()
-	if d.i >= len(d.b) || d.b[d.i] != '{' {
-		return false
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == '}' {
-		d.i++
-		return true
-	}
+	more, ok := d.open('{', '}')
 	var seen uint64
-	for {
+	for ; more; more, ok = d.next('}') {
 		d.ws()
 		key, ok := d.rawString()
 		if !ok {
@@ -103,20 +94,41 @@ func (d *wireDec) object(keys []string, field func(k int) bool) bool {
 				return false
 			}
 		}
-		d.ws()
-		if d.i >= len(d.b) {
-			return false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
-		}
 	}
+	return ok
+}
+
+// open reads an object's or an array's opening (c) and, if it is empty,
+// its closing: more says an element follows.
+func (d *wireDec) open(c, closing byte) (more, ok bool) {
+	d.ws()
+	if d.i >= len(d.b) || d.b[d.i] != c {
+		return false, false
+	}
+	d.i++
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == closing {
+		d.i++
+		return false, true
+	}
+	return true, true
+}
+
+// next reads what follows an element: a comma (more) or the closing.
+func (d *wireDec) next(closing byte) (more, ok bool) {
+	d.ws()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case closing:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // keyIndex is key's index in keys, -1 for none. A key with an escape is
@@ -298,34 +310,13 @@ func (d *wireDec) boolean() (bool, bool) {
 
 // array reads an array, calling elem for each element.
 func (d *wireDec) array(elem func() bool) bool {
-	d.ws()
-	if d.i >= len(d.b) || d.b[d.i] != '[' {
-		return false
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == ']' {
-		d.i++
-		return true
-	}
-	for {
+	more, ok := d.open('[', ']')
+	for ; more; more, ok = d.next(']') {
 		if !elem() {
 			return false
 		}
-		d.ws()
-		if d.i >= len(d.b) {
-			return false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return true
-		default:
-			return false
-		}
 	}
+	return ok
 }
 
 // skip skips a value of an unknown key (strings, numbers, literals,
@@ -370,111 +361,62 @@ var (
 
 func (d *wireDec) streamMessage(m *StreamMessage) bool {
 	return d.object(messageKeys, func(k int) bool {
-		var ok bool
 		switch k {
 		case 0:
 			m.Started = &StartResult{}
-			return d.startResult(m.Started)
+			r := m.Started
+			return d.fields(resultKeys, &r.Run, &r.Code, &r.Accepted, &r.Error)
 		case 1:
 			m.Timeline = &Timeline{}
 			return d.timeline(m.Timeline)
-		default:
-			m.Error, ok = d.str()
 		}
-		return ok
+		return d.into(&m.Error)
 	})
 }
 
-func (d *wireDec) startResult(r *StartResult) bool {
-	return d.object(resultKeys, func(k int) bool {
-		var ok bool
+// fields reads an object whose keys are keys into ptrs, by index.
+func (d *wireDec) fields(keys []string, ptrs ...any) bool {
+	return d.object(keys, func(k int) bool { return d.into(ptrs[k]) })
+}
+
+// into reads a value into p: a *string, *int64, *int or *bool.
+func (d *wireDec) into(p any) bool {
+	var ok bool
+	switch p := p.(type) {
+	case *string:
+		*p, ok = d.str()
+	case *int64:
+		*p, ok = d.integer()
+	case *int:
 		var n int64
-		switch k {
-		case 0:
-			r.Run, ok = d.str()
-		case 1:
-			n, ok = d.integer()
-			r.Code = int(n)
-		case 2:
-			r.Accepted, ok = d.integer()
-		default:
-			r.Error, ok = d.str()
-		}
-		return ok
-	})
+		n, ok = d.integer()
+		*p = int(n)
+	case *bool:
+		*p, ok = d.boolean()
+	}
+	return ok
 }
 
 func (d *wireDec) timeline(t *Timeline) bool {
 	return d.object(timelineKeys, func(k int) bool {
-		var ok bool
 		switch k {
-		case 0:
-			t.Run, ok = d.str()
-		case 1:
-			t.Status, ok = d.str()
-		case 2:
-			t.Error, ok = d.str()
 		case 3:
 			t.Events = []Event{}
 			return d.array(func() bool {
 				t.Events = append(t.Events, Event{})
-				return d.event(&t.Events[len(t.Events)-1])
+				e := &t.Events[len(t.Events)-1]
+				return d.fields(eventKeys, &e.Seq, &e.Kind, &e.At, &e.Source, &e.Stage, &e.Index, &e.Attempt, &e.Inline,
+					&e.Token, &e.Written, &e.Bytes, &e.Error)
 			})
-		default:
+		case 4:
 			t.Anomalies = []Anomaly{}
 			return d.array(func() bool {
 				t.Anomalies = append(t.Anomalies, Anomaly{})
 				a := &t.Anomalies[len(t.Anomalies)-1]
-				return d.object(anomalyKeys, func(k int) bool {
-					var ok bool
-					if k == 0 {
-						a.Kind, ok = d.str()
-					} else {
-						a.Detail, ok = d.str()
-					}
-					return ok
-				})
+				return d.fields(anomalyKeys, &a.Kind, &a.Detail)
 			})
 		}
-		return ok
-	})
-}
-
-func (d *wireDec) event(e *Event) bool {
-	return d.object(eventKeys, func(k int) bool {
-		var ok bool
-		var n int64
-		switch k {
-		case 0:
-			e.Seq, ok = d.integer()
-		case 1:
-			e.Kind, ok = d.str()
-		case 2:
-			e.At, ok = d.integer()
-		case 3:
-			e.Source, ok = d.str()
-		case 4:
-			n, ok = d.integer()
-			e.Stage = int(n)
-		case 5:
-			n, ok = d.integer()
-			e.Index = int(n)
-		case 6:
-			n, ok = d.integer()
-			e.Attempt = int(n)
-		case 7:
-			e.Inline, ok = d.boolean()
-		case 8:
-			e.Token, ok = d.str()
-		case 9:
-			e.Written, ok = d.integer()
-		case 10:
-			n, ok = d.integer()
-			e.Bytes = int(n)
-		default:
-			e.Error, ok = d.str()
-		}
-		return ok
+		return d.into([]any{&t.Run, &t.Status, &t.Error}[k])
 	})
 }
 
@@ -483,54 +425,25 @@ func (d *wireDec) streamCommand(c *StreamCommand) bool {
 		c.Start = &StartRequest{}
 		st := c.Start
 		return d.object(startKeys, func(k int) bool {
-			var ok bool
-			switch k {
-			case 0:
-				st.Run, ok = d.str()
-			case 1:
-				st.Scenario, ok = d.str()
-			case 2:
-				st.Options = map[string]string{}
-				// An options object's keys are the options' own: any
-				// key, each once.
+			if k != 2 {
+				return d.into([]any{&st.Run, &st.Scenario, nil, &st.Session}[k])
+			}
+			st.Options = map[string]string{}
+			// An options object's keys are the options' own: any key,
+			// each once.
+			more, ok := d.open('{', '}')
+			for ; more; more, ok = d.next('}') {
+				key, kok := d.str()
 				d.ws()
-				if d.i >= len(d.b) || d.b[d.i] != '{' {
+				if !kok || d.i >= len(d.b) || d.b[d.i] != ':' {
 					return false
 				}
 				d.i++
-				d.ws()
-				if d.i < len(d.b) && d.b[d.i] == '}' {
-					d.i++
-					return true
+				v, vok := d.str()
+				if _, dup := st.Options[key]; !vok || dup {
+					return false
 				}
-				for {
-					key, kok := d.str()
-					d.ws()
-					if !kok || d.i >= len(d.b) || d.b[d.i] != ':' {
-						return false
-					}
-					d.i++
-					v, vok := d.str()
-					if _, dup := st.Options[key]; !vok || dup {
-						return false
-					}
-					st.Options[key] = v
-					d.ws()
-					if d.i >= len(d.b) {
-						return false
-					}
-					if d.b[d.i] == '}' {
-						d.i++
-						return true
-					}
-					if d.b[d.i] != ',' {
-						return false
-					}
-					d.i++
-					d.ws()
-				}
-			default:
-				st.Session, ok = d.str()
+				st.Options[key] = v
 			}
 			return ok
 		})
