@@ -268,6 +268,11 @@ func (k *checker) checkBatchStreams(ctx context.Context, f *findings) {
 	go func() {
 		for {
 			m, err := st.Next()
+			if m.Timeline != nil { // the next Next reuses its events' array
+				tl := *m.Timeline
+				tl.Events = slices.Clone(tl.Events)
+				m.Timeline = &tl
+			}
 			select {
 			case lines <- line{m, err}:
 			case <-ctx.Done():

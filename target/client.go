@@ -269,6 +269,9 @@ type Stream struct {
 	// reader's.
 	lines *bufio.Reader
 	long  []byte
+	// events is the array a timeline's events are read into, reused by
+	// the next line (Next).
+	events []Event
 }
 
 // OpenStream opens a stream for session. An https target has none (the
@@ -353,7 +356,8 @@ func (st *Stream) Start(req StartRequest, at func() time.Duration) (time.Duratio
 }
 
 // Next reads the stream's next line; io.EOF once the target ended the
-// stream.
+// stream. A timeline's events are valid until the next call (their array
+// is reused: a run's events are read once, then fed to the driver).
 func (st *Stream) Next() (StreamMessage, error) {
 	var line []byte
 	for {
@@ -382,8 +386,11 @@ func (st *Stream) Next() (StreamMessage, error) {
 		}
 	}
 	var m StreamMessage
-	if err := decodeStreamMessage(line, &m); err != nil {
+	if err := decodeStreamMessage(line, &m, st.events); err != nil {
 		return StreamMessage{}, fmt.Errorf("%w: session stream: a line does not decode: %v", ErrProtocol, err)
+	}
+	if m.Timeline != nil {
+		st.events = m.Timeline.Events
 	}
 	switch {
 	case m.Error != "":

@@ -513,7 +513,8 @@ func (s *Session) readStream(st *Stream) {
 		case late:
 			// The status is over, the terminal event not written yet.
 			if f.lateEnd == nil {
-				f.lateEnd = time.AfterFunc(lateWait, func() { s.endLate(f, tl) })
+				status := Timeline{Run: tl.Run, Status: tl.Status, Error: tl.Error} // not its events: reused
+				f.lateEnd = time.AfterFunc(lateWait, func() { s.endLate(f, status) })
 			}
 		default:
 			if f.lateEnd != nil {
@@ -576,6 +577,62 @@ func (s *Session) ResumeHook(ctx context.Context, token, resumeID string, payloa
 
 type stepKey struct{ stage, index, attempt int }
 
+// stepStarts are a run's steps started and not completed, by step: a
+// short list (a run has a few steps in flight, and a map cost a single-
+// step run 340 bytes), a map once it has more.
+type stepStarts struct {
+	few  []stepStart
+	many map[stepKey]int64
+}
+
+type stepStart struct {
+	k  stepKey
+	at int64
+}
+
+// maxFewStarts is how many steps in flight stepStarts lists before it
+// maps them.
+const maxFewStarts = 16
+
+func (s *stepStarts) put(k stepKey, at int64) {
+	if s.many != nil {
+		s.many[k] = at
+		return
+	}
+	for i := range s.few {
+		if s.few[i].k == k {
+			s.few[i].at = at
+			return
+		}
+	}
+	if len(s.few) < maxFewStarts {
+		s.few = append(s.few, stepStart{k, at})
+		return
+	}
+	s.many = make(map[stepKey]int64, 2*maxFewStarts)
+	for _, st := range s.few {
+		s.many[st.k] = st.at
+	}
+	s.many[k], s.few = at, nil
+}
+
+// take returns and forgets k's start.
+func (s *stepStarts) take(k stepKey) (int64, bool) {
+	if s.many != nil {
+		at, ok := s.many[k]
+		delete(s.many, k)
+		return at, ok
+	}
+	for i, st := range s.few {
+		if st.k == k {
+			s.few[i] = s.few[len(s.few)-1]
+			s.few = s.few[:len(s.few)-1]
+			return st.at, true
+		}
+	}
+	return 0, false
+}
+
 // follower is what a session knows of one run it follows: the events read
 // so far, the steps started, the hooks the run reported.
 type follower struct {
@@ -584,7 +641,7 @@ type follower struct {
 	p     engine.Program
 	after int64
 	// starts are the step_started times of steps not completed yet.
-	starts map[stepKey]int64
+	starts stepStarts
 	// lateTerminal counts the answers after one that said the run is over
 	// without its terminal event (a target whose status runs ahead of its
 	// timeline): the event is waited for a little before the run is ended
@@ -606,7 +663,7 @@ type follower struct {
 }
 
 func (s *Session) newFollower(run string, p engine.Program) *follower {
-	return &follower{s: s, run: run, p: p, starts: map[stepKey]int64{}}
+	return &follower{s: s, run: run, p: p}
 }
 
 // outcome is what an answer did to a run.
@@ -636,14 +693,13 @@ func (f *follower) apply(tl Timeline) outcome {
 		f.after = ev.Seq
 		switch ev.Kind {
 		case EventStepStarted:
-			f.starts[stepKey{ev.Stage, ev.Index, ev.Attempt}] = ev.At
+			f.starts.put(stepKey{ev.Stage, ev.Index, ev.Attempt}, ev.At)
 		case EventStepCompleted:
 			k := stepKey{ev.Stage, ev.Index, ev.Attempt}
-			start, ok := f.starts[k]
+			start, ok := f.starts.take(k)
 			if !ok {
 				start = ev.At // a target that reports no start: a zero-length body
 			}
-			delete(f.starts, k)
 			obs.StepBody(f.run, engine.StepSpan{Stage: ev.Stage, Index: ev.Index, Seq: f.p.StepSeq(ev.Stage, ev.Index),
 				Start: conv(start), End: conv(ev.At), Inline: ev.Inline, Attempt: max(ev.Attempt, 1)})
 		case EventHookWaiting:

@@ -19,8 +19,10 @@ import (
 // the two to the same result).
 
 // decodeStreamMessage reads one line a target wrote on a session stream.
-func decodeStreamMessage(line []byte, m *StreamMessage) error {
-	d := wireDec{b: line}
+// A timeline's events go into events' array when it has room (nil: a new
+// one): the reader's, reused from line to line.
+func decodeStreamMessage(line []byte, m *StreamMessage, events []Event) error {
+	d := wireDec{b: line, events: events}
 	if d.streamMessage(m) && d.end() {
 		return nil
 	}
@@ -41,8 +43,9 @@ func decodeStreamCommand(line []byte, c *StreamCommand) error {
 // wireDec reads JSON from b at i; each method reports false for what it
 // does not take (the caller then leaves the line to encoding/json).
 type wireDec struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	events []Event // an array for a timeline's events, or nil
 }
 
 func (d *wireDec) ws() {
@@ -176,9 +179,12 @@ func (d *wireDec) str() (string, bool) {
 	for ; j < len(d.b); j++ {
 		c := d.b[j]
 		if c == '"' {
-			s := string(d.b[d.i+1 : j])
+			raw := d.b[d.i+1 : j]
 			d.i = j + 1
-			return s, true
+			if s, ok := common[string(raw)]; ok {
+				return s, true // no allocation
+			}
+			return string(raw), true
 		}
 		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
 			break
@@ -349,6 +355,17 @@ func (d *wireDec) skip() bool {
 	}
 }
 
+// common are the strings every line repeats (kinds, sources, statuses):
+// read without allocating them again.
+var common = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{EventRunStarted, EventStepStarted, EventStepCompleted, EventRunCompleted, EventRunFailed,
+		EventHookWaiting, EventChunkRead, SourceHistory, SourceWorker, StatusRunning, StatusCompleted, StatusFailed} {
+		m[s] = s
+	}
+	return m
+}()
+
 var (
 	messageKeys  = []string{"started", "timeline", "error"}
 	resultKeys   = []string{"run", "code", "accepted", "error"}
@@ -401,7 +418,10 @@ func (d *wireDec) timeline(t *Timeline) bool {
 	return d.object(timelineKeys, func(k int) bool {
 		switch k {
 		case 3:
-			t.Events = []Event{}
+			t.Events = d.events[:0]
+			if t.Events == nil {
+				t.Events = make([]Event, 0, 4)
+			}
 			return d.array(func() bool {
 				t.Events = append(t.Events, Event{})
 				e := &t.Events[len(t.Events)-1]

@@ -75,7 +75,7 @@ func TestWireFastPath(t *testing.T) {
 func sameAsJSON(t *testing.T, line []byte) {
 	t.Helper()
 	var got, want StreamMessage
-	err := decodeStreamMessage(line, &got)
+	err := decodeStreamMessage(line, &got, nil)
 	wantErr := json.Unmarshal(line, &want)
 	if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
 		t.Fatalf("message %q: %+v (%v), encoding/json %+v (%v)", line, got, err, want, wantErr)
@@ -134,7 +134,7 @@ func BenchmarkStreamLine(b *testing.B) {
 		t0 := time.Now()
 		for range 100 {
 			var m StreamMessage
-			if err := decodeStreamMessage(line, &m); err != nil {
+			if err := decodeStreamMessage(line, &m, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -151,4 +151,28 @@ func BenchmarkStreamLine(b *testing.B) {
 	b.ReportMetric(float64(std.Nanoseconds())/float64(lines), "json-ns/line")
 	b.ReportMetric(float64(wire)/float64(std), "wire/json")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestStepStarts: a run's step starts are found by step whether it has a
+// few in flight or many (past maxFewStarts, a map), each once.
+func TestStepStarts(t *testing.T) {
+	for _, n := range []int{1, maxFewStarts, 3 * maxFewStarts} {
+		var s stepStarts
+		for i := range n {
+			s.put(stepKey{0, i, 1}, int64(1000+i))
+		}
+		s.put(stepKey{0, 0, 1}, 7) // a redelivered start replaces the first
+		for i := n - 1; i >= 0; i-- {
+			want := int64(1000 + i)
+			if i == 0 {
+				want = 7
+			}
+			if at, ok := s.take(stepKey{0, i, 1}); !ok || at != want {
+				t.Fatalf("%d in flight: step %d's start %d (%v), want %d", n, i, at, ok, want)
+			}
+			if _, ok := s.take(stepKey{0, i, 1}); ok {
+				t.Fatalf("%d in flight: step %d's start taken twice", n, i)
+			}
+		}
+	}
 }
