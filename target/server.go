@@ -316,7 +316,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "a start request needs run and scenario")
 		return
 	}
-	code, msg := s.startOne(r.Context(), req)
+	code, msg := s.startOne(r.Context(), req, nil)
 	if code != http.StatusAccepted {
 		httpError(w, code, msg)
 		return
@@ -324,8 +324,10 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, StartReply{Run: req.Run, Accepted: ns(s.b.Now())})
 }
 
-// startOne starts req: 202, or the status and message of why not.
-func (s *Server) startOne(ctx context.Context, req StartRequest) (int, string) {
+// startOne starts req: 202, or the status and message of why not. ended
+// (nil: none) holds runs the server forgot that are still duplicates: a
+// stream's runs written to their end.
+func (s *Server) startOne(ctx context.Context, req StartRequest, ended map[string]struct{}) (int, string) {
 	// What the backend does not declare it cannot run: 422 for every
 	// backend, whether its Start checks or not.
 	if ok, why := s.info.Supports(req.Scenario, req.Options); !ok {
@@ -333,6 +335,9 @@ func (s *Server) startOne(ctx context.Context, req StartRequest) (int, string) {
 	}
 	s.mu.Lock()
 	_, dup := s.runs[req.Run]
+	if _, gone := ended[req.Run]; gone {
+		dup = true // checked under the lock the stream forgets runs with
+	}
 	if !dup {
 		s.newLogLocked(req.Run, req.Session)
 	}
@@ -375,7 +380,7 @@ func (s *Server) starts(w http.ResponseWriter, r *http.Request) {
 			res := StartResult{Run: st.Run}
 			if st.Run == "" || st.Scenario == "" {
 				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
-			} else if code, msg := s.startOne(r.Context(), st); code != http.StatusAccepted {
+			} else if code, msg := s.startOne(r.Context(), st, nil); code != http.StatusAccepted {
 				res.Code, res.Error = code, msg
 			} else {
 				res.Code, res.Accepted = code, ns(s.b.Now())
@@ -636,14 +641,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		defer close(jobs)
 		work := func(req StartRequest) {
 			res := StartResult{Run: req.Run}
-			s.mu.Lock()
-			_, ended := st.ended[req.Run]
-			s.mu.Unlock()
 			if req.Run == "" || req.Scenario == "" {
 				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
-			} else if ended {
-				res.Code, res.Error = http.StatusConflict, "run "+req.Run+" exists"
-			} else if code, msg := s.startOne(ctx, req); code != http.StatusAccepted {
+			} else if code, msg := s.startOne(ctx, req, st.ended); code != http.StatusAccepted {
 				res.Code, res.Error = code, msg
 			} else {
 				res.Code, res.Accepted = code, ns(s.b.Now())
