@@ -264,11 +264,8 @@ type Stream struct {
 	conn net.Conn
 	mu   sync.Mutex // one start's chunk at a time
 	buf  []byte
-	body io.ReadCloser
-	// lines reads the answer's lines; next's decoding is only the
-	// reader's.
-	lines *bufio.Reader
-	long  []byte
+	// lines reads the answer's lines (only Next).
+	lines *lineReader
 	// events is the array a timeline's events are read into, reused by
 	// the next line (Next).
 	events []Event
@@ -327,7 +324,7 @@ func (c *Client) OpenStream(ctx context.Context, session string) (*Stream, error
 		return nil, &StatusError{Code: resp.StatusCode, Msg: fmt.Sprintf("POST %s: %s: %s", path, resp.Status, e.Error)}
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &Stream{conn: conn, body: resp.Body, lines: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+	return &Stream{conn: conn, lines: newLineReader(resp.Body, maxBody)}, nil
 }
 
 // Start writes req's start on the stream, as one chunk. at is called
@@ -359,31 +356,12 @@ func (st *Stream) Start(req StartRequest, at func() time.Duration) (time.Duratio
 // stream. A timeline's events are valid until the next call (their array
 // is reused: a run's events are read once, then fed to the driver).
 func (st *Stream) Next() (StreamMessage, error) {
-	var line []byte
-	for {
-		part, err := st.lines.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if st.long = append(st.long, part...); len(st.long) > maxBody {
-				return StreamMessage{}, fmt.Errorf("%w: session stream: a line over %d bytes", ErrProtocol, maxBody)
-			}
-			continue
-		}
-		line = part
-		if st.long != nil {
-			line, st.long = append(st.long, part...), nil
-		}
-		if err != nil {
-			if err == io.EOF && len(bytes.TrimSpace(line)) > 0 {
-				return StreamMessage{}, fmt.Errorf("%w: session stream: ends inside a line", ErrProtocol)
-			}
-			if err == io.EOF {
-				return StreamMessage{}, io.EOF
-			}
-			return StreamMessage{}, fmt.Errorf("session stream: %w", err)
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			break
-		}
+	line, err := st.lines.next()
+	if err == io.EOF {
+		return StreamMessage{}, io.EOF
+	}
+	if err != nil {
+		return StreamMessage{}, fmt.Errorf("session stream: %w", err)
 	}
 	var m StreamMessage
 	if err := decodeStreamMessage(line, &m, st.events); err != nil {

@@ -1,8 +1,6 @@
 package target
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,8 +86,11 @@ type sessionLog struct {
 	// changed is closed when an event or a status of one of runs changes.
 	changed chan struct{}
 	// stream is the session's stream, when one is open (batch 3): runs
-	// with news are queued on it.
+	// with news are queued on it. ended holds, while it is open, the runs
+	// it wrote to their end (and the server forgot): a start of one of
+	// them is refused 409, as while the server held it.
 	stream *streamLog
+	ended  map[string]struct{}
 }
 
 // streamLog is what an open session stream has to write: start results,
@@ -98,10 +99,6 @@ type streamLog struct {
 	wake    chan struct{} // 1 slot: something to write
 	started []StartResult
 	dirty   []*runLog
-	// ended holds the runs the stream wrote to their end (and the server
-	// forgot): a start of one of them on the stream is refused 409, as
-	// while the server held it.
-	ended map[string]struct{}
 }
 
 func (st *streamLog) signal() {
@@ -316,7 +313,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "a start request needs run and scenario")
 		return
 	}
-	code, msg := s.startOne(r.Context(), req, nil)
+	code, msg := s.startOne(r.Context(), req)
 	if code != http.StatusAccepted {
 		httpError(w, code, msg)
 		return
@@ -324,10 +321,8 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, StartReply{Run: req.Run, Accepted: ns(s.b.Now())})
 }
 
-// startOne starts req: 202, or the status and message of why not. ended
-// (nil: none) holds runs the server forgot that are still duplicates: a
-// stream's runs written to their end.
-func (s *Server) startOne(ctx context.Context, req StartRequest, ended map[string]struct{}) (int, string) {
+// startOne starts req: 202, or the status and message of why not.
+func (s *Server) startOne(ctx context.Context, req StartRequest) (int, string) {
 	// What the backend does not declare it cannot run: 422 for every
 	// backend, whether its Start checks or not.
 	if ok, why := s.info.Supports(req.Scenario, req.Options); !ok {
@@ -335,8 +330,8 @@ func (s *Server) startOne(ctx context.Context, req StartRequest, ended map[strin
 	}
 	s.mu.Lock()
 	_, dup := s.runs[req.Run]
-	if _, gone := ended[req.Run]; gone {
-		dup = true // checked under the lock the stream forgets runs with
+	if sl := s.sessions[req.Session]; sl != nil && !dup {
+		_, dup = sl.ended[req.Run]
 	}
 	if !dup {
 		s.newLogLocked(req.Run, req.Session)
@@ -363,6 +358,18 @@ func (s *Server) startOne(ctx context.Context, req StartRequest, ended map[strin
 	return http.StatusAccepted, ""
 }
 
+// startResult starts req as one of several (a batch or a stream): its
+// result, as POST /v1/runs would have answered it.
+func (s *Server) startResult(ctx context.Context, req StartRequest) StartResult {
+	if req.Run == "" || req.Scenario == "" {
+		return StartResult{Run: req.Run, Code: http.StatusBadRequest, Error: "a start request needs run and scenario"}
+	}
+	if code, msg := s.startOne(ctx, req); code != http.StatusAccepted {
+		return StartResult{Run: req.Run, Code: code, Error: msg}
+	}
+	return StartResult{Run: req.Run, Code: http.StatusAccepted, Accepted: ns(s.b.Now())}
+}
+
 // starts answers a batch start (POST /v1/starts): each run started
 // concurrently, each answered.
 func (s *Server) starts(w http.ResponseWriter, r *http.Request) {
@@ -377,15 +384,7 @@ func (s *Server) starts(w http.ResponseWriter, r *http.Request) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := StartResult{Run: st.Run}
-			if st.Run == "" || st.Scenario == "" {
-				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
-			} else if code, msg := s.startOne(r.Context(), st, nil); code != http.StatusAccepted {
-				res.Code, res.Error = code, msg
-			} else {
-				res.Code, res.Accepted = code, ns(s.b.Now())
-			}
-			out.Started[i] = res
+			out.Started[i] = s.startResult(r.Context(), st)
 		}()
 	}
 	wg.Wait()
@@ -595,7 +594,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		httpError(w, http.StatusInternalServerError, "session stream: "+err.Error())
 		return
 	}
-	st := &streamLog{wake: make(chan struct{}, 1), ended: map[string]struct{}{}}
+	st := &streamLog{wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	sl := s.sessions[session]
 	if sl == nil {
@@ -607,14 +606,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		httpError(w, http.StatusConflict, "session "+session+" has a stream open")
 		return
 	}
-	sl.stream = st
+	sl.stream, sl.ended = st, map[string]struct{}{}
 	for _, l := range sl.runs {
 		st.queueLocked(l)
 	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		sl.stream = nil
+		sl.stream, sl.ended = nil, nil
 		for _, l := range st.dirty {
 			l.queued = false
 		}
@@ -640,15 +639,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		jobs := make(chan StartRequest)
 		defer close(jobs)
 		work := func(req StartRequest) {
-			res := StartResult{Run: req.Run}
-			if req.Run == "" || req.Scenario == "" {
-				res.Code, res.Error = http.StatusBadRequest, "a start request needs run and scenario"
-			} else if code, msg := s.startOne(ctx, req, st.ended); code != http.StatusAccepted {
-				res.Code, res.Error = code, msg
-			} else {
-				res.Code, res.Accepted = code, ns(s.b.Now())
-			}
-			if res.Code != http.StatusAccepted {
+			if res := s.startResult(ctx, req); res.Code != http.StatusAccepted {
 				// An accepted start is answered by its run's timeline.
 				s.mu.Lock()
 				st.started = append(st.started, res)
@@ -710,7 +701,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 				// ahead of its terminal event keeps the run until the
 				// event is written too.
 				s.forgetLocked(l.run)
-				st.ended[l.run] = struct{}{}
+				sl.ended[l.run] = struct{}{}
 			}
 			timelines = append(timelines, tl)
 		}
@@ -740,32 +731,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 // maxLine bounds one line of a session stream.
 const maxLine = 16 << 20
 
-// readLines calls fn with each line of r (without its newline; blank lines
-// skipped) until r ends (io.EOF), fn fails, or a line is over maxLine.
+// readLines calls fn with each line of r that is not blank until r ends
+// (io.EOF), fn fails, or a line is over maxLine.
 func readLines(r io.Reader, fn func(line []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte
+	lr := newLineReader(r, maxLine)
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if long = append(long, line...); len(long) > maxLine {
-				return fmt.Errorf("a stream line is over %d bytes", maxLine)
-			}
-			continue
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			if err == io.EOF {
-				return fmt.Errorf("the stream ends inside a line: %.200q", line)
-			}
-			if ferr := fn(line); ferr != nil {
-				return ferr
-			}
-		}
+		line, err := lr.next()
 		if err != nil {
+			return err
+		}
+		if err := fn(line); err != nil {
 			return err
 		}
 	}

@@ -265,10 +265,6 @@ func (s *Session) Batched() bool { return s.batch }
 // itself, on its schedule.
 func (s *Session) SendsOnly() bool { return s.streams }
 
-// Streamed reports whether the session starts and follows its runs on a
-// session stream (the target declares batch 3).
-func (s *Session) Streamed() bool { return s.streams }
-
 // Polls counts the session's timeline polls so far (batch polls included,
 // one per poll).
 func (s *Session) Polls() PollStats {
@@ -432,7 +428,6 @@ func (s *Session) streamLocked(ctx context.Context) (*Stream, error) {
 // target's message).
 func (s *Session) startStreamed(ctx context.Context, id string, p engine.Program) error {
 	f := s.newFollower(id, p)
-	f.final = true
 	s.smu.Lock()
 	st, err := s.streamLocked(ctx)
 	s.smu.Unlock()
@@ -652,11 +647,10 @@ type follower struct {
 	// confirmed is set once the target accepted the run's start (batch
 	// polls list its cursor from then on).
 	confirmed bool
-	// st is the stream the run was started on; final is set for a run
-	// followed on a stream, whose lines are not asked again: a terminal
-	// status without its terminal event ends the run at once.
-	st    *Stream
-	final bool
+	// st is the stream the run was started on (nil: it is polled). A
+	// stream's lines are not asked again: for a terminal status without
+	// its terminal event the stream's reader waits (lateEnd).
+	st *Stream
 	// lateEnd ends a stream's run whose status is over lateWait after it
 	// said so, if its terminal event has not come (nil until then).
 	lateEnd *time.Timer
@@ -729,7 +723,7 @@ func (f *follower) apply(tl Timeline) outcome {
 	if !tl.Terminal() {
 		return more
 	}
-	if f.final {
+	if f.st != nil {
 		// A stream writes the event when it comes: its reader waits
 		// lateWait for it (endLate).
 		return late
@@ -738,7 +732,7 @@ func (f *follower) apply(tl Timeline) outcome {
 	if f.lateTerminal == 0 {
 		f.lateSince = time.Now()
 	}
-	if !f.final && (f.lateTerminal < maxLateTerminal || time.Since(f.lateSince) < lateWait) {
+	if f.lateTerminal < maxLateTerminal || time.Since(f.lateSince) < lateWait {
 		f.lateTerminal++
 		return late
 	}

@@ -505,7 +505,7 @@ func TestStreamBreaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sess.Streamed() {
+	if !sess.SendsOnly() {
 		t.Fatal("the session does not use the built-in server's stream")
 	}
 	sc, _ := scenarios.Get("step")

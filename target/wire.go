@@ -1,8 +1,11 @@
 package target
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -17,6 +20,44 @@ import (
 // null where a value belongs, a key twice, …) is read by encoding/json,
 // whose answer — value or error — is the answer (FuzzStreamLine holds
 // the two to the same result).
+
+// lineReader reads a session stream's lines, each at most max bytes.
+type lineReader struct {
+	r    *bufio.Reader
+	max  int
+	long []byte // a line longer than r's buffer, so far
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line that is not blank (its newline included,
+// valid until the next call); io.EOF when the stream ends between lines.
+func (lr *lineReader) next() ([]byte, error) {
+	for {
+		part, err := lr.r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if lr.long = append(lr.long, part...); len(lr.long) > lr.max {
+				return nil, fmt.Errorf("%w: a stream line over %d bytes", ErrProtocol, lr.max)
+			}
+			continue
+		}
+		line := part
+		if lr.long != nil {
+			line, lr.long = append(lr.long, part...), nil
+		}
+		blank := len(bytes.TrimSpace(line)) == 0
+		switch {
+		case err == io.EOF && !blank:
+			return nil, fmt.Errorf("%w: the stream ends inside a line: %.200q", ErrProtocol, line)
+		case err != nil:
+			return nil, err
+		case !blank:
+			return line, nil
+		}
+	}
+}
 
 // decodeStreamMessage reads one line a target wrote on a session stream.
 // A timeline's events go into events' array when it has room (nil: a new
