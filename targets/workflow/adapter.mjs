@@ -23,6 +23,7 @@ import { isMainThread, parentPort, Worker, workerData } from "node:worker_thread
 import { RunLog, KEEP_MS, parseWait } from "./lib/timeline.mjs";
 import { checkHistory, isTerminal, readEvents } from "./lib/history.mjs";
 import { startPostgres } from "./lib/pgserver.mjs";
+import { ChunkOrder, chunkIndexer } from "./lib/chunks.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const NAME = "durabench-target-workflow";
@@ -864,21 +865,29 @@ export class Adapter {
 
   // readStream reads a stream run's stream as the SDK's users do (the
   // run's getReadable()), reported as the stage's reader (index 1, source
-  // sdk): each chunk's read time with its writer's stamp and its size.
+  // sdk): each chunk's read time with its writer's index and stamp (the
+  // chunk says which it is: lib/chunks.mjs) and its size. A chunk read
+  // out of order, twice or not the writer's is an anomaly of the run.
   readStream(st, sdkRun) {
     const log = this.logs.get(st.run);
+    const indexOf = chunkIndexer(st.chunks, st.sizes);
+    const order = new ChunkOrder(st.chunks);
     st.reader = (async () => {
       log.add({ kind: "step_started", at: abs(performance.now()), source: "sdk", stage: 0, index: 1, attempt: 1 });
       let i = 0;
       for await (const c of sdkRun.getReadable()) {
         const at = abs(performance.now());
-        log.add({ kind: "chunk_read", at, source: "sdk", stage: 0, index: i, written: st.written[i] ?? at, bytes: chunkBytes(c) });
+        const w = indexOf(c);
+        order.read(w);
+        const index = w >= 0 ? w : i;
+        log.add({ kind: "chunk_read", at, source: "sdk", stage: 0, index, written: (w >= 0 && st.written[w]) || at, bytes: chunkBytes(c) });
         i++;
       }
       log.add({ kind: "step_completed", at: abs(performance.now()), source: "sdk", stage: 0, index: 1, attempt: 1 });
-      if (i !== st.chunks) st.readAnomaly = { kind: "stream_chunks", detail: `the reader read ${i} chunks, the writer writes ${st.chunks}` };
+      st.readAnomalies.push(...order.anomalies);
+      if (i !== st.chunks) st.readAnomalies.push({ kind: "stream_chunks", detail: `the reader read ${i} chunks, the writer writes ${st.chunks}` });
     })().catch((e) => {
-      st.readAnomaly = { kind: "stream_read_failed", detail: `reading the run's stream: ${e.message}` };
+      st.readAnomalies.push(...order.anomalies, { kind: "stream_read_failed", detail: `reading the run's stream: ${e.message}` });
     });
   }
 
@@ -939,7 +948,7 @@ export class Adapter {
   // startRun starts a run: 202 with the SDK's run id once start()
   // returned (the run is durable), 422 for what the SDK cannot run.
   async startRun(run, scenario, options) {
-    let args, steps, chunks;
+    let args, steps, chunks, sizes = [];
     try {
       const body = durationOption(options, "body", 0);
       switch (scenario) {
@@ -972,7 +981,7 @@ export class Adapter {
           chunks = intOption(options, "chunks", def, this.flags.maxChunks);
           const shape = scenario === "stream-overhead" ? (options?.shape || "text") : "text";
           if (shape !== "text" && shape !== "structured") throw new Unsupported(`option shape=${shape}: want text or structured`);
-          const sizes = scenario === "stream-sizes" ? sizesOption(options, "64/1KB/16KB/64KB") : [];
+          if (scenario === "stream-sizes") sizes = sizesOption(options, "64/1KB/16KB/64KB");
           steps = 1; // the writer; the reader is the adapter
           args = [run, chunks, durationOption(options, "interval", 10), shape, sizes];
           break;
@@ -1002,7 +1011,7 @@ export class Adapter {
     }
     const log = new LogSink(run, this.post);
     this.logs.set(run, log);
-    const st = { run, sdkRun: "", chunks, written: [], reader: null, readAnomaly: null, steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), settled: null, settledR: null, cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
+    const st = { run, sdkRun: "", chunks, sizes, written: [], reader: null, readAnomalies: [], steps: new Map(), bodies: new Map(), expect: steps, seen: new Set(), reading: false, again: false, lastRead: 0, timer: null, terminal: null, statusEarly: false, hook: scenario === "hook-step", hookDone: false, lastFull: Date.now(), settled: null, settledR: null, cost: { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 } };
     st.settled = new Promise((r) => (st.settledR = r));
     this.runs.set(run, st);
     let r;
@@ -1162,7 +1171,7 @@ export class Adapter {
       let timer;
       const done = await Promise.race([st.reader.then(() => true), new Promise((r) => (timer = setTimeout(() => r(false), READER_GRACE_MS)))]);
       clearTimeout(timer);
-      if (!done) st.readAnomaly = { kind: "stream_unfinished", detail: `the run's stream was still open ${READER_GRACE_MS / 1000} s after its terminal event` };
+      if (!done) st.readAnomalies.push({ kind: "stream_unfinished", detail: `the run's stream was still open ${READER_GRACE_MS / 1000} s after its terminal event` });
     }
     let anomalies = [];
     try {
@@ -1174,7 +1183,7 @@ export class Adapter {
       anomalies = [{ kind: "unreadable", detail: `the event log could not be read again: ${e.message}` }];
     }
     if (st.early) anomalies.unshift(st.early);
-    if (st.readAnomaly) anomalies.push(st.readAnomaly);
+    anomalies.push(...st.readAnomalies);
     const us = (ms) => Math.round(ms * 1000);
     const cost = {
       deliveries: st.cost.deliveries, host_us: us(st.cost.hostMs), handler_us: us(st.cost.handlerMs),
