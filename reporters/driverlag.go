@@ -39,9 +39,22 @@ func lagWarnings(cells []*results.Cell, lab labeler) []string {
 			continue
 		}
 		if float64(c.DriverLag.P99) > DriverLagShare*float64(ttfs.P50) {
-			out = append(out, fmt.Sprintf("%s: driver lag p99 %s is over %.0f%% of TTFS p50 %s: the driver, not the engine, set the tail",
-				lab.label(c), fmtUS(c.DriverLag.P99), 100*DriverLagShare, fmtUS(ttfs.P50)))
+			out = append(out, fmt.Sprintf("%s: driver lag p99 %s is over %.0f%% of TTFS p50 %s: the driver, not the engine, set the tail%s",
+				lab.label(c), fmtUS(c.DriverLag.P99), 100*DriverLagShare, fmtUS(ttfs.P50), busy(c.CPU)))
 		}
 	}
 	return out
+}
+
+// busy says, for a lag warning, how many cores durabench and the target
+// it started kept busy during the cell: a target that keeps the machine's
+// cores busy delays the driver's wake-ups.
+func busy(c *results.CellCPU) string {
+	if c == nil {
+		return ""
+	}
+	if c.TargetCores == nil {
+		return fmt.Sprintf(" (durabench kept %.2f cores busy)", c.DurabenchCores)
+	}
+	return fmt.Sprintf(" (durabench kept %.2f cores busy, the target %.2f)", c.DurabenchCores, *c.TargetCores)
 }

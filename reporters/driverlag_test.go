@@ -57,6 +57,18 @@ func TestDriverLagInReports(t *testing.T) {
 			t.Errorf("the cell that kept its schedule is warned about:\n%s", out)
 		}
 	}
+	// The warning says how busy durabench and the target kept the cores,
+	// when the cell recorded it.
+	tc := 1.06
+	f.Cells[1].CPU = &results.CellCPU{DurabenchCores: 0.58, TargetCores: &tc}
+	var busy bytes.Buffer
+	if err := Text(&busy, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(busy.String(), "set the tail (durabench kept 0.58 cores busy, the target 1.06)") {
+		t.Errorf("the warning does not say how busy the cores were:\n%s", busy.String())
+	}
+	f.Cells[1].CPU = nil
 	if !strings.Contains(txt.String(), "TTFS p50      p99  lag p50      p99") {
 		t.Errorf("text report: no lag columns after TTFS:\n%s", txt.String())
 	}

@@ -332,6 +332,10 @@ func validateCell(name, at string, c *Cell) error {
 		return bad("stalls", "%d of %d runs", c.Stalls, c.Runs)
 	case c.Anomalies < 0 || c.Anomalies > c.Runs:
 		return bad("anomalies", "%d of %d runs", c.Anomalies, c.Runs)
+	case c.CPU != nil && !(c.CPU.DurabenchCores >= 0):
+		return bad("cpu.durabench_cores", "%g, want a number of cores >= 0", c.CPU.DurabenchCores)
+	case c.CPU != nil && c.CPU.TargetCores != nil && !(*c.CPU.TargetCores >= 0):
+		return bad("cpu.target_cores", "%g, want a number of cores >= 0", *c.CPU.TargetCores)
 	case c.Metrics == nil:
 		return bad("metrics", "missing")
 	}

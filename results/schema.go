@@ -193,6 +193,9 @@ type Cell struct {
 	ElapsedMS float64 `json:"elapsed_ms"`
 	// DriverLagUS summarises actual − scheduled start (open-loop pacing).
 	DriverLag *Metric `json:"driver_lag,omitempty"`
+	// CPU is what the cell cost the machine's processors while its driver
+	// ran, warm-up included (absent when it could not be read).
+	CPU *CellCPU `json:"cpu,omitempty"`
 	// Metrics maps a metric name (metrics package constants: "ttfs", "ttls",
 	// "skew", "skew_offset", "stso", "stso_inline", "stso_queue", "wo",
 	// "ttc", ...) to its summary.
@@ -227,6 +230,18 @@ type Cell struct {
 	// transiently and were retried). Absent when there were none; reports
 	// show it next to stalls and errors.
 	WorldIncidents *world.Incidents `json:"world_incidents,omitempty"`
+}
+
+// CellCPU is the cores a cell kept busy on average (CPU time over the
+// wall time its driver ran, 1 = one core all the time).
+type CellCPU struct {
+	// DurabenchCores is durabench's own process: its driver, and the
+	// engine when it runs in process.
+	DurabenchCores float64 `json:"durabench_cores"`
+	// TargetCores is the adapter's process of a target durabench started
+	// (not its children, such as a PostgreSQL server; Linux, to the
+	// kernel's 10 ms accounting); absent for a target reached by URL.
+	TargetCores *float64 `json:"target_cores,omitempty"`
 }
 
 // WorkerStat is one external worker's part in a cell.

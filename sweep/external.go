@@ -126,7 +126,9 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
 		OnRun: prog.Run, External: cell,
 	}
+	m := startCPU(nil)
 	res, derr := driver.Run(ctx, dc)
+	cpu := m.stop()
 	rep := cell.End(ctx, endTimeout)
 	if derr != nil {
 		return results.Cell{}, nil, derr
@@ -135,6 +137,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		return results.Cell{}, res, nil
 	}
 	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open()))
+	rc.CPU = cpu // durabench's own: the workers' processes are their machines'
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())
 	for _, wr := range rep.Workers {

@@ -263,7 +263,17 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	}
 	var res *driver.Result
 	var derr error
-	if err := w.run(ctx, func(ctx context.Context) { res, derr = driver.Run(ctx, dc) }); err != nil && res == nil {
+	var cpu *results.CellCPU // real time only: a sim cell replays its seed exactly, results and all
+	if err := w.run(ctx, func(ctx context.Context) {
+		var m *cpuMeter
+		if !c.World.VirtualTime {
+			m = startCPU(nil)
+		}
+		res, derr = driver.Run(ctx, dc)
+		if m != nil {
+			cpu = m.stop()
+		}
+	}); err != nil && res == nil {
 		if ctx.Err() != nil {
 			return results.Cell{}, &driver.Result{Interrupted: true}, nil
 		}
@@ -276,6 +286,7 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 		return results.Cell{}, res, nil
 	}
 	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open()))
+	rc.CPU = cpu
 	// The world is the cell's own: its incident counts are the cell's.
 	if inc := world.IncidentsOf(w.World); inc.Total() > 0 {
 		rc.WorldIncidents = &inc

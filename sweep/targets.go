@@ -308,7 +308,9 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
 		OnRun: prog.Run,
 	}
+	m := startCPU(lt.plugin.CPU)
 	res, err := driver.Run(ctx, dc)
+	cpu := m.stop()
 	if err != nil {
 		// Every run failed because the adapter died: say so, with its
 		// last log lines, not only what the first start ran into.
@@ -321,6 +323,7 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 		return results.Cell{}, res, nil
 	}
 	rc := c.declared(res.Summarize(id, p.metricsConfig(c), c.Pacer.Open()))
+	rc.CPU = cpu
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	cw := sess.ClockWatch()
 	rc.ClockErrorUS, rc.ClockDriftUS = us(cw.Start.RTT/2), us(cw.Drift)

@@ -2,14 +2,12 @@ package target_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,25 +96,11 @@ type child struct {
 	pid int
 }
 
-// cpu is the child's user + system CPU time so far (/proc/PID/stat), 0
-// when it cannot be read.
+// cpu is the child's user + system CPU time so far, 0 when it cannot be
+// read.
 func (c child) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's closing parenthesis; utime and stime
-	// are the 14th and 15th of the whole line, in clock ticks (100/s).
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	d, _ := target.ProcessCPU(c.pid)
+	return d
 }
 
 // startChild starts a child serving kind; the child stops when the

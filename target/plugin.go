@@ -215,6 +215,15 @@ func Launch(ctx context.Context, name, path string, args []string, logw io.Write
 	}
 }
 
+// CPU is the adapter process's user + system CPU time so far (not its
+// children's), false for no adapter or where it cannot be read.
+func (p *Plugin) CPU() (time.Duration, bool) {
+	if p == nil || p.cmd.Process == nil {
+		return 0, false
+	}
+	return ProcessCPU(p.cmd.Process.Pid)
+}
+
 // Stop sends SIGTERM and waits up to 30 s for the adapter to exit, then
 // kills it. It returns the adapter's exit error, if any.
 func (p *Plugin) Stop() error {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,17 @@ func TestSweepTargetsSideBySide(t *testing.T) {
 	}
 	var ref, tgt, skipped int
 	for _, c := range f.Cells {
+		// What the cell kept busy: durabench's process, and an adapter it
+		// started (read from /proc on Linux).
+		switch {
+		case c.Skipped != "":
+		case c.CPU == nil:
+			t.Errorf("cell %s %d br %s: no cpu", c.Scenario, c.Branches, c.Target)
+		case c.Target == "" && (c.CPU.DurabenchCores <= 0 || c.CPU.TargetCores != nil):
+			t.Errorf("reference cell %d br: cpu %+v, want durabench's cores (the engine runs in it) and no target's", c.Branches, *c.CPU)
+		case c.Target != "" && runtime.GOOS == "linux" && c.CPU.TargetCores == nil:
+			t.Errorf("target cell %d br: cpu %+v, want the adapter's cores", c.Branches, *c.CPU)
+		}
 		switch {
 		case c.Target == "":
 			ref++

@@ -1,0 +1,66 @@
+package sweep
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/durabench/durabench/results"
+)
+
+// cpuMeter measures what a cell cost the machine's processors while its
+// driver ran (warm-up included): durabench's own process — its driver,
+// and the engine when that runs in process — and, for a target durabench
+// started, the adapter's process. On a machine the two share, a driver
+// lag warning is read against it: a target that keeps the cores busy
+// delays the driver's wake-ups (docs/performance.md, Driver capacity).
+type cpuMeter struct {
+	wall   time.Time
+	self   time.Duration
+	selfOK bool
+	target func() (time.Duration, bool)
+	t0     time.Duration
+	tOK    bool
+}
+
+// startCPU starts measuring; target reads the target process's CPU time
+// so far (nil: durabench started none).
+func startCPU(target func() (time.Duration, bool)) *cpuMeter {
+	m := &cpuMeter{wall: time.Now(), target: target}
+	m.self, m.selfOK = processCPU()
+	if target != nil {
+		m.t0, m.tOK = target()
+	}
+	return m
+}
+
+// stop returns the cores each process kept busy on average since start
+// (CPU time / wall time), nil when not even durabench's own can be read.
+func (m *cpuMeter) stop() *results.CellCPU {
+	wall := time.Since(m.wall)
+	self, ok := processCPU()
+	if !m.selfOK || !ok || wall <= 0 {
+		return nil
+	}
+	c := &results.CellCPU{DurabenchCores: cores(self-m.self, wall)}
+	if m.tOK {
+		if t, ok := m.target(); ok {
+			v := cores(t-m.t0, wall)
+			c.TargetCores = &v
+		}
+	}
+	return c
+}
+
+// cores is cpu over wall, to two decimals.
+func cores(cpu, wall time.Duration) float64 {
+	return float64(int64(100*cpu.Seconds()/wall.Seconds()+0.5)) / 100
+}
+
+// processCPU is this process's user + system CPU time (getrusage).
+func processCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
