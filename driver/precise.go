@@ -282,49 +282,36 @@ func (w *waiter) until(ctx context.Context, at, gap time.Duration) {
 	}
 }
 
-// starters start runs on goroutines that outlive them: a run is handed to
-// a starter goroutine idle since its last run, and only when none is idle
-// does a new goroutine start (and stay, once its run started, for the
-// next). A goroutine per run grew its stack afresh for every StartRun —
-// a tenth of the driver's CPU at 50,000 runs/s — and a run is never queued
-// behind another's start (a start request through the protocol may take
-// milliseconds). Real time only: in virtual time every task must be the
-// runtime's (the runtime's Go per run).
+// starters start runs on goroutines that outlive them (world.Workers):
+// a run is never queued behind another's start (a start request through
+// the protocol may take milliseconds). Real time only: in virtual time
+// every task must be the runtime's (the runtime's Go per run).
 type starters struct {
-	rt   world.Runtime
-	jobs chan func() // nil: the runtime's Go per run
+	rt      world.Runtime
+	workers *world.Workers // nil: the runtime's Go per run
 }
 
 func newStarters(rt world.Runtime, real bool) *starters {
 	s := &starters{rt: rt}
 	if real {
-		s.jobs = make(chan func())
+		s.workers = world.NewWorkers()
 	}
 	return s
 }
 
 // start runs fn on an idle starter, or a new one.
 func (s *starters) start(fn func()) {
-	if s.jobs == nil {
+	if s.workers == nil {
 		s.rt.Go(fn)
 		return
 	}
-	select {
-	case s.jobs <- fn:
-	default:
-		go func() {
-			fn()
-			for fn := range s.jobs {
-				fn()
-			}
-		}()
-	}
+	s.workers.Go(fn)
 }
 
 // close lets the starters end once their runs started; start must not be
 // called after it.
 func (s *starters) close() {
-	if s.jobs != nil {
-		close(s.jobs)
+	if s.workers != nil {
+		s.workers.Close()
 	}
 }

@@ -1,10 +1,10 @@
 package sweep
 
 import (
-	"syscall"
 	"time"
 
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/target"
 )
 
 // cpuMeter measures what a cell cost the machine's processors while its
@@ -14,21 +14,21 @@ import (
 // lag warning is read against it: a target that keeps the cores busy
 // delays the driver's wake-ups (docs/performance.md, Driver capacity).
 type cpuMeter struct {
-	wall   time.Time
-	self   time.Duration
-	selfOK bool
-	target func() (time.Duration, bool)
-	t0     time.Duration
-	tOK    bool
+	wall    time.Time
+	self    time.Duration
+	selfOK  bool
+	adapter func() (time.Duration, bool)
+	t0      time.Duration
+	tOK     bool
 }
 
-// startCPU starts measuring; target reads the target process's CPU time
+// startCPU starts measuring; adapter reads the target process's CPU time
 // so far (nil: durabench started none).
-func startCPU(target func() (time.Duration, bool)) *cpuMeter {
-	m := &cpuMeter{wall: time.Now(), target: target}
-	m.self, m.selfOK = processCPU()
-	if target != nil {
-		m.t0, m.tOK = target()
+func startCPU(adapter func() (time.Duration, bool)) *cpuMeter {
+	m := &cpuMeter{wall: time.Now(), adapter: adapter}
+	m.self, m.selfOK = target.SelfCPU()
+	if adapter != nil {
+		m.t0, m.tOK = adapter()
 	}
 	return m
 }
@@ -37,13 +37,13 @@ func startCPU(target func() (time.Duration, bool)) *cpuMeter {
 // (CPU time / wall time), nil when not even durabench's own can be read.
 func (m *cpuMeter) stop() *results.CellCPU {
 	wall := time.Since(m.wall)
-	self, ok := processCPU()
+	self, ok := target.SelfCPU()
 	if !m.selfOK || !ok || wall <= 0 {
 		return nil
 	}
 	c := &results.CellCPU{DurabenchCores: cores(self-m.self, wall)}
 	if m.tOK {
-		if t, ok := m.target(); ok {
+		if t, ok := m.adapter(); ok {
 			v := cores(t-m.t0, wall)
 			c.TargetCores = &v
 		}
@@ -54,13 +54,4 @@ func (m *cpuMeter) stop() *results.CellCPU {
 // cores is cpu over wall, to two decimals.
 func cores(cpu, wall time.Duration) float64 {
 	return float64(int64(100*cpu.Seconds()/wall.Seconds()+0.5)) / 100
-}
-
-// processCPU is this process's user + system CPU time (getrusage).
-func processCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -135,11 +134,8 @@ func startChild(tb testing.TB, kind string) child {
 // cpuTime is this process's user + system CPU time (getrusage): the
 // driver's, the target being another process.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := target.SelfCPU()
+	return d
 }
 
 // protocolFigures are one open-paced single-step cell through the

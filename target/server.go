@@ -632,12 +632,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 	read := make(chan ended, 1)
 	go func() {
 		var starts sync.WaitGroup
-		// Starts run on the stream's workers, each kept while the stream
-		// is open (a new goroutine per start would grow its stack for
-		// every start): an idle one takes the next start, or one more is
-		// made.
-		jobs := make(chan StartRequest)
-		defer close(jobs)
+		// Starts run on the stream's workers, kept while the stream is
+		// open (world.Workers: the engine's start is deep).
+		workers := world.NewWorkers()
+		defer workers.Close()
 		work := func(req StartRequest) {
 			if res := s.startResult(ctx, req); res.Code != http.StatusAccepted {
 				// An accepted start is answered by its run's timeline.
@@ -656,16 +654,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 			req := *cmd.Start
 			req.Session = session
 			starts.Add(1)
-			select {
-			case jobs <- req:
-			default:
-				go func() {
-					work(req)
-					for req := range jobs {
-						work(req)
-					}
-				}()
-			}
+			workers.Go(func() { work(req) })
 			return nil
 		})
 		starts.Wait()

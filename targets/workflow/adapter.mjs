@@ -871,7 +871,7 @@ export class Adapter {
   readStream(st, sdkRun) {
     const log = this.logs.get(st.run);
     const indexOf = chunkIndexer(st.chunks, st.sizes);
-    const order = new ChunkOrder(st.chunks);
+    const order = new ChunkOrder();
     st.reader = (async () => {
       log.add({ kind: "step_started", at: abs(performance.now()), source: "sdk", stage: 0, index: 1, attempt: 1 });
       let i = 0;

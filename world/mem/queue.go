@@ -225,13 +225,11 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 
 func (s *subscription) run() {
 	defer close(s.dispatch)
-	// Handlers run on goroutines kept for the subscription's life: an
-	// idle one takes the next message, or one more starts (at most
-	// Concurrency, the slots). A goroutine per message grew its stack
-	// afresh for every handler (the engine's replay is deep): an eighth
-	// of the reference target's CPU at 10,000 runs/s.
-	jobs := make(chan func())
-	defer close(jobs)
+	// Handlers run on goroutines kept for the subscription's life
+	// (world.Workers; about Concurrency of them, the slots): the engine's
+	// replay is deep.
+	workers := world.NewWorkers()
+	defer workers.Close()
 	q := &s.w.q
 	for {
 		select {
@@ -262,22 +260,12 @@ func (s *subscription) run() {
 		d, gen := s.w.deliverLocked(mm)
 		s.handlers.Add(1)
 		q.mu.Unlock()
-		job := func() {
+		workers.Go(func() {
 			defer s.handlers.Done()
 			err := s.h(s.ctx, d)
 			<-s.slots
 			s.w.settle(mm, gen, err)
-		}
-		select {
-		case jobs <- job:
-		default:
-			s.w.rt.Go(func() {
-				job()
-				for job := range jobs {
-					job()
-				}
-			})
-		}
+		})
 	}
 }
 

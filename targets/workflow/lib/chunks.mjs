@@ -27,7 +27,7 @@ function sizedPrefix(i, n) {
 const PREFIX = 12;
 
 // chunkIndexer returns a function from a chunk as read to the index its
-// writer gave it, or -1 when it is none of the run's chunks chunks.
+// writer gave it, or -1 when it is none of the run's chunks.
 export function chunkIndexer(chunks, sizes) {
   let bySig = null;
   const sized = (c) => {
@@ -63,12 +63,11 @@ export function chunkIndexer(chunks, sizes) {
 // order they were read and says what was wrong with it: a chunk read out
 // of order, read twice, or none of the run's.
 export class ChunkOrder {
-  constructor(chunks) {
-    this.chunks = chunks;
+  constructor() {
     this.seen = new Set();
     this.position = 0;
     this.anomalies = [];
-    this.outOfOrder = null; // the first chunk read out of order
+    this.outOfOrder = false; // a chunk was read out of order (only the first is named)
   }
 
   // read records that the chunk at the next position was the writer's
@@ -86,8 +85,8 @@ export class ChunkOrder {
     }
     this.seen.add(index);
     if (index !== at && !this.outOfOrder) {
-      this.outOfOrder = { kind: "stream_order", detail: `chunk ${index} read at position ${at}` };
-      this.anomalies.push(this.outOfOrder);
+      this.outOfOrder = true;
+      this.anomalies.push({ kind: "stream_order", detail: `chunk ${index} read at position ${at}` });
     }
   }
 }

@@ -33,7 +33,7 @@ test("a chunk read is known by its writer's index, and a read out of order, twic
   assert.equal(text("hello"), -1);
   assert.equal(chunkIndexer(2, [10])(new Uint8Array(10)), -1); // the right size, not the writer's bytes
   const orderOf = (indexes) => {
-    const o = new ChunkOrder(6);
+    const o = new ChunkOrder();
     for (const i of indexes) o.read(i);
     return o.anomalies;
   };
