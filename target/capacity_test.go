@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ import (
 // childEnv names the backend a re-executed test binary serves (see
 // TestMain): the driver's benchmarks need their target in another process,
 // as a sweep's is, so that the driver's CPU and the target's are apart.
-const childEnv = "DURABENCH_TARGET_CHILD"
+// procsEnv is the processors it runs on (--procs; absent: every core).
+const (
+	childEnv = "DURABENCH_TARGET_CHILD"
+	procsEnv = "DURABENCH_TARGET_PROCS"
+)
 
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(childEnv); kind != "" {
@@ -38,6 +43,16 @@ func TestMain(m *testing.M) {
 // version resilient, on mem; "null": no engine) on a loopback port, prints
 // its URL and serves until its standard input closes.
 func serveChild(kind string) int {
+	if p := os.Getenv(procsEnv); p != "" {
+		n, err := strconv.Atoi(p)
+		if err == nil {
+			err = target.SetProcs(n)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, procsEnv, err)
+			return 1
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -102,12 +117,12 @@ func (c child) cpu() time.Duration {
 	return d
 }
 
-// startChild starts a child serving kind; the child stops when the
-// benchmark ends.
-func startChild(tb testing.TB, kind string) child {
+// startChild starts a child serving kind on procs processors (0: every
+// core); the child stops when the benchmark ends.
+func startChild(tb testing.TB, kind string, procs int) child {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+kind)
+	cmd.Env = append(os.Environ(), childEnv+"="+kind, procsEnv+"="+strconv.Itoa(procs))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -241,7 +256,7 @@ func median(fs []protocolFigures, get func(protocolFigures) float64) float64 {
 // ratio precise/coarse is the cost, 1 within noise. TTFS p50 and lag p50
 // are each side's own.
 func BenchmarkProtocolPacing(b *testing.B) {
-	ref := startChild(b, "reference")
+	ref := startChild(b, "reference", 0)
 	const rate, runs = 1000, 500
 	var precise, coarse []protocolFigures
 	for range b.N {
@@ -267,17 +282,21 @@ func BenchmarkProtocolPacing(b *testing.B) {
 // second against the reference target in another process, next to the
 // loopback HTTP floor (the same requests, no engine: nullBackend), with
 // its lag, errors (runs failed, unstarted or lost, all counted) and the
-// driver process's and the target's CPU per run. The session starts and
-// follows its runs on a session stream (batch 3); the same cell with
-// batch starts and polls (batch 2) and with a request per start and per
-// poll (protocol 1.1 without batch) runs in the same benchmark:
-// stream/batch and stream/per-run are what each gained.
+// driver process's and the target's CPU per run. The target runs on one
+// processor (--procs 1: on a machine it shares with the driver, what leaves
+// the driver a core); the same cell against it on every core (all-procs-*)
+// runs beside it. The session starts and follows its runs on a session
+// stream (batch 3); the same cell with batch starts and polls (batch 2)
+// and with a request per start and per poll (protocol 1.1 without batch)
+// runs in the same benchmark: stream/batch and stream/per-run are what
+// each gained.
 func BenchmarkCapacityProtocol(b *testing.B) {
-	ref, null := startChild(b, "reference"), startChild(b, "null")
+	ref, all, null := startChild(b, "reference", 1), startChild(b, "reference", 0), startChild(b, "null", 0)
 	const rate, runs = 10000, 10000
-	var eng, floor, batch, perRun []protocolFigures
+	var eng, allProcs, floor, batch, perRun []protocolFigures
 	for range b.N {
 		eng = append(eng, protocolCell(b, ref, rate, runs, false, "stream"))
+		allProcs = append(allProcs, protocolCell(b, all, rate, runs, false, "stream"))
 		floor = append(floor, protocolCell(b, null, rate, runs, false, "stream"))
 		batch = append(batch, protocolCell(b, ref, rate, runs, false, "batch"))
 		perRun = append(perRun, protocolCell(b, ref, rate, runs, false, "per-run"))
@@ -296,6 +315,12 @@ func BenchmarkCapacityProtocol(b *testing.B) {
 	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.cpuPerRun }), "floor-cpu-us/run")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.targetCPUPerRun }), "target-cpu-us/run")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.ttfsP50 }), "ttfs-p50-us")
+	b.ReportMetric(median(allProcs, rps), "all-procs-runs/s")
+	b.ReportMetric(median(allProcs, func(f protocolFigures) float64 { return f.lagP99 }), "all-procs-lag-p99-us")
+	b.ReportMetric(median(allProcs, func(f protocolFigures) float64 { return float64(f.errors) }), "all-procs-errors")
+	b.ReportMetric(median(allProcs, func(f protocolFigures) float64 { return f.cpuPerRun }), "all-procs-cpu-us/run")
+	b.ReportMetric(median(allProcs, func(f protocolFigures) float64 { return f.targetCPUPerRun }), "all-procs-target-cpu-us/run")
+	b.ReportMetric(median(allProcs, func(f protocolFigures) float64 { return f.ttfsP50 }), "all-procs-ttfs-p50-us")
 	b.ReportMetric(median(batch, rps), "batch-runs/s")
 	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.lagP50 }), "batch-lag-p50-us")
 	b.ReportMetric(median(batch, func(f protocolFigures) float64 { return f.lagP99 }), "batch-lag-p99-us")

@@ -74,6 +74,7 @@ func Serve(ctx context.Context, addr string, b Backend, ready io.Writer) error {
 func Main(name string, setup func(fs *flag.FlagSet) func(ctx context.Context) (Backend, error)) {
 	fs := flag.NewFlagSet(ExecutablePrefix+name, flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on (port 0: a free port)")
+	procs := fs.Int("procs", 0, "processors the adapter's Go runtime runs on (GOMAXPROCS; 0: every core)")
 	build := setup(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -83,6 +84,10 @@ func Main(name string, setup func(fs *flag.FlagSet) func(ctx context.Context) (B
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "%s%s: unexpected argument %q\n", ExecutablePrefix, name, fs.Arg(0))
+		os.Exit(2)
+	}
+	if err := SetProcs(*procs); err != nil {
+		fmt.Fprintf(os.Stderr, "%s%s: %v\n", ExecutablePrefix, name, err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

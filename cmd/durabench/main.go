@@ -38,7 +38,7 @@ usage:
                                             explore seeds on the sim world and check the engine's invariants
   durabench worker  --nats-url URL [--concurrency N] [--id NAME]
                                             engine worker for sweep --workers external
-  durabench target  serve reference [--world mem|nats] [--version V] [--addr HOST:PORT]
+  durabench target  serve reference [--world mem|nats] [--version V] [--procs N] [--addr HOST:PORT]
                                             serve the built-in engine over the target protocol (prints its URL)
   durabench target  check reference|NAME|URL [--runs N] [--run-timeout D] [--log FILE]
                                             conformance checker for a target: the built-in engine, an

@@ -111,6 +111,7 @@ func TestBadInput(t *testing.T) {
 		{"bad target", []string{"sweep", "--targets", "reference,Go Workflows"}, []string{"--targets", `"Go Workflows" is not a target`}},
 		{"missing adapter", []string{"sweep", "--targets", "nosuchengine"}, []string{"--targets", "durabench-target-nosuchengine"}},
 		{"target twice", []string{"sweep", "--targets", "reference,reference"}, []string{"--targets", "given twice"}},
+		{"negative procs", []string{"target", "serve", "reference", "--procs", "-1"}, []string{"--procs -1", "0 (every core) or more"}},
 		{"yaml bad target", []string{"sweep", "-f", "bad-target.yaml"}, []string{"bad-target.yaml:1:", "targets:", `"http://" is not a target URL`}},
 		{"yaml unknown key", []string{"sweep", "-f", "unknown-key.yaml"}, []string{"unknown-key.yaml:2:", "repz:", "unknown field"}},
 		{"yaml wrong type", []string{"sweep", "-f", "wrong-type.yaml"}, []string{"wrong-type.yaml:1:", "reps:", "want an integer"}},

@@ -49,6 +49,7 @@ func cmdTargetServe(ctx context.Context, args []string, stdout, stderr io.Writer
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on (port 0: a free port)")
 	worldName := fs.String("world", "mem", "world the engine runs on")
 	version := fs.String("version", "pending-count", "engine version")
+	procs := fs.Int("procs", 0, "processors the target's Go runtime runs on (GOMAXPROCS; 0: every core; 1 leaves a driver on the same machine a core)")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return -1, err
@@ -59,6 +60,9 @@ func cmdTargetServe(ctx context.Context, args []string, stdout, stderr io.Writer
 	v, err := engine.LookupVersion(*version)
 	if err != nil {
 		return -1, usageErr("--version: %v", err)
+	}
+	if err := target.SetProcs(*procs); err != nil {
+		return -1, usageErr("%v", err)
 	}
 	kind, err := worlds.Lookup(*worldName)
 	if err != nil {

@@ -15,11 +15,11 @@ import (
 )
 
 // TestTargetServeAndCheck: `durabench target serve reference` prints its
-// URL and serves the built-in engine over the target protocol; `durabench
-// target check URL` passes it (exit 0, PASS); a URL where no target answers
-// is one line, exit 2.
+// URL and serves the built-in engine over the target protocol (here on one
+// processor, --procs 1); `durabench target check URL` passes it (exit 0,
+// PASS); a URL where no target answers is one line, exit 2.
 func TestTargetServeAndCheck(t *testing.T) {
-	cmd := exec.Command(bin, "target", "serve", "reference", "--world", "nats")
+	cmd := exec.Command(bin, "target", "serve", "reference", "--world", "nats", "--procs", "1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +151,11 @@ func TestTargetCheckByName(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "target: testref pending-count") || !strings.Contains(r.stdout, "PASS") {
 		t.Fatalf("check testref: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Every adapter built on target.Main takes --procs.
+	r = durabench(t, dir, "target", "check", "testref --procs=1", "--runs", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "PASS") {
+		t.Fatalf("check 'testref --procs=1': exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = durabench(t, dir, "list")
 	if r.code != 0 || !regexp.MustCompile(`(?m)^  testref +\S*durabench-target-testref$`).MatchString(r.stdout) {
 		t.Errorf("durabench list does not show the installed adapter:\n%s", r.stdout)
@@ -162,6 +167,10 @@ func TestTargetCheckByName(t *testing.T) {
 	r = durabench(t, dir, "sweep", "--targets", "testref --no-such-flag", "--world", "mem", "--reps", "1", "--warmup", "0", "--out", "out")
 	if r.code == 0 || !strings.Contains(r.stderr, "exited before it was ready") || !strings.Contains(r.stderr, "no-such-flag") {
 		t.Fatalf("sweep with a broken adapter: exit %d, stderr %q; want the adapter's own error", r.code, r.stderr)
+	}
+	r = durabench(t, dir, "target", "check", "testref --procs=-1")
+	if r.code == 0 || !strings.Contains(r.stderr, "--procs -1") {
+		t.Fatalf("check 'testref --procs=-1': exit %d, stderr %q; want the adapter's error naming --procs", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out", "results.json")); err == nil {
 		t.Errorf("a sweep whose target never started wrote results.json")
