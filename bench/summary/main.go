@@ -142,7 +142,7 @@ var details = []struct {
 		{"cpu-%", "CPU"}, {"coarse-cpu-%", "coarse CPU"}}},
 	{regexp.MustCompile(`^CapacityProtocol$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
 		{"errors", "errors"}, {"floor-errors", "floor errors"}, {"cpu-us/run", "driver CPU"}, {"target-cpu-us/run", "target CPU"}, {"floor-cpu-us/run", "floor CPU"},
-		{"all-procs-lag-p99-us", "target on every core: lag p99"}, {"all-procs-target-cpu-us/run", "target CPU"}, {"all-procs-errors", "errors"},
+		{"all-procs-lag-p99-us", "target on every core: lag p99"}, {"all-procs-target-cpu-us/run", "its CPU"}, {"all-procs-errors", "its errors"},
 		{"batch-lag-p99-us", "batch 2 lag p99"}, {"batch-cpu-us/run", "batch 2 driver CPU"}, {"batch-target-cpu-us/run", "batch 2 target CPU"},
 		{"per-run-runs/s", "per-run polls"}, {"per-run-cpu-us/run", "per-run CPU"}}},
 	{regexp.MustCompile(`^SleepOvershoot/`), []part{{"overshoot-p90-us", "p90"}, {"overshoot-p99-us", "p99"}}},
