@@ -48,6 +48,23 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 	// it (and nobody else) runs the step.
 	owned := make([]bool, len(inline))
 	s := st.current
+	// Held before the create, so that an activation loading the log the
+	// moment after it sees the step as running here (Engine.inline); the
+	// steps another invocation owns are let go once created, the rest
+	// when this dispatch returns.
+	keys := make([]string, len(inline))
+	for i, idx := range inline {
+		keys[i] = inlineKey(inv.run, inv.prog.step(s, idx).id)
+		e.inline.add(keys[i], 1)
+	}
+	let := make([]bool, len(inline))
+	defer func() {
+		for i, key := range keys {
+			if !let[i] {
+				e.inline.add(key, -1)
+			}
+		}
+	}()
 
 	if e.f.Dispatch == Parallel {
 		g := e.rt.NewGroup()
@@ -92,6 +109,12 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		}
 	}
 
+	for i := range inline {
+		if !owned[i] {
+			e.inline.add(keys[i], -1)
+			let[i] = true
+		}
+	}
 	for i, idx := range inline {
 		if !owned[i] {
 			continue
@@ -173,6 +196,9 @@ func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input 
 	return res, nil
 }
 
+// inlineKey names a step in Engine.inline.
+func inlineKey(run, step string) string { return run + "/" + step }
+
 // publishStep enqueues the execution message of step (s, idx).
 func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
 	id := inv.prog.step(s, idx).id
@@ -213,6 +239,9 @@ func (e *Engine) republish(ctx context.Context, inv *invocation, s, n int, event
 	for idx := range n {
 		if state[idx] != created {
 			continue
+		}
+		if e.inline.held(inlineKey(inv.run, inv.prog.step(s, idx).id)) {
+			continue // running inline in this engine (see Engine.inline)
 		}
 		e.stats.republished.Add(1)
 		g.Go(func() error { return e.publishStep(ctx, inv, s, idx, e.f.Dispatch == Parallel) })

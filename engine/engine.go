@@ -72,6 +72,40 @@ type Engine struct {
 	// PostgreSQL behind a proxy resetting connections left 2 of 50 runs
 	// completed in the world and unfinished in the results).
 	unconfirmed sync.Map
+
+	// inline holds the steps an invocation of this engine may run inline,
+	// from before their step_created to the end of their body. Such a step
+	// has no message; an activation that finds its stage dispatched (a
+	// race's continuation, looking for losers a dead dispatch left behind)
+	// republishes created, unfinished steps — and a step held here is
+	// neither dead nor left behind: publishing it ran its body twice
+	// (TestEveryVersionCompletesExactlyOnce, race20, 1 in 30). Another
+	// engine sharing the world cannot see it and may still republish it
+	// (at least once, as every redelivery).
+	inline holds
+}
+
+// holds counts holders per key; a key is held while any holds it.
+type holds struct {
+	mu sync.Mutex // short critical section, never held across a wait
+	n  map[string]int
+}
+
+func (h *holds) add(key string, d int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[string]int{}
+	}
+	if h.n[key] += d; h.n[key] <= 0 {
+		delete(h.n, key)
+	}
+}
+
+func (h *holds) held(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[key] > 0
 }
 
 // counters count the engine's recovery paths since it was created (the

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,49 @@ func TestRaceContinuesOnTheFirstAndEndsAfterTheLast(t *testing.T) {
 	}
 	if end < lastEnd {
 		t.Errorf("run ended at %v, before its last branch (%v)", end, lastEnd)
+	}
+}
+
+// slowFirstClaim holds the first claim (step_started) of one step.
+type slowFirstClaim struct {
+	world.World
+	entity string
+	hold   time.Duration
+	seen   atomic.Bool
+}
+
+func (w *slowFirstClaim) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	if ev.Kind == world.StepStarted && ev.Entity == w.entity && w.seen.CompareAndSwap(false, true) {
+		time.Sleep(w.hold)
+	}
+	return w.World.Append(ctx, run, ev, pre)
+}
+
+// A race's continuation runs before the dispatching invocation has started
+// its inline step: the step after the race completes, and the replay that
+// follows looks for losers a dead dispatch left behind. The inline step is
+// created and unfinished, with no message — but it is not left behind: it
+// runs in this engine, once.
+func TestRaceContinuationLeavesAnInlineStepToItsRunner(t *testing.T) {
+	for _, sw := range []string{"none", "resilient-step-dispatch=0"} {
+		t.Run(sw, func(t *testing.T) {
+			set, err := engine.ParseSwitchSet(sw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &slowFirstClaim{World: mem.New(world.Options{}), entity: "0.0", hold: 50 * time.Millisecond}
+			h := start(t, w, set.Apply(version(t, "resilient")))
+			p := raceThenStep(5)
+			h.run(t, "race", p)
+			h.checkExactlyOnce(t, "race", p)
+			h.rec.mu.Lock()
+			defer h.rec.mu.Unlock()
+			for _, s := range h.rec.spans["race"] {
+				if s.Stage == 0 && s.Index == 0 && s.Start < 50*time.Millisecond {
+					t.Errorf("step 0.0 ran at %v from a republished message, while the invocation running it inline was still claiming it", s.Start)
+				}
+			}
+		})
 	}
 }
 
