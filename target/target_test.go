@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -426,58 +426,98 @@ func TestStatusAheadOfTerminalEvent(t *testing.T) {
 	}
 }
 
-// slowStarts is a backend that takes delay to accept each start.
-type slowStarts struct {
+// gatedStarts is a backend that accepts no start until hold after the
+// first one arrived: the starts sent before then keep the session's
+// senders busy, and every other start waits in its queue. It notes when
+// the gate opened on clock (the driver's) and which runs arrived before.
+type gatedStarts struct {
 	target.Backend
-	delay time.Duration
+	hold  time.Duration
+	clock world.Runtime
+	once  sync.Once
+	gate  chan struct{}
+	mu    sync.Mutex
+	at    time.Duration   // when the gate opened
+	early map[string]bool // runs whose start arrived with the gate shut
 }
 
-func (s slowStarts) Start(ctx context.Context, req target.StartRequest) error {
-	time.Sleep(s.delay)
-	return s.Backend.Start(ctx, req)
+func (g *gatedStarts) Start(ctx context.Context, req target.StartRequest) error {
+	g.once.Do(func() {
+		time.AfterFunc(g.hold, func() {
+			g.mu.Lock()
+			g.at = g.clock.Now()
+			g.mu.Unlock()
+			close(g.gate)
+		})
+	})
+	select {
+	case <-g.gate:
+	default:
+		g.mu.Lock()
+		g.early[req.Run] = true
+		g.mu.Unlock()
+		<-g.gate
+	}
+	return g.Backend.Start(ctx, req)
 }
 
-// TestBatchedStartLagCountsTheQueue: a batched start (batch 2) that waits for one of
-// the session's senders (all busy with a target slow to accept starts)
-// left the driver late, and its run's lag says so — not the engine's
-// TTFS alone. At 1,000 runs/s against a target taking 30 ms per start
-// request, starts queue for up to tens of ms; measured when StartRun was
-// called, lag read about 0 (p50 29 ns, max 1 ms).
+// TestBatchedStartLagCountsTheQueue: a batched start (batch 2) that waits
+// for one of the session's senders left the driver late, and its run's lag
+// says so — not the engine's TTFS alone. At 1,000 runs/s against a target
+// that accepts no start for 40 ms, the session's (at most four) senders
+// are busy with the first starts; a start that went out after them was
+// sent once one came back, after the gate opened: its lag is at least the
+// gate's time less its schedule, whatever the machine's load. Measured
+// when StartRun was called, lag read about 0 (p50 29 ns, max 1 ms); a
+// bound drawn from the pacer's schedule alone failed under load (a late
+// pacer's burst puts many runs in the first four starts).
 func TestBatchedStartLagCountsTheQueue(t *testing.T) {
 	v, err := engine.LookupVersion("resilient")
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serveBackend(t, slowStarts{target.NewReference(mem.New(world.Options{}), v), 30 * time.Millisecond})
-	ctx := context.Background()
-	c := client(t, url, "batch")
 	local := mem.New(world.Options{})
 	defer local.Close()
+	g := &gatedStarts{Backend: target.NewReference(mem.New(world.Options{}), v), hold: 40 * time.Millisecond,
+		clock: local.Runtime(), gate: make(chan struct{}), early: map[string]bool{}}
+	url := serveBackend(t, g)
+	ctx := context.Background()
+	c := client(t, url, "batch")
 	sess, err := target.NewSession(ctx, c, "step", nil, local.Runtime())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc, _ := scenarios.Get("step")
 	p, _, _ := sc.Build(scenarios.Values(nil))
-	res, err := driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: "queued", Reps: 60, Warmup: 1,
+	res, err := driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: "queued", Reps: 60,
 		Pacer: driver.OpenRate{Rate: 1000}, CellTimeout: 30 * time.Second, Target: sess})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lag := slices.Clone(res.Lag)
-	slices.Sort(lag)
-	if len(lag) != 60 || lag[0] < 0 {
-		t.Fatalf("%d lags, least %v: want 60, none negative", len(lag), lag[0])
+	if len(res.Lag) != 60 || len(res.Timelines) != 60 {
+		t.Fatalf("%d lags, %d runs: want 60", len(res.Lag), len(res.Timelines))
 	}
-	// Four senders busy 30 ms at a time, a start every 1 ms: most starts
-	// wait (p25 7-8 ms, p50 14-16 ms, max ~30 ms here).
-	if late := lag[len(lag)/2]; late < 5*time.Millisecond || lag[len(lag)-1] < 15*time.Millisecond {
-		t.Fatalf("lag p50 %v, max %v: want the starts' wait for a sender (p50 >= 5 ms, max >= 15 ms)", late, lag[len(lag)-1])
-	}
-	for _, tl := range res.Timelines {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	queued := 0
+	for i, tl := range res.Timelines {
 		if !tl.Finished || tl.Failed {
 			t.Fatalf("run %s: finished %v failed %v %s", tl.ID, tl.Finished, tl.Failed, tl.Error)
 		}
+		lag := res.Lag[i]
+		if lag < 0 {
+			t.Fatalf("run %s: lag %v, negative", tl.ID, lag)
+		}
+		if g.early[tl.ID] || tl.T0 > g.at-10*time.Millisecond {
+			continue
+		}
+		queued++
+		if want := g.at - tl.T0; lag < want {
+			t.Errorf("run %s: lag %v, want >= %v: it waited for a sender until the target accepted starts", tl.ID, lag, want)
+		}
+	}
+	if queued < 5 {
+		t.Fatalf("%d runs waited >= 10 ms for a sender: want >= 5 to test their lag", queued)
 	}
 }
 
