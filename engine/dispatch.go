@@ -52,16 +52,14 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 	// moment after it sees the step as running here (Engine.inline); the
 	// steps another invocation owns are let go once created, the rest
 	// when this dispatch returns.
-	keys := make([]string, len(inline))
-	for i, idx := range inline {
-		keys[i] = inlineKey(inv.run, inv.prog.step(s, idx).id)
-		e.inline.add(keys[i], 1)
+	created := false
+	for _, idx := range inline {
+		e.inline.add(stepKey{inv.run, s, idx}, 1)
 	}
-	let := make([]bool, len(inline))
 	defer func() {
-		for i, key := range keys {
-			if !let[i] {
-				e.inline.add(key, -1)
+		for i, idx := range inline {
+			if !created || owned[i] {
+				e.inline.add(stepKey{inv.run, s, idx}, -1)
 			}
 		}
 	}()
@@ -109,10 +107,10 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 		}
 	}
 
-	for i := range inline {
+	created = true
+	for i, idx := range inline {
 		if !owned[i] {
-			e.inline.add(keys[i], -1)
-			let[i] = true
+			e.inline.add(stepKey{inv.run, s, idx}, -1)
 		}
 	}
 	for i, idx := range inline {
@@ -196,9 +194,6 @@ func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input 
 	return res, nil
 }
 
-// inlineKey names a step in Engine.inline.
-func inlineKey(run, step string) string { return run + "/" + step }
-
 // publishStep enqueues the execution message of step (s, idx).
 func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
 	id := inv.prog.step(s, idx).id
@@ -240,7 +235,7 @@ func (e *Engine) republish(ctx context.Context, inv *invocation, s, n int, event
 		if state[idx] != created {
 			continue
 		}
-		if e.inline.held(inlineKey(inv.run, inv.prog.step(s, idx).id)) {
+		if e.inline.held(stepKey{inv.run, s, idx}) {
 			continue // running inline in this engine (see Engine.inline)
 		}
 		e.stats.republished.Add(1)

@@ -85,24 +85,30 @@ type Engine struct {
 	inline holds
 }
 
-// holds counts holders per key; a key is held while any holds it.
-type holds struct {
-	mu sync.Mutex // short critical section, never held across a wait
-	n  map[string]int
+// stepKey names a run's step (stage, index) without building a string.
+type stepKey struct {
+	run          string
+	stage, index int
 }
 
-func (h *holds) add(key string, d int) {
+// holds counts holders per step; a step is held while any holds it.
+type holds struct {
+	mu sync.Mutex // short critical section, never held across a wait
+	n  map[stepKey]int
+}
+
+func (h *holds) add(key stepKey, d int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.n == nil {
-		h.n = map[string]int{}
+		h.n = map[stepKey]int{}
 	}
 	if h.n[key] += d; h.n[key] <= 0 {
 		delete(h.n, key)
 	}
 }
 
-func (h *holds) held(key string) bool {
+func (h *holds) held(key stepKey) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n[key] > 0
