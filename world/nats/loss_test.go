@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/world"
@@ -100,10 +103,121 @@ func TestDroppedReplyFailsTransient(t *testing.T) {
 	if err := w.replies.sub.SetPendingLimits(-1, replyPending); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the last slow-consumer reports arrive
-	evs, err := w.Load(ctx, "r")
+	evs, err := w.Load(ctx, "r") // late slow-consumer reports may still come: they must not fail it
 	if err != nil || len(evs) != 201 {
 		t.Fatalf("read after the drops: %d events, %v; want 201", len(evs), err)
+	}
+}
+
+// TestLateSlowConsumerReportSparesLaterReads: nats.go reports a slow
+// consumer on its own goroutine, possibly long after the drop. The report
+// fails the reads that were in flight when replies were dropped, and not
+// a read that began after: that read lost nothing, and failing it would
+// hand a transient error to a caller (a test's final check, a report's
+// last read) on a connection that is healthy again.
+func TestLateSlowConsumerReportSparesLaterReads(t *testing.T) {
+	ctx := context.Background()
+	w := newEmbedded(t, world.Options{})
+	appendSteps(t, w, "r", 3)
+	x := w.replies
+	before, err := x.start(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.finish(before)
+	if err := x.sub.SetPendingLimits(1, -1); err != nil {
+		t.Fatal(err)
+	}
+	release := stallMux(w)
+	for range 8 {
+		if err := w.nc.Publish(x.prefix+"nobody", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if d, _ := x.sub.Dropped(); d > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			release()
+			t.Fatal("the subscription dropped nothing: the test did not provoke the slow consumer")
+		}
+	}
+	release()
+	if err := x.sub.SetPendingLimits(-1, replyPending); err != nil {
+		t.Fatal(err)
+	}
+	after, err := x.start(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.finish(after)
+
+	w.asyncError(w.nc, x.sub, nats.ErrSlowConsumer) // the report, arriving late
+	select {
+	case <-before.done:
+		if !errors.Is(before.err, ErrDropped) {
+			t.Errorf("the read in flight during the drop ended with %v; want ErrDropped", before.err)
+		}
+	default:
+		t.Error("the read in flight during the drop was not failed by the report")
+	}
+	select {
+	case <-after.done:
+		t.Fatalf("a read begun after the drop was failed by the late report: %v", after.err)
+	default:
+	}
+	evs, err := w.Load(ctx, "r")
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("read after the report: %d events, %v; want 4", len(evs), err)
+	}
+}
+
+// TestUnreportedDropFailsTheRead: nats.go reports only the first drop of
+// a run of drops, so a read that lost its replies later in the run is told
+// by nobody. Here nobody reports any drop (the connection's error handler
+// is taken away); the read must still fail with ErrDropped within a
+// fraction of a second, not wait out the idle timeout, and the dropped
+// replies are counted once each among the incidents.
+func TestUnreportedDropFailsTheRead(t *testing.T) {
+	ctx := context.Background()
+	w := newEmbedded(t, world.Options{})
+	x := w.replies
+	var reports atomic.Int64
+	w.nc.SetErrorHandler(func(*nats.Conn, *nats.Subscription, error) { reports.Add(1) })
+	defer w.nc.SetErrorHandler(w.asyncError)
+	if err := x.sub.SetPendingLimits(1, -1); err != nil {
+		t.Fatal(err)
+	}
+	c, err := x.start(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.finish(c)
+	release := stallMux(w)
+	for range 8 {
+		if err := w.nc.Publish(x.prefix+"nobody", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	began := time.Now()
+	_, err = x.wait(ctx, c, 2*time.Second)
+	if took := time.Since(began); !errors.Is(err, ErrDropped) || took > time.Second {
+		t.Fatalf("a read whose replies were dropped unreported ended after %s with %v; want ErrDropped at once", took.Round(time.Millisecond), err)
+	}
+	if reports.Load() == 0 {
+		t.Fatal("nats.go reported no slow consumer: the test did not provoke one")
+	}
+	d, _ := x.sub.Dropped()
+	if got := w.Incidents().Dropped; got != int64(d) {
+		t.Errorf("incidents count %d dropped replies; the client dropped %d", got, d)
 	}
 }
 

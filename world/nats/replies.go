@@ -28,16 +28,18 @@ var ErrDropped = fmt.Errorf("NATS client dropped replies (slow consumer): %w", w
 // never has to drop a reply. Should a drop happen anyway (the connection's
 // error handler reports a slow consumer on this subscription, or the
 // subscription's dropped count moved during a call), every call in flight
-// fails with ErrDropped at once: a dropped message cannot be attributed.
+// while it happened fails with ErrDropped at once: a dropped message cannot
+// be attributed.
 type replyMux struct {
 	w      *World
 	prefix string
 	sub    *nats.Subscription
 	slots  chan struct{}
 
-	mu    sync.Mutex
-	next  uint64
-	calls map[string]*readCall
+	mu      sync.Mutex
+	next    uint64
+	calls   map[string]*readCall
+	counted int // the subscription's drops counted among the incidents so far
 }
 
 // readCall is one read's share of the mux.
@@ -82,15 +84,20 @@ func (x *replyMux) start(ctx context.Context, n int) (*readCall, error) {
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-	dropped, _ := x.sub.Dropped()
 	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.register(n), nil
+}
+
+// register adds a call expecting at most n messages; x.mu is held.
+func (x *replyMux) register(n int) *readCall {
+	dropped, _ := x.sub.Dropped()
 	x.next++
 	key := strconv.FormatUint(x.next, 36)
 	c := &readCall{inbox: x.prefix + key, key: key, max: n + 1, dropped: dropped, done: make(chan struct{}),
 		progress: time.Now()}
 	x.calls[key] = c
-	x.mu.Unlock()
-	return c, nil
+	return c
 }
 
 // finish forgets the call and frees its slot.
@@ -101,12 +108,20 @@ func (x *replyMux) finish(c *readCall) {
 	<-x.slots
 }
 
+// dropCheck is how often a waiting call looks at the subscription's
+// dropped count. nats.go reports only the first drop of a run of drops
+// (and late, on its own goroutine), so a call whose end of batch was
+// dropped later in the run hears of it from nobody: it finds out here,
+// within dropCheck, instead of waiting out the idle timeout.
+const dropCheck = 50 * time.Millisecond
+
 // wait returns the call's end-of-batch (or error status) reply once every
-// message before it arrived. It fails with a timeout when no reply came
-// for idle: a server that stopped answering, not one that streams a long
-// batch slowly.
+// message before it arrived. It fails with ErrDropped when the client
+// dropped replies while the call was in flight, and with a timeout when no
+// reply came for idle: a server that stopped answering, not one that
+// streams a long batch slowly.
 func (x *replyMux) wait(ctx context.Context, c *readCall, idle time.Duration) (*nats.Msg, error) {
-	t := time.NewTimer(idle)
+	t := time.NewTimer(min(idle, dropCheck))
 	defer t.Stop()
 	for {
 		select {
@@ -116,12 +131,20 @@ func (x *replyMux) wait(ctx context.Context, c *readCall, idle time.Duration) (*
 			return nil, context.Cause(ctx)
 		case <-t.C:
 			x.mu.Lock()
+			if c.end == nil && c.err == nil && x.droppedDuring(c) {
+				c.fail(fmt.Errorf("natsworld: direct get: %w", ErrDropped))
+			}
 			quiet := time.Since(c.progress)
 			x.mu.Unlock()
+			select {
+			case <-c.done:
+				return c.end, c.err
+			default:
+			}
 			if quiet >= idle {
 				return nil, fmt.Errorf("natsworld: direct get: no reply for %s: %w", quiet.Round(time.Millisecond), nats.ErrTimeout)
 			}
-			t.Reset(idle - quiet)
+			t.Reset(min(idle-quiet, dropCheck))
 		}
 	}
 }
@@ -146,8 +169,7 @@ func (x *replyMux) deliver(m *nats.Msg) {
 	}
 	// The status closes the call. Replies come in order on one
 	// subscription, so a drop before it shows in the dropped count.
-	if d, _ := x.sub.Dropped(); d != c.dropped {
-		x.w.incidents.dropped.Add(int64(d - c.dropped))
+	if x.droppedDuring(c) {
 		c.fail(fmt.Errorf("natsworld: direct get: %w", ErrDropped))
 		return
 	}
@@ -161,16 +183,31 @@ func (c *readCall) fail(err error) {
 	close(c.done)
 }
 
-// failAll fails every call in flight: the client dropped replies on the
-// subscription and cannot say whose.
-func (x *replyMux) failAll(err error) {
+// failDropped fails every call in flight that a drop could have hit: the
+// client dropped replies on the subscription and cannot say whose. A call
+// that started after the drops (its dropped count is the current one) lost
+// nothing and goes on: nats.go reports a slow consumer asynchronously, and
+// a late report must not fail the reads begun since.
+func (x *replyMux) failDropped(err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, c := range x.calls {
-		if c.end == nil && c.err == nil {
+		if c.end == nil && c.err == nil && x.droppedDuring(c) {
 			c.fail(err)
 		}
 	}
+}
+
+// droppedDuring says whether the client dropped replies on the
+// subscription since c started, and counts drops not counted before among
+// the incidents (once each, however many calls they fail). x.mu is held.
+func (x *replyMux) droppedDuring(c *readCall) bool {
+	d, _ := x.sub.Dropped()
+	if d > x.counted {
+		x.w.incidents.dropped.Add(int64(d - x.counted))
+		x.counted = d
+	}
+	return d != c.dropped
 }
 
 // incidents counts what went wrong below the world contract on this
@@ -221,7 +258,7 @@ func (w *World) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
 	}
 	w.incidents.slow.Add(1)
 	if x := w.replies; x != nil && sub == x.sub {
-		x.failAll(fmt.Errorf("natsworld: direct get: %w", ErrDropped))
+		x.failDropped(fmt.Errorf("natsworld: direct get: %w", ErrDropped))
 	}
 }
 
