@@ -109,6 +109,20 @@ func TestDroppedReplyFailsTransient(t *testing.T) {
 	}
 }
 
+// floodReplies sends 8 messages to the reply subscription, for no read,
+// and waits until the client has taken them in (or dropped them).
+func floodReplies(t *testing.T, w *World) {
+	t.Helper()
+	for range 8 {
+		if err := w.nc.Publish(w.replies.prefix+"nobody", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLateSlowConsumerReportSparesLaterReads: nats.go reports a slow
 // consumer on its own goroutine, possibly long after the drop. The report
 // fails the reads that were in flight when replies were dropped, and not
@@ -129,14 +143,7 @@ func TestLateSlowConsumerReportSparesLaterReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := stallMux(w)
-	for range 8 {
-		if err := w.nc.Publish(x.prefix+"nobody", []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	floodReplies(t, w)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		if d, _ := x.sub.Dropped(); d > 0 {
 			break
@@ -198,14 +205,7 @@ func TestUnreportedDropFailsTheRead(t *testing.T) {
 	}
 	defer x.finish(c)
 	release := stallMux(w)
-	for range 8 {
-		if err := w.nc.Publish(x.prefix+"nobody", []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	floodReplies(t, w)
 	release()
 	began := time.Now()
 	_, err = x.wait(ctx, c, 2*time.Second)
