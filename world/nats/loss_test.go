@@ -186,9 +186,10 @@ func TestLateSlowConsumerReportSparesLaterReads(t *testing.T) {
 // TestUnreportedDropFailsTheRead: nats.go reports only the first drop of
 // a run of drops, so a read that lost its replies later in the run is told
 // by nobody. Here nobody reports any drop (the connection's error handler
-// is taken away); the read must still fail with ErrDropped within a
-// fraction of a second, not wait out the idle timeout, and the dropped
-// replies are counted once each among the incidents.
+// is taken away); the two reads in flight must still fail with ErrDropped
+// within a fraction of a second, not wait out the idle timeout, and the
+// dropped replies are counted once each among the incidents, not once per
+// read they failed.
 func TestUnreportedDropFailsTheRead(t *testing.T) {
 	ctx := context.Background()
 	w := newEmbedded(t, world.Options{})
@@ -199,18 +200,24 @@ func TestUnreportedDropFailsTheRead(t *testing.T) {
 	if err := x.sub.SetPendingLimits(1, -1); err != nil {
 		t.Fatal(err)
 	}
-	c, err := x.start(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
+	var calls [2]*readCall
+	for i := range calls {
+		c, err := x.start(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.finish(c)
+		calls[i] = c
 	}
-	defer x.finish(c)
 	release := stallMux(w)
 	floodReplies(t, w)
 	release()
 	began := time.Now()
-	_, err = x.wait(ctx, c, 2*time.Second)
-	if took := time.Since(began); !errors.Is(err, ErrDropped) || took > time.Second {
-		t.Fatalf("a read whose replies were dropped unreported ended after %s with %v; want ErrDropped at once", took.Round(time.Millisecond), err)
+	for _, c := range calls {
+		_, err := x.wait(ctx, c, 2*time.Second)
+		if took := time.Since(began); !errors.Is(err, ErrDropped) || took > time.Second {
+			t.Fatalf("a read whose replies were dropped unreported ended after %s with %v; want ErrDropped at once", took.Round(time.Millisecond), err)
+		}
 	}
 	if reports.Load() == 0 {
 		t.Fatal("nats.go reported no slow consumer: the test did not provoke one")

@@ -36,10 +36,9 @@ type replyMux struct {
 	sub    *nats.Subscription
 	slots  chan struct{}
 
-	mu      sync.Mutex
-	next    uint64
-	calls   map[string]*readCall
-	counted int // the subscription's drops counted among the incidents so far
+	mu    sync.Mutex
+	next  uint64
+	calls map[string]*readCall
 }
 
 // readCall is one read's share of the mux.
@@ -84,20 +83,15 @@ func (x *replyMux) start(ctx context.Context, n int) (*readCall, error) {
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.register(n), nil
-}
-
-// register adds a call expecting at most n messages; x.mu is held.
-func (x *replyMux) register(n int) *readCall {
 	dropped, _ := x.sub.Dropped()
+	x.mu.Lock()
 	x.next++
 	key := strconv.FormatUint(x.next, 36)
 	c := &readCall{inbox: x.prefix + key, key: key, max: n + 1, dropped: dropped, done: make(chan struct{}),
 		progress: time.Now()}
 	x.calls[key] = c
-	return c
+	x.mu.Unlock()
+	return c, nil
 }
 
 // finish forgets the call and frees its slot.
@@ -199,13 +193,13 @@ func (x *replyMux) failDropped(err error) {
 }
 
 // droppedDuring says whether the client dropped replies on the
-// subscription since c started, and counts drops not counted before among
-// the incidents (once each, however many calls they fail). x.mu is held.
+// subscription since c started. The incidents' dropped count follows the
+// subscription's (once each, however many calls a drop fails); only this
+// mux sets it, with x.mu held.
 func (x *replyMux) droppedDuring(c *readCall) bool {
 	d, _ := x.sub.Dropped()
-	if d > x.counted {
-		x.w.incidents.dropped.Add(int64(d - x.counted))
-		x.counted = d
+	if n := int64(d); n > x.w.incidents.dropped.Load() {
+		x.w.incidents.dropped.Store(n)
 	}
 	return d != c.dropped
 }
