@@ -40,7 +40,47 @@ const (
 	// still being proposed with this code instead.
 	codeWrongLastSequenceConstant = 10164
 	codeMessageNotFound           = 10037
+	// A clustered stream's leader answers a publish whose Nats-Msg-Id
+	// another publish is still proposing: "duplicate message id is in
+	// process".
+	codeMsgIDInProcess = 10158
 )
+
+// isMsgIDInProcess reports whether err is the leader's "duplicate message
+// id is in process" answer.
+func isMsgIDInProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == codeMsgIDInProcess
+}
+
+// publish publishes msg and waits for an answer that decides it. A
+// clustered stream's leader answers a message whose Nats-Msg-Id another
+// publish is still proposing with "duplicate message id is in process"
+// (409): the other publish may yet be stored or fail, so the answer decides
+// nothing. Two processes write the same id at once in normal operation (a
+// lazily resumed hook's hook_received is written by the resumer and
+// re-ensured by the worker that takes its message), and the answer failed
+// the resume as a conflict (make test-cluster, CI). publish sends msg
+// again, backing off from 1 ms to 50 ms, until the answer decides: a
+// duplicate (the other was stored) or its own store (the other failed).
+// ctx bounds it; an undecided end is transient.
+func (w *World) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+	wait := time.Millisecond
+	for {
+		ack, err := w.js.PublishMsg(ctx, msg, untilLeader...)
+		if !isMsgIDInProcess(err) {
+			return ack, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (the last answer: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
 
 // isWrongLastSeq reports whether err is the server's answer to a failed
 // expected-last-(subject-)sequence check.
@@ -92,6 +132,9 @@ func mapErr(op string, err error, closed bool) error {
 		switch {
 		case isWrongLastSeq(err):
 			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrPrecondition, err)
+		case isMsgIDInProcess(err):
+			// Undecided (see publish), not a conflict.
+			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrTransient, err)
 		case apiErr.Code == 404:
 			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrNotFound, err)
 		case apiErr.Code == 409:

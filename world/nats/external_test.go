@@ -365,3 +365,76 @@ func testStoppedConsumerHandsBack(t *testing.T, urlA, urlB string, replicas int)
 		}
 	}
 }
+
+// TestSameIDRaceCluster: two processes writing the same event, or
+// publishing the same message, at the same moment through different nodes
+// of a three-node cluster (a lazily resumed hook's hook_received is written
+// by the resumer and re-ensured by the worker that picks up its message).
+// The stream leader answers the second "duplicate message id is in process"
+// while the first is being proposed. That answer decides nothing: both
+// calls must succeed, exactly one of them reporting that it stored the
+// event, and the log must hold the event once.
+func TestSameIDRaceCluster(t *testing.T) {
+	if os.Getenv("DURABENCH_NATS_CLUSTER") != "1" {
+		t.Skip("set DURABENCH_NATS_CLUSTER=1 to run the three-node cluster suite")
+	}
+	urls := strings.Split(natstest.StartCluster(t), ",")
+	ctx := context.Background()
+	prefix := fmt.Sprintf("durabench_race_%d", time.Now().UnixNano())
+	open := func(url string, keep bool) *natsworld.World {
+		w, err := natsworld.New(ctx, natsworld.Config{URL: url, Prefix: prefix, Replicas: 3, Keep: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		return w
+	}
+	// b closes first (cleanups run last-in first-out), a deletes the streams.
+	a, b := open(urls[0], false), open(urls[2], true)
+	const runs = 60
+	// stored[k][i]: world k's append to run i stored the event (it was not
+	// a duplicate); published likewise for the message.
+	var stored, published [2][runs]bool
+	var g errgroup
+	for i := range runs {
+		run := fmt.Sprintf("r%d", i)
+		if err := a.CreateRun(ctx, world.Run{ID: run}); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		for k, w := range []*natsworld.World{a, b} {
+			g.Go(func() error {
+				<-start
+				res, err := w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: "c-" + run, Entity: "s"}, world.Precondition{})
+				if err != nil {
+					return fmt.Errorf("append to %s: %w", run, err)
+				}
+				dup, err := w.Publish(ctx, world.Message{ID: "m-" + run, Run: run, Body: []byte("x")}, world.PublishOptions{})
+				if err != nil {
+					return fmt.Errorf("publish for %s: %w", run, err)
+				}
+				stored[k][i], published[k][i] = !res.Duplicate, !dup
+				return nil
+			})
+		}
+		close(start)
+		if i%10 == 9 {
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		if stored[0][i] == stored[1][i] || published[0][i] == published[1][i] {
+			t.Errorf("r%d: append stored by a %v, by b %v; publish stored by a %v, by b %v; want exactly one of each",
+				i, stored[0][i], stored[1][i], published[0][i], published[1][i])
+		}
+		evs, err := a.Load(ctx, fmt.Sprintf("r%d", i))
+		if err != nil || len(evs) != 2 {
+			t.Errorf("r%d: Load = %d events, %v; want 2 (run_created, step_created)", i, len(evs), err)
+		}
+	}
+}

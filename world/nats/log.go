@@ -442,7 +442,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 		}
 
 		msg := rs.appendMsg(run, ev)
-		ack, err := w.js.PublishMsg(ctx, msg, untilLeader...)
+		ack, err := w.publish(ctx, msg)
 		switch {
 		case err == nil && !ack.Duplicate:
 			if ack.Sequence <= rs.lastSeq {

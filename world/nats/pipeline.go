@@ -129,7 +129,7 @@ func (w *World) logPublish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAc
 	if w.pipelined() {
 		return w.seq.publish(ctx, msg)
 	}
-	return w.js.PublishMsg(ctx, msg, untilLeader...)
+	return w.publish(ctx, msg)
 }
 
 // pipelined reports whether log appends are pipelined.

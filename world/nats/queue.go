@@ -58,7 +58,7 @@ func (w *World) Publish(ctx context.Context, m world.Message, opt world.PublishO
 	if m.ID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, m.ID)
 	}
-	ack, err := w.js.PublishMsg(ctx, msg, untilLeader...)
+	ack, err := w.publish(ctx, msg)
 	if err != nil {
 		return false, w.err(ctx, op, err)
 	}
@@ -289,7 +289,7 @@ func (s *subscription) retry(msg *nats.Msg, meta *nats.MsgMetadata, d world.Deli
 	fresh.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("fresh/%d.%d", meta.Sequence.Stream, meta.NumDelivered))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if _, err := s.w.js.PublishMsg(ctx, fresh, untilLeader...); err != nil {
+	if _, err := s.w.publish(ctx, fresh); err != nil {
 		// Nothing better to do: the original still comes back after the
 		// visibility timeout.
 		return
@@ -354,7 +354,7 @@ func (s *subscription) forward(msg *nats.Msg) {
 	out.Header.Set(jetstream.MsgIDHeader, "ready/"+strconv.FormatUint(meta.Sequence.Stream, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if _, err := s.w.js.PublishMsg(ctx, out, untilLeader...); err != nil {
+	if _, err := s.w.publish(ctx, out); err != nil {
 		_ = msg.NakWithDelay(100 * time.Millisecond)
 		return
 	}

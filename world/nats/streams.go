@@ -96,7 +96,7 @@ func (w *World) writeChunk(ctx context.Context, cw *chunkWriter, typ byte, c wor
 		msg := nats.NewMsg(cw.subj)
 		msg.Data = encodeChunk(typ, c)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(cw.lastSeq, 10))
-		ack, err := w.js.PublishMsg(ctx, msg, untilLeader...)
+		ack, err := w.publish(ctx, msg)
 		switch {
 		case err == nil:
 			cw.lastSeq = ack.Sequence

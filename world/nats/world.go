@@ -408,7 +408,7 @@ func (w *World) setup(ctx context.Context) error {
 	// calls per message, most of a publish-to-consume round trip).
 	anchor := nats.NewMsg(w.subjAnchor)
 	anchor.Header.Set(jetstream.MsgIDHeader, "anchor")
-	if _, err := w.js.PublishMsg(ctx, anchor, untilLeader...); err != nil {
+	if _, err := w.publish(ctx, anchor); err != nil {
 		return w.setupErr("queue anchor", err)
 	}
 	var err error
