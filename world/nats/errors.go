@@ -132,9 +132,6 @@ func mapErr(op string, err error, closed bool) error {
 		switch {
 		case isWrongLastSeq(err):
 			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrPrecondition, err)
-		case isMsgIDInProcess(err):
-			// Undecided (see publish), not a conflict.
-			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrTransient, err)
 		case apiErr.Code == 404:
 			return fmt.Errorf("natsworld: %s: %w (%w)", op, world.ErrNotFound, err)
 		case apiErr.Code == 409:
