@@ -47,14 +47,20 @@ func lagWarnings(cells []*results.Cell, lab labeler) []string {
 }
 
 // busy says, for a lag warning, how many cores durabench and the target
-// it started kept busy during the cell: a target that keeps the machine's
-// cores busy delays the driver's wake-ups.
+// it started kept busy during the cell and, when recorded, what a virtual
+// machine's host took from its vCPUs (steal): a target that keeps the
+// cores busy delays the driver's wake-ups, and so does a host that takes
+// the vCPUs away.
 func busy(c *results.CellCPU) string {
 	if c == nil {
 		return ""
 	}
-	if c.TargetCores == nil {
-		return fmt.Sprintf(" (durabench kept %.2f cores busy)", c.DurabenchCores)
+	s := fmt.Sprintf(" (durabench kept %.2f cores busy", c.DurabenchCores)
+	if c.TargetCores != nil {
+		s += fmt.Sprintf(", the target %.2f", *c.TargetCores)
 	}
-	return fmt.Sprintf(" (durabench kept %.2f cores busy, the target %.2f)", c.DurabenchCores, *c.TargetCores)
+	if c.StealCores != nil {
+		s += fmt.Sprintf("; the host took %.2f (steal)", *c.StealCores)
+	}
+	return s + ")"
 }

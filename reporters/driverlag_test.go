@@ -68,6 +68,16 @@ func TestDriverLagInReports(t *testing.T) {
 	if !strings.Contains(busy.String(), "set the tail (durabench kept 0.58 cores busy, the target 1.06)") {
 		t.Errorf("the warning does not say how busy the cores were:\n%s", busy.String())
 	}
+	// And, when recorded, what the host took from the vCPUs.
+	sc := 0.31
+	f.Cells[1].CPU.StealCores = &sc
+	busy.Reset()
+	if err := Text(&busy, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(busy.String(), "set the tail (durabench kept 0.58 cores busy, the target 1.06; the host took 0.31 (steal))") {
+		t.Errorf("the warning does not say what the host took:\n%s", busy.String())
+	}
 	f.Cells[1].CPU = nil
 	if !strings.Contains(txt.String(), "TTFS p50      p99  lag p50      p99") {
 		t.Errorf("text report: no lag columns after TTFS:\n%s", txt.String())

@@ -336,6 +336,8 @@ func validateCell(name, at string, c *Cell) error {
 		return bad("cpu.durabench_cores", "%g, want a number of cores >= 0", c.CPU.DurabenchCores)
 	case c.CPU != nil && c.CPU.TargetCores != nil && !(*c.CPU.TargetCores >= 0):
 		return bad("cpu.target_cores", "%g, want a number of cores >= 0", *c.CPU.TargetCores)
+	case c.CPU != nil && c.CPU.StealCores != nil && !(*c.CPU.StealCores >= 0):
+		return bad("cpu.steal_cores", "%g, want a number of cores >= 0", *c.CPU.StealCores)
 	case c.Metrics == nil:
 		return bad("metrics", "missing")
 	}

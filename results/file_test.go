@@ -110,6 +110,8 @@ func TestReadInvalid(t *testing.T) {
 		{"hdr disagrees", replaceHDR(t, valid, NewMetric([]int64{1}, 0).HDR), "cells[0].metrics.ttfs.hdr", "holds 1 samples, count is 3"},
 		{"negative cores", strings.Replace(valid, `"runs": 3`, `"runs": 3, "cpu": {"durabench_cores": 0.5, "target_cores": -1}`, 1),
 			"cells[0].cpu.target_cores", "-1, want a number of cores >= 0"},
+		{"negative steal", strings.Replace(valid, `"runs": 3`, `"runs": 3, "cpu": {"durabench_cores": 0.5, "steal_cores": -0.1}`, 1),
+			"cells[0].cpu.steal_cores", "-0.1, want a number of cores >= 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -242,6 +242,11 @@ type CellCPU struct {
 	// (not its children, such as a PostgreSQL server; Linux, to the
 	// kernel's 10 ms accounting); absent for a target reached by URL.
 	TargetCores *float64 `json:"target_cores,omitempty"`
+	// StealCores is the processor time a virtual machine's host took from
+	// its vCPUs (steal time, /proc/stat; the hypervisor's count, accounted
+	// to the kernel's 10 ms ticks; Linux; 0 on bare metal): while a vCPU
+	// is taken nothing on it runs, the driver's pacer included.
+	StealCores *float64 `json:"steal_cores,omitempty"`
 }
 
 // WorkerStat is one external worker's part in a cell.

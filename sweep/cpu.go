@@ -12,7 +12,8 @@ import (
 // and the engine when that runs in process — and, for a target durabench
 // started, the adapter's process. On a machine the two share, a driver
 // lag warning is read against it: a target that keeps the cores busy
-// delays the driver's wake-ups (docs/performance.md, Driver capacity).
+// delays the driver's wake-ups (docs/performance.md, Driver capacity), and
+// so does a virtual machine's host that takes its vCPUs (steal).
 type cpuMeter struct {
 	wall    time.Time
 	self    time.Duration
@@ -20,6 +21,9 @@ type cpuMeter struct {
 	adapter func() (time.Duration, bool)
 	t0      time.Duration
 	tOK     bool
+	// steal is the machine's steal time so far (target.Steal).
+	steal   time.Duration
+	stealOK bool
 }
 
 // startCPU starts measuring; adapter reads the target process's CPU time
@@ -27,6 +31,7 @@ type cpuMeter struct {
 func startCPU(adapter func() (time.Duration, bool)) *cpuMeter {
 	m := &cpuMeter{wall: time.Now(), adapter: adapter}
 	m.self, m.selfOK = target.SelfCPU()
+	m.steal, m.stealOK = target.Steal()
 	if adapter != nil {
 		m.t0, m.tOK = adapter()
 	}
@@ -47,6 +52,10 @@ func (m *cpuMeter) stop() *results.CellCPU {
 			v := cores(t-m.t0, wall)
 			c.TargetCores = &v
 		}
+	}
+	if steal, ok := target.Steal(); ok && m.stealOK {
+		s := cores(steal-m.steal, wall)
+		c.StealCores = &s
 	}
 	return c
 }

@@ -166,7 +166,10 @@ type protocolFigures struct {
 	// targetCPUPerRun is the target process's CPU per run, warm-up
 	// included (µs; to the 10 ms of the kernel's accounting).
 	targetCPUPerRun float64
-	errors          int
+	// stealCores is what the host took from the machine's vCPUs while
+	// the cell ran (target.Steal over wall time, in cores).
+	stealCores float64
+	errors     int
 }
 
 // protocolCell runs one cell of the step scenario on the target tgt,
@@ -202,6 +205,7 @@ func protocolCell(tb testing.TB, tgt child, rate float64, runs int, coarse bool,
 	if err != nil {
 		tb.Fatal(err)
 	}
+	steal0, _ := target.Steal()
 	cpu0, tcpu0, wall0 := cpuTime(), tgt.cpu(), time.Now()
 	res, err := driver.Run(ctx, driver.Config{World: w, Program: p, Target: sess,
 		RunPrefix: fmt.Sprintf("cap%d", time.Now().UnixNano()), Reps: runs, Warmup: runs / 10,
@@ -210,10 +214,12 @@ func protocolCell(tb testing.TB, tgt child, rate float64, runs int, coarse bool,
 		tb.Fatal(err)
 	}
 	cpu, tcpu, wall := cpuTime()-cpu0, tgt.cpu()-tcpu0, time.Since(wall0)
+	steal1, _ := target.Steal()
 	cell := res.Summarize(results.Cell{Scenario: "step"}, metrics.Config{}, true)
 	f := protocolFigures{runsPerSec: float64(len(res.Timelines)) / res.Elapsed.Seconds(),
 		cpuShare: cpu.Seconds() / wall.Seconds(), cpuPerRun: float64(cpu.Microseconds()) / float64(runs+runs/10),
 		targetCPUPerRun: float64(tcpu.Microseconds()) / float64(runs+runs/10),
+		stealCores:      (steal1 - steal0).Seconds() / wall.Seconds(),
 		errors:          cell.Errors + len(res.Unstarted)}
 	if len(cell.FailedRuns) > 0 {
 		tb.Logf("%s: %d of %d runs failed, first: %s", url, len(cell.FailedRuns), runs, cell.FailedRuns[0].Error)
@@ -308,6 +314,8 @@ func BenchmarkCapacityProtocol(b *testing.B) {
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.lagP50 }), "lag-p50-us")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.lagP99 }), "lag-p99-us")
 	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.lagP99 }), "floor-lag-p99-us")
+	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return f.stealCores }), "steal-cores")
+	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return f.stealCores }), "floor-steal-cores")
 	b.ReportMetric(median(eng, func(f protocolFigures) float64 { return float64(f.errors) }), "errors")
 	b.ReportMetric(median(floor, func(f protocolFigures) float64 { return float64(f.errors) }), "floor-errors")
 	b.ReportMetric(100*median(eng, func(f protocolFigures) float64 { return f.cpuShare }), "cpu-%")

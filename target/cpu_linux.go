@@ -28,3 +28,39 @@ func ProcessCPU(pid int) (time.Duration, bool) {
 	}
 	return time.Duration(ut+st) * 10 * time.Millisecond, true
 }
+
+// Steal is the time a virtual machine's host has taken from its vCPUs
+// since boot, summed over them (/proc/stat's steal column: the
+// hypervisor's own count, accounted in the kernel's clock ticks of 10 ms;
+// 0 on bare metal). While a vCPU is taken nothing on it runs. ok is false
+// when the file cannot be read or parsed.
+func Steal() (time.Duration, bool) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var buf [512]byte
+	n, _ := f.Read(buf[:])
+	return parseSteal(buf[:n])
+}
+
+// parseSteal reads the aggregate "cpu" line at the start of b: cpu user
+// nice system idle iowait irq softirq steal ... (The busy columns are
+// not used: they are sampled at each tick, and a task that sleeps
+// between ticks, like a precise pacer, is under-counted — by 40% in a
+// test spinning 60 µs and sleeping 40.)
+func parseSteal(b []byte) (time.Duration, bool) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := bytes.Fields(line)
+	if len(f) < 9 || string(f[0]) != "cpu" {
+		return 0, false
+	}
+	for _, v := range f[1:9] {
+		if n, err := strconv.ParseInt(string(v), 10, 64); err != nil || n < 0 {
+			return 0, false
+		}
+	}
+	n, _ := strconv.ParseInt(string(f[8]), 10, 64)
+	return time.Duration(n) * 10 * time.Millisecond, true
+}

@@ -144,7 +144,8 @@ var details = []struct {
 		{"errors", "errors"}, {"floor-errors", "floor errors"}, {"cpu-us/run", "driver CPU"}, {"target-cpu-us/run", "target CPU"}, {"floor-cpu-us/run", "floor CPU"},
 		{"all-procs-lag-p99-us", "target on every core: lag p99"}, {"all-procs-target-cpu-us/run", "its CPU"}, {"all-procs-errors", "its errors"},
 		{"batch-lag-p99-us", "batch 2 lag p99"}, {"batch-cpu-us/run", "batch 2 driver CPU"}, {"batch-target-cpu-us/run", "batch 2 target CPU"},
-		{"per-run-runs/s", "per-run polls"}, {"per-run-cpu-us/run", "per-run CPU"}}},
+		{"per-run-runs/s", "per-run polls"}, {"per-run-cpu-us/run", "per-run CPU"},
+		{"floor-lag-p99-us", "null target lag p99"}, {"steal-cores", "host steal"}}},
 	{regexp.MustCompile(`^SleepOvershoot/`), []part{{"overshoot-p90-us", "p90"}, {"overshoot-p99-us", "p99"}}},
 	{regexp.MustCompile(`^CapacityInProcess$`), []part{{"lag-p50-us", "lag p50"}, {"lag-p99-us", "p99"},
 		{"cpu-%", "CPU"}, {"null-lag-p99-us", "null lag p99"}}},
@@ -403,6 +404,8 @@ func format(unit string, v float64) string {
 		return duration(time.Duration(v*float64(time.Microsecond))) + "/run"
 	case strings.HasSuffix(unit, "errors"):
 		return fmt.Sprintf("%.0f", v)
+	case strings.HasSuffix(unit, "-cores"):
+		return fmt.Sprintf("%.2f cores", v)
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
 }

@@ -96,6 +96,8 @@ func TestSweepTargetsSideBySide(t *testing.T) {
 			t.Errorf("reference cell %d br: cpu %+v, want durabench's cores (the engine runs in it) and no target's", c.Branches, *c.CPU)
 		case c.Target != "" && runtime.GOOS == "linux" && c.CPU.TargetCores == nil:
 			t.Errorf("target cell %d br: cpu %+v, want the adapter's cores", c.Branches, *c.CPU)
+		case runtime.GOOS == "linux" && c.CPU.StealCores == nil:
+			t.Errorf("cell %s %d br %s: cpu %+v, want the host's steal (/proc/stat)", c.Scenario, c.Branches, c.Target, *c.CPU)
 		}
 		switch {
 		case c.Target == "":
