@@ -367,7 +367,8 @@ func orNone(v any) any {
 
 // cellWarnings lists, per cell both sides have, what differs that the key
 // does not hold: the foreign engine's name or version as it reported them,
-// and the class of the bound on its clock error.
+// the class of the bound on its clock error, and how much processor time
+// the machine's host took (steal).
 func cellWarnings(base, head *results.File) []string {
 	var w []string
 	bIdx, _ := indexCells(base)
@@ -388,8 +389,36 @@ func cellWarnings(base, head *results.File) []string {
 		if bc, hc := clockClass(b.ClockErrorUS), clockClass(h.ClockErrorUS); bc != hc {
 			w = append(w, fmt.Sprintf("clock bound class differs in %s: base %s, head %s", k, bc, hc))
 		}
+		if bs, hs, ok := steals(b, h); ok && stealDiffers(bs, hs) {
+			w = append(w, fmt.Sprintf("host steal differs in %s: base %.2f cores, head %.2f (the virtual machine's host took its vCPUs from one side more: its real-time figures, tails first, are the host's as much as the engine's)", k, bs, hs))
+		}
 	}
 	return w
+}
+
+// StealDiffers is how far apart (in cores) the processor time the
+// machine's host took from its vCPUs during a cell may be on the two
+// sides of a comparison before it warns, if one side's is also more than
+// twice the other's: a tenth of a vCPU taken stalls the pacer, the engine
+// or the target for a tenth of every second somewhere, and a host that
+// took about as much from both sides (0.36 and 0.48 cores) made both
+// noisy alike, which a null sweep shows.
+const StealDiffers = 0.10
+
+// stealDiffers reports whether steal bs and hs (cores) differ enough to
+// warn (StealDiffers).
+func stealDiffers(bs, hs float64) bool {
+	lo, hi := min(bs, hs), max(bs, hs)
+	return hi-lo >= StealDiffers && hi > 2*lo
+}
+
+// steals is what the host took during cell b and cell h (results.CellCPU's
+// StealCores); ok is false unless both recorded it.
+func steals(b, h *results.Cell) (bs, hs float64, ok bool) {
+	if b.CPU == nil || h.CPU == nil || b.CPU.StealCores == nil || h.CPU.StealCores == nil {
+		return 0, 0, false
+	}
+	return *b.CPU.StealCores, *h.CPU.StealCores, true
 }
 
 // clockClass buckets a clock error bound (µs) by decade: figures taken

@@ -248,6 +248,9 @@ func TestCompareMismatchWarnings(t *testing.T) {
 	base.Cells[0].ClockErrorUS, head.Cells[0].ClockErrorUS = 40, 4000
 	base.Plan.Reps, head.Plan.Reps = 10, 20
 	base.Plan.WorldOptions.PostgresFsync, head.Plan.WorldOptions.PostgresFsync = "on", "off"
+	bs, hs := 0.02, 0.55
+	base.Cells[0].CPU = &results.CellCPU{DurabenchCores: 0.6, StealCores: &bs}
+	head.Cells[0].CPU = &results.CellCPU{DurabenchCores: 0.6, StealCores: &hs}
 	c, err := Compare(base, head, CompareOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -255,10 +258,31 @@ func TestCompareMismatchWarnings(t *testing.T) {
 	got := strings.Join(c.Warnings, "\n")
 	for _, want := range []string{"reps differs: base 10, head 20", "PostgreSQL fsync differs: base on, head off",
 		`engine version differs in fanout/branches=20/target=myengine/profile=cloud: base "1.2.0", head "1.3.0"`,
-		"clock bound class differs in fanout/branches=20/target=myengine/profile=cloud: base < 100µs, head < 10ms"} {
+		"clock bound class differs in fanout/branches=20/target=myengine/profile=cloud: base < 100µs, head < 10ms",
+		"host steal differs in fanout/branches=20/target=myengine/profile=cloud: base 0.02 cores, head 0.55"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("warnings lack %q:\n%s", want, got)
 		}
+	}
+	// Steal within a tenth of a core, or taken from both sides alike, or
+	// recorded on one side only, is not warned about.
+	for _, tc := range [][2]float64{{0.02, 0.11}, {0.36, 0.48}, {0.5, 0.3}} {
+		bs, hs = tc[0], tc[1]
+		c, _ = Compare(base, head, CompareOptions{})
+		if got := strings.Join(c.Warnings, "\n"); strings.Contains(got, "host steal") {
+			t.Errorf("%.2f against %.2f cores warned:\n%s", bs, hs, got)
+		}
+	}
+	bs, hs = 0.3, 0.1
+	c, _ = Compare(base, head, CompareOptions{})
+	if got := strings.Join(c.Warnings, "\n"); !strings.Contains(got, "host steal differs in fanout/branches=20/target=myengine/profile=cloud: base 0.30 cores, head 0.10") {
+		t.Errorf("0.30 against 0.10 cores not warned:\n%s", got)
+	}
+	base.Cells[0].CPU = nil
+	hs = 0.9
+	c, _ = Compare(base, head, CompareOptions{})
+	if got := strings.Join(c.Warnings, "\n"); strings.Contains(got, "host steal") {
+		t.Errorf("steal recorded on one side only warned:\n%s", got)
 	}
 	head.Methodology++
 	if _, err := Compare(base, head, CompareOptions{}); err == nil || !strings.Contains(err.Error(), "methodology") {
