@@ -12,8 +12,10 @@ import (
 // failpoints (cmd/durabench's TestSIGKILLAndResume). It stops the process
 // half-way through a write, so the test's SIGKILL lands exactly there:
 //
-//	journal-append:N   the N-th journal append of the process, after half its line
-//	results-write      the results file's write, after half its bytes
+//	journal-append:N     the N-th journal append of the process, after half its line
+//	results-write        the results file's write, after half its bytes
+//	nats-store-birth:N   the N-th embedded NATS store the process makes, its
+//	                     directory made and not yet locked (world/nats)
 //
 // The process says "durabench: failpoint <name>" on stderr and waits to be
 // killed. Unset (always, outside those tests), it does nothing.
@@ -21,12 +23,14 @@ const FailpointEnv = "DURABENCH_FAILPOINT"
 
 var (
 	failpoint = os.Getenv(FailpointEnv)
-	appends   atomic.Int64
+	// reached counts the armed failpoint's calls (only one is armed).
+	reached atomic.Int64
 )
 
-// atFailpoint stops the process when name is the armed failpoint: f has
-// had half of what was being written, synced to disk.
-func atFailpoint(name string, f *os.File) {
+// AtFailpoint stops the process when name is the armed failpoint (its
+// N-th call, for a failpoint armed as name:N): f, when not nil, has had
+// half of what was being written, and is synced to disk first.
+func AtFailpoint(name string, f *os.File) {
 	if failpoint == "" {
 		return
 	}
@@ -34,13 +38,15 @@ func atFailpoint(name string, f *os.File) {
 	if point != name {
 		return
 	}
-	if name == "journal-append" {
+	if n != "" {
 		want, _ := strconv.ParseInt(n, 10, 64)
-		if appends.Add(1) != want {
+		if reached.Add(1) != want {
 			return
 		}
 	}
-	_ = f.Sync()
+	if f != nil {
+		_ = f.Sync()
+	}
 	fmt.Fprintf(os.Stderr, "durabench: failpoint %s\n", failpoint)
 	select {} // until killed
 }

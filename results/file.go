@@ -175,7 +175,7 @@ func writeAtomic(path string, data []byte) (err error) {
 		if _, err = tmp.Write(data[:half]); err != nil {
 			return fmt.Errorf("results: write %s: %w", tmp.Name(), err)
 		}
-		atFailpoint("results-write", tmp)
+		AtFailpoint("results-write", tmp)
 		data = data[half:]
 	}
 	if _, err = tmp.Write(data); err != nil {

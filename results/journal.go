@@ -81,7 +81,7 @@ func (j *Journal) Append(cell Cell) error {
 		if _, err := j.f.Write(line[:half]); err != nil {
 			return fmt.Errorf("results: journal %s: %w", j.path, err)
 		}
-		atFailpoint("journal-append", j.f)
+		AtFailpoint("journal-append", j.f)
 		line = line[half:]
 	}
 	if _, err := j.f.Write(line); err != nil {

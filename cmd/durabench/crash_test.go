@@ -21,11 +21,12 @@ import (
 
 // TestSIGKILLAndResume kills the durabench driver with SIGKILL mid-sweep —
 // during a cell (at a random moment), half-way through a journal append,
-// half-way through writing results.json — then resumes it: every cell
-// that finished before the kill is kept byte for byte, the torn journal
-// line is dropped, the final cells are an uninterrupted sweep's, no
-// temporary file is left, and the killed sweep's embedded NATS store is
-// removed by the next start.
+// half-way through writing results.json, while it makes a cell's
+// embedded NATS store (its directory made, not yet locked) — then resumes
+// it: every cell that finished before the kill is kept byte for byte, the
+// torn journal line is dropped, the final cells are an uninterrupted
+// sweep's, no temporary file is left, and the killed sweep's embedded
+// NATS store is removed by the next start.
 func TestSIGKILLAndResume(t *testing.T) {
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, "tmp") // TMPDIR of every durabench below: its embedded NATS stores
@@ -56,6 +57,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 		{"during a cell", "", false},
 		{"appending to the journal", fmt.Sprintf("journal-append:%d", 2+rng.IntN(cells-2)), true},
 		{"writing results.json", "results-write", false},
+		{"making a NATS store", fmt.Sprintf("nats-store-birth:%d", 2+rng.IntN(cells-2)), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
@@ -77,6 +79,20 @@ func TestSIGKILLAndResume(t *testing.T) {
 			p.kill(t)
 			if stores, _ := filepath.Glob(filepath.Join(tmp, "durabench-nats-*")); c.failpoint == "" && len(stores) == 0 {
 				t.Error("the killed sweep left no store behind: the test does not test the cleanup")
+			}
+			if strings.HasPrefix(c.failpoint, "nats-store-birth") {
+				// Killed before its store was locked: what is left must
+				// not pass for a store, and is removed once a minute old
+				// (made so here: the next start is this instant).
+				births, _ := filepath.Glob(filepath.Join(tmp, ".durabench-nats-birth-*"))
+				stores, _ := filepath.Glob(filepath.Join(tmp, "durabench-nats-*"))
+				if len(births) != 1 || len(stores) != 0 {
+					t.Fatalf("killed making a store: birth directories %q and stores %q, want one birth directory", births, stores)
+				}
+				old := time.Now().Add(-2 * time.Minute)
+				if err := os.Chtimes(births[0], old, old); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			journal, err := os.ReadFile(filepath.Join(out, results.JournalName))
@@ -125,7 +141,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 			if tmps, _ := filepath.Glob(filepath.Join(out, ".*tmp*")); len(tmps) > 0 {
 				t.Errorf("temporary files left: %q", tmps)
 			}
-			if stores, _ := filepath.Glob(filepath.Join(tmp, "durabench-nats-*")); len(stores) > 0 {
+			if stores, _ := filepath.Glob(filepath.Join(tmp, "*durabench-nats-*")); len(stores) > 0 {
 				t.Errorf("embedded NATS stores left in the temp dir: %q", stores)
 			}
 		})
