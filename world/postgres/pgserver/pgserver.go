@@ -15,10 +15,11 @@
 // runs as the "postgres" user (or "nobody") and its directory belongs to
 // that user.
 //
-// How the clean-up survives the caller: postgres runs under a small shell
-// (the guardian) whose standard input is a pipe from this process. When the
-// pipe closes — Stop, or this process ending in any way — the guardian
-// stops postgres (immediate shutdown) and removes the directory. The
+// How the clean-up survives the caller: a small shell (the guardian) makes
+// the directory and runs initdb and postgres in it, its standard input a
+// pipe from this process. When the pipe closes — Stop, or this process
+// ending in any way, during initdb too — the guardian stops postgres
+// (immediate shutdown) and removes the directory. The
 // guardian has its own process group, so a Ctrl-C on the terminal reaches
 // only the caller, which can finish cleanly while its server still answers.
 package pgserver
@@ -233,17 +234,37 @@ func account() (runAs, error) {
 }
 
 // tempBase is where the server's directory goes: opt.TempDir, or
-// os.TempDir() — unless the server's account could not reach it (a root-only
-// TMPDIR), then /tmp.
+// os.TempDir() — unless the server's account, which makes the directory,
+// could not reach it or write in it (a root-only TMPDIR), then /tmp.
 func tempBase(opt Options, as runAs) string {
 	if opt.TempDir != "" {
 		return opt.TempDir
 	}
 	base := os.TempDir()
-	if as.cred != nil && !traversable(base) {
+	if as.cred != nil && !(traversable(base) && writableBy(base, as.cred)) {
 		return "/tmp"
 	}
 	return base
+}
+
+// writableBy reports whether the account cred may make entries in dir
+// (its mode bits: owner, group, others).
+func writableBy(dir string, cred *syscall.Credential) bool {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	perm := fi.Mode().Perm()
+	switch {
+	case !ok:
+		return false
+	case st.Uid == cred.Uid:
+		return perm&0o300 == 0o300
+	case st.Gid == cred.Gid:
+		return perm&0o030 == 0o030
+	}
+	return perm&0o003 == 0o003
 }
 
 // traversable reports whether every directory on the way to dir lets
@@ -265,50 +286,26 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(tempBase(opt, as), "durabench-pg-")
-	if err != nil {
-		return nil, fmt.Errorf("pgserver: temp dir: %w", err)
-	}
-	s := &Server{dir: dir, exited: make(chan struct{})}
+	base := tempBase(opt, as)
+	s := &Server{exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Stop()
 		}
 	}()
-	if as.cred != nil {
-		if err := os.Chown(dir, int(as.cred.Uid), int(as.cred.Gid)); err != nil {
-			return nil, fmt.Errorf("pgserver: give %s to %s: %w", dir, as.name, err)
-		}
-	}
-	run := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, filepath.Join(opt.BinDir, name), args...)
-		cmd.Dir = dir // initdb and postgres complain when they cannot enter the working directory
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "LANG=C", "TZ=UTC"}
-		// Its own process group, as the server's: a Ctrl-C on the terminal
-		// is the caller's to handle (ctx cancels the command).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: as.cred}
-		return cmd
-	}
-	if out, err := run("postgres", "--version").Output(); err == nil {
+	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "LANG=C", "TZ=UTC"}
+	version := exec.CommandContext(ctx, filepath.Join(opt.BinDir, "postgres"), "--version")
+	version.Dir, version.Env = base, env
+	version.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: as.cred}
+	if out, err := version.Output(); err == nil {
 		s.version = strings.TrimSpace(string(out))
 	}
-	data := filepath.Join(dir, "data")
-	// --no-sync: the cluster is thrown away, its creation need not survive
-	// a power cut (the server's own writes still honour fsync).
-	if out, err := run("initdb", "-D", data, "-U", User, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("pgserver: initdb as %s: %w: %s", or(as.name, "this user"), err, lastLines(string(out), 3))
-	}
-	if s.port, err = freePort(); err != nil {
-		return nil, err
-	}
-	s.settings = settings(opt, s.port)
-	args := []string{opt.BinDir, data, s.LogPath(), dir}
-	for _, kv := range s.settings {
-		args = append(args, "-c", kv)
-	}
-	guard := exec.Command("/bin/sh", append([]string{"-c", guardian, "pgserver-guardian"}, args...)...)
-	guard.Dir = dir
-	guard.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "LANG=C", "TZ=UTC"}
+	// The guardian makes the directory, runs initdb and postgres in it,
+	// and removes it: from the directory's first instant to its last, a
+	// process watches this one's end (a kill during initdb included).
+	guard := exec.Command("/bin/sh", "-c", guardian, "pgserver-guardian", opt.BinDir, base, User)
+	guard.Dir = base
+	guard.Env = env
 	// Its own process group: a Ctrl-C on the terminal must not stop the
 	// server under a caller that is finishing cleanly.
 	guard.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: as.cred}
@@ -327,10 +324,39 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 		guard.Wait()
 		close(s.exited)
 	}()
+	// A start that outlives ctx ends the guardian's group (initdb
+	// included); Stop then removes what it left.
+	defer context.AfterFunc(ctx, func() { _ = syscall.Kill(-guard.Process.Pid, syscall.SIGKILL) })()
 	s.pids = bufio.NewReader(stdout)
 	line, err := s.pids.ReadString('\n')
 	if err != nil {
-		return nil, fmt.Errorf("pgserver: the guardian shell did not start postgres: %w", err)
+		return nil, fmt.Errorf("pgserver: the guardian shell could not make a directory in %s as %s: %w", base, or(as.name, "this user"), orCtx(ctx, err))
+	}
+	s.dir = strings.TrimSpace(line)
+	if line, err = s.pids.ReadString('\n'); err != nil {
+		return nil, fmt.Errorf("pgserver: initdb as %s did not finish: %w", or(as.name, "this user"), orCtx(ctx, err))
+	}
+	if code := strings.TrimSpace(strings.TrimPrefix(line, "initdb ")); code != "0" {
+		out, _ := os.ReadFile(filepath.Join(s.dir, "initdb.out"))
+		return nil, fmt.Errorf("pgserver: initdb as %s: exit status %s: %s", or(as.name, "this user"), code, lastLines(string(out), 3))
+	}
+	if s.port, err = freePort(); err != nil {
+		return nil, err
+	}
+	s.settings = settings(opt, s.port)
+	msg := "start\n"
+	for _, kv := range s.settings {
+		if strings.ContainsAny(kv, "\n\r") {
+			return nil, fmt.Errorf("pgserver: setting %q: a line break in a setting", kv)
+		}
+		msg += kv + "\n"
+	}
+	if _, err := io.WriteString(s.stdin, msg+".\n"); err != nil {
+		return nil, fmt.Errorf("pgserver: guardian: %w", err)
+	}
+	line, err = s.pids.ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("pgserver: the guardian shell did not start postgres: %w", orCtx(ctx, err))
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
@@ -341,29 +367,62 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 	return s, s.waitReady(ctx)
 }
 
-// guardian is the shell that runs postgres and, once its standard input
-// closes, stops it and removes the directory. $1 the binaries, $2 the data
-// directory, $3 the log, $4 the directory to remove, then postgres's -c
-// settings. It prints the postmaster's pid first; a line "restart" on its
-// standard input stops postgres with a fast shutdown, starts it again on
-// the same data directory and prints the new pid.
-const guardian = `bin=$1 data=$2 log=$3 dir=$4
-shift 4
+// orCtx is ctx's error when ctx ended (the guardian was stopped for it),
+// err otherwise.
+func orCtx(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// guardian is the shell that makes the server's directory, runs initdb
+// (--no-sync: the cluster is thrown away, its creation need not survive a
+// power cut; the server's own writes still honour fsync) and postgres in
+// it and, once its standard input closes, stops postgres
+// and removes the directory — at whatever stage its caller ended. $1 the
+// binaries, $2 where to make the directory, $3 the database superuser. It
+// prints the directory, then "initdb <exit status>", then waits for
+// "start", postgres's settings (one per line) and ".", and prints the
+// postmaster's pid; a line "restart" then stops postgres with a fast
+// shutdown, starts it again on the same data directory and prints the new
+// pid. What it prints to a caller that is gone is lost, not fatal.
+const guardian = `bin=$1 base=$2 user=$3
+# A caller that died cannot read what this shell prints: that must not end
+# the shell before it removes the directory (initdb and postgres get the
+# default back).
+trap '' PIPE
+dir=$(mktemp -d "$base/durabench-pg-XXXXXXXXXX") || exit 1
+echo "$dir"
+cd "$dir" || exit 1
+(trap - PIPE; exec "$bin/initdb" -D "$dir/data" -U "$user" -A trust -E UTF8 --locale=C --no-sync) >"$dir/initdb.out" 2>&1 </dev/null
+echo "initdb $?"
 start() {
-  "$bin/postgres" -D "$data" "$@" >>"$log" 2>&1 </dev/null &
+  (trap - PIPE; exec "$bin/postgres" -D "$dir/data" "$@") >>"$dir/server.log" 2>&1 </dev/null &
   pid=$!
   echo "$pid"
 }
-start "$@"
-while read -r line; do
-  if [ "$line" = restart ]; then
-    kill -INT "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
+if IFS= read -r line && [ "$line" = start ]; then
+  set --
+  ok=
+  while IFS= read -r kv; do
+    if [ "$kv" = . ]; then ok=1; break; fi
+    set -- "$@" -c "$kv"
+  done
+  if [ -n "$ok" ]; then
     start "$@"
+    while IFS= read -r line; do
+      if [ "$line" = restart ]; then
+        kill -INT "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        start "$@"
+      fi
+    done
+    kill -QUIT "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
   fi
-done
-kill -QUIT "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+fi
+cd /
 rm -rf "$dir"
 `
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,8 +20,15 @@ import (
 
 // TestMain doubles as the child of TestRemovedWhenTheCallerDies: with
 // PGSERVER_CHILD set, it starts a server, prints its directory and pid,
-// and waits to be killed.
+// and waits to be killed (PGSERVER_CHILD=1); or starts one in the
+// directory PGSERVER_TMP and waits to be killed during it (=initdb).
 func TestMain(m *testing.M) {
+	if os.Getenv("PGSERVER_CHILD") == "initdb" {
+		_, err := pgserver.Start(context.Background(), pgserver.Options{NoFsync: true, TempDir: os.Getenv("PGSERVER_TMP")})
+		fmt.Println("started", err)
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
 	if os.Getenv("PGSERVER_CHILD") == "1" {
 		s, err := pgserver.Start(context.Background(), pgserver.Options{NoFsync: true})
 		if err != nil {
@@ -123,6 +131,53 @@ func TestRemovedWhenTheCallerDies(t *testing.T) {
 			t.Fatalf("20 s after its caller died: dir %s (%v), postmaster %d alive %v", dir, statErr, pid, syscall.Kill(pid, 0) == nil)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRemovedWhenKilledDuringInitdb: a process killed while its server's
+// cluster is being made (initdb takes about a second) leaves no directory
+// behind either.
+func TestRemovedWhenKilledDuringInitdb(t *testing.T) {
+	needBinaries(t)
+	// A directory the server's account can reach and write (it is not
+	// root's when durabench runs as root).
+	tmp, err := os.MkdirTemp("/tmp", "pgserver-initdb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "PGSERVER_CHILD=initdb", "PGSERVER_TMP="+tmp)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Kill it as soon as its directory exists, before initdb is done.
+	var dir string
+	for end := time.Now().Add(20 * time.Second); dir == ""; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("no server directory appeared in 20 s")
+		}
+		if m, _ := filepath.Glob(filepath.Join(tmp, "durabench-pg-*")); len(m) > 0 {
+			dir = m[0]
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err == nil {
+		t.Log("initdb was done when the caller was killed; the test did not test the window")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left, _ := os.ReadDir(tmp)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("20 s after its caller was killed during initdb: %s holds %v", tmp, left)
+		}
 	}
 }
 
