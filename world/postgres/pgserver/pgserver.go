@@ -27,6 +27,8 @@ package pgserver
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -286,8 +288,14 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The directory's name is chosen here, so that Stop removes it
+	// whenever the guardian was stopped (it may have made it already).
+	var r [8]byte
+	if _, err := crand.Read(r[:]); err != nil {
+		return nil, fmt.Errorf("pgserver: %w", err)
+	}
 	base := tempBase(opt, as)
-	s := &Server{exited: make(chan struct{})}
+	s := &Server{dir: filepath.Join(base, "durabench-pg-"+hex.EncodeToString(r[:])), exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -303,7 +311,7 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 	// The guardian makes the directory, runs initdb and postgres in it,
 	// and removes it: from the directory's first instant to its last, a
 	// process watches this one's end (a kill during initdb included).
-	guard := exec.Command("/bin/sh", "-c", guardian, "pgserver-guardian", opt.BinDir, base, User)
+	guard := exec.Command("/bin/sh", "-c", guardian, "pgserver-guardian", opt.BinDir, s.dir, User)
 	guard.Dir = base
 	guard.Env = env
 	// Its own process group: a Ctrl-C on the terminal must not stop the
@@ -329,12 +337,11 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 	defer context.AfterFunc(ctx, func() { _ = syscall.Kill(-guard.Process.Pid, syscall.SIGKILL) })()
 	s.pids = bufio.NewReader(stdout)
 	line, err := s.pids.ReadString('\n')
-	if err != nil {
-		return nil, fmt.Errorf("pgserver: the guardian shell could not make a directory in %s as %s: %w", base, or(as.name, "this user"), orCtx(ctx, err))
-	}
-	s.dir = strings.TrimSpace(line)
-	if line, err = s.pids.ReadString('\n'); err != nil {
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("pgserver: initdb as %s did not finish: %w", or(as.name, "this user"), orCtx(ctx, err))
+	case line == "mkdir\n":
+		return nil, fmt.Errorf("pgserver: %s could not make a directory in %s", or(as.name, "this user"), base)
 	}
 	if code := strings.TrimSpace(strings.TrimPrefix(line, "initdb ")); code != "0" {
 		out, _ := os.ReadFile(filepath.Join(s.dir, "initdb.out"))
@@ -379,21 +386,20 @@ func orCtx(ctx context.Context, err error) error {
 // guardian is the shell that makes the server's directory, runs initdb
 // (--no-sync: the cluster is thrown away, its creation need not survive a
 // power cut; the server's own writes still honour fsync) and postgres in
-// it and, once its standard input closes, stops postgres
-// and removes the directory — at whatever stage its caller ended. $1 the
-// binaries, $2 where to make the directory, $3 the database superuser. It
-// prints the directory, then "initdb <exit status>", then waits for
+// it and, once its standard input closes, stops postgres and removes the
+// directory — at whatever stage its caller ended. $1 the binaries, $2 the
+// directory to make, $3 the database superuser. It prints "mkdir" when it
+// cannot make the directory, else "initdb <exit status>"; then it waits for
 // "start", postgres's settings (one per line) and ".", and prints the
 // postmaster's pid; a line "restart" then stops postgres with a fast
 // shutdown, starts it again on the same data directory and prints the new
 // pid. What it prints to a caller that is gone is lost, not fatal.
-const guardian = `bin=$1 base=$2 user=$3
+const guardian = `bin=$1 dir=$2 user=$3
 # A caller that died cannot read what this shell prints: that must not end
 # the shell before it removes the directory (initdb and postgres get the
 # default back).
 trap '' PIPE
-dir=$(mktemp -d "$base/durabench-pg-XXXXXXXXXX") || exit 1
-echo "$dir"
+if ! mkdir -m 0700 "$dir" 2>/dev/null; then echo mkdir; exit 1; fi
 cd "$dir" || exit 1
 (trap - PIPE; exec "$bin/initdb" -D "$dir/data" -U "$user" -A trust -E UTF8 --locale=C --no-sync) >"$dir/initdb.out" 2>&1 </dev/null
 echo "initdb $?"

@@ -181,6 +181,34 @@ func TestRemovedWhenKilledDuringInitdb(t *testing.T) {
 	}
 }
 
+// TestStartCancelled: a start whose context ends during initdb (Ctrl-C
+// while a sweep starts its server) returns the context's error and leaves
+// no directory.
+func TestStartCancelled(t *testing.T) {
+	needBinaries(t)
+	tmp, err := os.MkdirTemp("/tmp", "pgserver-cancel-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	s, err := pgserver.Start(ctx, pgserver.Options{NoFsync: true, TempDir: tmp})
+	if err == nil {
+		s.Stop()
+		t.Skip("the server started within 300 ms: nothing was cancelled")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Start: %v, want the context's deadline", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("a cancelled start left %v", left)
+	}
+}
+
 // TestKill: Kill ends the server like a crash; Stop still cleans up.
 func TestKill(t *testing.T) {
 	needBinaries(t)
