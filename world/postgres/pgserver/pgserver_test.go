@@ -134,21 +134,28 @@ func TestRemovedWhenTheCallerDies(t *testing.T) {
 	}
 }
 
+// reachableTemp is a directory, removed after the test, that the
+// server's account can reach and write (it is not root's when durabench
+// runs as root, and t.TempDir's parent is root's only).
+func reachableTemp(t *testing.T) string {
+	t.Helper()
+	tmp, err := os.MkdirTemp("/tmp", "pgserver-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return tmp
+}
+
 // TestRemovedWhenKilledDuringInitdb: a process killed while its server's
 // cluster is being made (initdb takes about a second) leaves no directory
 // behind either.
 func TestRemovedWhenKilledDuringInitdb(t *testing.T) {
 	needBinaries(t)
-	// A directory the server's account can reach and write (it is not
-	// root's when durabench runs as root).
-	tmp, err := os.MkdirTemp("/tmp", "pgserver-initdb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	tmp := reachableTemp(t)
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
 	cmd.Env = append(os.Environ(), "PGSERVER_CHILD=initdb", "PGSERVER_TMP="+tmp)
 	if err := cmd.Start(); err != nil {
@@ -186,14 +193,7 @@ func TestRemovedWhenKilledDuringInitdb(t *testing.T) {
 // no directory.
 func TestStartCancelled(t *testing.T) {
 	needBinaries(t)
-	tmp, err := os.MkdirTemp("/tmp", "pgserver-cancel-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	tmp := reachableTemp(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	s, err := pgserver.Start(ctx, pgserver.Options{NoFsync: true, TempDir: tmp})
