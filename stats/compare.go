@@ -389,7 +389,7 @@ func cellWarnings(base, head *results.File) []string {
 		if bc, hc := clockClass(b.ClockErrorUS), clockClass(h.ClockErrorUS); bc != hc {
 			w = append(w, fmt.Sprintf("clock bound class differs in %s: base %s, head %s", k, bc, hc))
 		}
-		if bs, hs, ok := steals(b, h); ok && stealDiffers(bs, hs) {
+		if bs, hs, ok := stealDiffers(b, h); ok {
 			w = append(w, fmt.Sprintf("host steal differs in %s: base %.2f cores, head %.2f (the virtual machine's host took its vCPUs from one side more: its real-time figures, tails first, are the host's as much as the engine's)", k, bs, hs))
 		}
 	}
@@ -405,20 +405,16 @@ func cellWarnings(base, head *results.File) []string {
 // noisy alike, which a null sweep shows.
 const StealDiffers = 0.10
 
-// stealDiffers reports whether steal bs and hs (cores) differ enough to
-// warn (StealDiffers).
-func stealDiffers(bs, hs float64) bool {
-	lo, hi := min(bs, hs), max(bs, hs)
-	return hi-lo >= StealDiffers && hi > 2*lo
-}
-
-// steals is what the host took during cell b and cell h (results.CellCPU's
-// StealCores); ok is false unless both recorded it.
-func steals(b, h *results.Cell) (bs, hs float64, ok bool) {
+// stealDiffers returns what the host took during cell b and cell h
+// (results.CellCPU's StealCores), and whether the two differ enough to
+// warn (StealDiffers); never when one of them did not record it.
+func stealDiffers(b, h *results.Cell) (bs, hs float64, differ bool) {
 	if b.CPU == nil || h.CPU == nil || b.CPU.StealCores == nil || h.CPU.StealCores == nil {
 		return 0, 0, false
 	}
-	return *b.CPU.StealCores, *h.CPU.StealCores, true
+	bs, hs = *b.CPU.StealCores, *h.CPU.StealCores
+	lo, hi := min(bs, hs), max(bs, hs)
+	return bs, hs, hi-lo >= StealDiffers && hi > 2*lo
 }
 
 // clockClass buckets a clock error bound (µs) by decade: figures taken

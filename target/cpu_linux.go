@@ -35,14 +35,11 @@ func ProcessCPU(pid int) (time.Duration, bool) {
 // 0 on bare metal). While a vCPU is taken nothing on it runs. ok is false
 // when the file cannot be read or parsed.
 func Steal() (time.Duration, bool) {
-	f, err := os.Open("/proc/stat")
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
-	var buf [512]byte
-	n, _ := f.Read(buf[:])
-	return parseSteal(buf[:n])
+	return parseSteal(b)
 }
 
 // parseSteal reads the aggregate "cpu" line at the start of b: cpu user
@@ -56,11 +53,12 @@ func parseSteal(b []byte) (time.Duration, bool) {
 	if len(f) < 9 || string(f[0]) != "cpu" {
 		return 0, false
 	}
+	var n int64 // the last of the eight columns read: steal
 	for _, v := range f[1:9] {
-		if n, err := strconv.ParseInt(string(v), 10, 64); err != nil || n < 0 {
+		var err error
+		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil || n < 0 {
 			return 0, false
 		}
 	}
-	n, _ := strconv.ParseInt(string(f[8]), 10, 64)
 	return time.Duration(n) * 10 * time.Millisecond, true
 }

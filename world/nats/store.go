@@ -81,7 +81,8 @@ func makeStore(tmp string) (*store, error) {
 	// The lock stays held across the rename (it is the file's, not its
 	// path's). A directory of that name that is not empty is a store of
 	// another process: rename fails, and the caller tries another name.
-	dir := filepath.Join(tmp, strings.Replace(filepath.Base(birth), ".durabench-nats-birth-", "durabench-nats-", 1))
+	suffix := strings.TrimPrefix(filepath.Base(birth), strings.TrimSuffix(birthPattern, "*"))
+	dir := filepath.Join(tmp, strings.TrimSuffix(storePattern, "*")+suffix)
 	if err := os.Rename(birth, dir); err != nil {
 		f.Close()
 		os.RemoveAll(birth)

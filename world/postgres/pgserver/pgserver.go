@@ -121,6 +121,9 @@ func (s *Server) Settings() []string { return slices.Clone(s.settings) }
 // LogPath is the server's log file.
 func (s *Server) LogPath() string { return filepath.Join(s.dir, "server.log") }
 
+// initdbOut is where the guardian writes initdb's output.
+func (s *Server) initdbOut() string { return filepath.Join(s.dir, "initdb.out") }
+
 // FindBinaries returns the directory holding initdb and postgres: the one
 // of initdb on PATH, else the newest /usr/lib/postgresql/<version>/bin (and
 // a few other usual places). The error is ErrNotInstalled.
@@ -311,7 +314,7 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 	// The guardian makes the directory, runs initdb and postgres in it,
 	// and removes it: from the directory's first instant to its last, a
 	// process watches this one's end (a kill during initdb included).
-	guard := exec.Command("/bin/sh", "-c", guardian, "pgserver-guardian", opt.BinDir, s.dir, User)
+	guard := exec.Command("/bin/sh", "-c", guardian, "pgserver-guardian", opt.BinDir, s.dir, s.LogPath(), s.initdbOut(), User)
 	guard.Dir = base
 	guard.Env = env
 	// Its own process group: a Ctrl-C on the terminal must not stop the
@@ -344,7 +347,7 @@ func start(ctx context.Context, opt Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("pgserver: %s could not make a directory in %s", or(as.name, "this user"), base)
 	}
 	if code := strings.TrimSpace(strings.TrimPrefix(line, "initdb ")); code != "0" {
-		out, _ := os.ReadFile(filepath.Join(s.dir, "initdb.out"))
+		out, _ := os.ReadFile(s.initdbOut())
 		return nil, fmt.Errorf("pgserver: initdb as %s: exit status %s: %s", or(as.name, "this user"), code, lastLines(string(out), 3))
 	}
 	if s.port, err = freePort(); err != nil {
@@ -388,23 +391,24 @@ func orCtx(ctx context.Context, err error) error {
 // power cut; the server's own writes still honour fsync) and postgres in
 // it and, once its standard input closes, stops postgres and removes the
 // directory — at whatever stage its caller ended. $1 the binaries, $2 the
-// directory to make, $3 the database superuser. It prints "mkdir" when it
+// directory to make, $3 postgres's log, $4 initdb's output, $5 the
+// database superuser (the logs are in the directory). It prints "mkdir" when it
 // cannot make the directory, else "initdb <exit status>"; then it waits for
 // "start", postgres's settings (one per line) and ".", and prints the
 // postmaster's pid; a line "restart" then stops postgres with a fast
 // shutdown, starts it again on the same data directory and prints the new
 // pid. What it prints to a caller that is gone is lost, not fatal.
-const guardian = `bin=$1 dir=$2 user=$3
+const guardian = `bin=$1 dir=$2 log=$3 initdbout=$4 user=$5
 # A caller that died cannot read what this shell prints: that must not end
 # the shell before it removes the directory (initdb and postgres get the
 # default back).
 trap '' PIPE
 if ! mkdir -m 0700 "$dir" 2>/dev/null; then echo mkdir; exit 1; fi
 cd "$dir" || exit 1
-(trap - PIPE; exec "$bin/initdb" -D "$dir/data" -U "$user" -A trust -E UTF8 --locale=C --no-sync) >"$dir/initdb.out" 2>&1 </dev/null
+(trap - PIPE; exec "$bin/initdb" -D "$dir/data" -U "$user" -A trust -E UTF8 --locale=C --no-sync) >"$initdbout" 2>&1 </dev/null
 echo "initdb $?"
 start() {
-  (trap - PIPE; exec "$bin/postgres" -D "$dir/data" "$@") >>"$dir/server.log" 2>&1 </dev/null &
+  (trap - PIPE; exec "$bin/postgres" -D "$dir/data" "$@") >>"$log" 2>&1 </dev/null &
   pid=$!
   echo "$pid"
 }
