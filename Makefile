@@ -31,21 +31,21 @@ tidy-check:
 lint-workflows:
 	cd tools && $(GO) tool actionlint ../.github/workflows/*.yml
 
-# Target adapters (docs/targets.md): each targets/NAME/ is a Go module of its
+# Target adapters (docs/targets.md): each adapters/NAME/ is a Go module of its
 # own (an engine's dependencies never enter durabench's module or binary) that
 # builds the executable durabench-target-NAME; `durabench sweep --targets NAME`
 # finds it next to bin/durabench.
 engines: build
-	@for d in targets/*/; do n=$$(basename $$d); [ -f $$d/go.mod ] || continue; echo "engines: bin/durabench-target-$$n"; \
+	@for d in adapters/*/; do n=$$(basename $$d); [ -f $$d/go.mod ] || continue; echo "engines: bin/durabench-target-$$n"; \
 	  $(GO) build -C $$d -o ../../bin/durabench-target-$$n . || exit 1; done
 	@$(MAKE) --no-print-directory engine-workflow
 
-# The Workflow SDK adapter (targets/workflow, Node.js; its README): each SDK
-# version under targets/workflow/sdk/ installed from its own lockfile (npm ci,
+# The Workflow SDK adapter (adapters/workflow, Node.js; its README): each SDK
+# version under adapters/workflow/sdk/ installed from its own lockfile (npm ci,
 # again only when the lockfile changes) and built by the SDK's own workflow
 # build (again when the workloads change); bin/durabench-target-workflow
 # runs adapter.mjs with node. Node and npm are its only tools.
-WF := targets/workflow
+WF := adapters/workflow
 WF_BUILDS := $(patsubst %,$(WF)/sdk/%/.well-known/workflow/v1/manifest.json,$(notdir $(wildcard $(WF)/sdk/*)))
 engine-workflow: $(WF_BUILDS)
 	@echo "engines: bin/durabench-target-workflow ($(notdir $(wildcard $(WF)/sdk/*)))"
@@ -65,7 +65,7 @@ $(WF)/sdk/%/.well-known/workflow/v1/manifest.json: $(WF)/sdk/%/node_modules/.pac
 # then reuse make engines' build).
 NORACE_TARGETS ?= temporal
 test-targets: engines
-	@for d in targets/*/; do n=$$(basename $$d); race=-race; [ -f $$d/go.mod ] || continue; \
+	@for d in adapters/*/; do n=$$(basename $$d); race=-race; [ -f $$d/go.mod ] || continue; \
 	  case " $(NORACE_TARGETS) " in *" $$n "*) race=;; esac; echo "test-targets: $$n $$race"; \
 	  (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test $$race -timeout 15m ./...) || exit 1; \
 	  ./bin/durabench target check $$n --runs 2 || exit 1; done
@@ -80,10 +80,10 @@ test-targets: engines
 # The three-node NATS cluster runs (slower; CI runs them): the world's
 # conformance suite, and a distributed sweep (driver + two durabench workers).
 test-cluster:
-	DURABENCH_NATS_CLUSTER=1 $(GO) test -race -timeout 10m -run Cluster ./world/nats/... ./cluster/...
+	DURABENCH_NATS_CLUSTER=1 $(GO) test -race -timeout 10m -run Cluster ./world/nats/... ./internal/cluster/...
 
 # Each benchmark runs with its floor in the same process and reports the
-# ratio; bench/summary turns the raw output (out/bench.txt) into the table.
+# ratio; internal/bench/summary turns the raw output (out/bench.txt) into the table.
 # A failing package does not stop the others; make bench fails at the end.
 # Budget: under 5 minutes on 2 cores (about 2 minutes measured, plus the
 # PostgreSQL fan-out: 103 s under a load average of 9-11).
@@ -98,25 +98,25 @@ bench:
 	@echo "bench: each PostgreSQL world operation vs the raw pgx statement it wraps (throwaway server, fsync on)"
 	-$(GO) test -run '^$$' -bench . -benchmem -benchtime=300x -count=3 -timeout 3m ./world/postgres/ >> out/bench.txt
 	@echo "bench: engine vs raw SQL statements on PostgreSQL, 20/64/256 branches (two throwaway servers, fsync on)"
-	-$(GO) test -run '^$$' -bench 'FanOutPG' -benchmem -benchtime=5x -timeout 5m ./bench/rawpg/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'FanOutPG' -benchmem -benchtime=5x -timeout 5m ./internal/bench/rawpg/ >> out/bench.txt
 	@echo "bench: engine vs raw JetStream on embedded NATS"
-	-$(GO) test -run '^$$' -bench 'FanOutNATS' -benchmem -benchtime=5x -timeout 4m ./bench/rawjs/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'FanOutNATS' -benchmem -benchtime=5x -timeout 4m ./internal/bench/rawjs/ >> out/bench.txt
 	@echo "bench: closed-loop soak on embedded NATS vs raw JetStream, 64 runs in flight x 256 branches, 10 s each"
-	-DURABENCH_SOAK=10s $(GO) test -run '^$$' -bench 'SoakNATS' -benchtime=1x -timeout 5m ./bench/rawjs/ >> out/bench.txt
+	-DURABENCH_SOAK=10s $(GO) test -run '^$$' -bench 'SoakNATS' -benchtime=1x -timeout 5m ./internal/bench/rawjs/ >> out/bench.txt
 	@echo "bench: sim world throughput, 256 branches"
-	-$(GO) test -run '^$$' -bench 'FanOut256' -benchmem -benchtime=20x -timeout 2m ./simcheck/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'FanOut256' -benchmem -benchtime=20x -timeout 2m ./internal/simcheck/ >> out/bench.txt
 	@echo "bench: a fan-out cell of the built-in engine on embedded NATS, directly and through the target protocol"
-	-$(GO) test -run '^$$' -bench 'ProtocolOverhead' -benchtime=20x -count=2 -timeout 3m ./target/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'ProtocolOverhead' -benchtime=20x -count=2 -timeout 3m ./internal/target/ >> out/bench.txt
 	@echo "bench: open pacing's driver lag, precise vs coarse, 500/5,000/20,000 runs/s; one driver's runs/s in process"
-	-$(GO) test -run '^$$' -bench 'Pacer|Capacity|SleepOvershoot' -benchtime=1x -count=3 -timeout 4m ./driver/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'Pacer|Capacity|SleepOvershoot' -benchtime=1x -count=3 -timeout 4m ./internal/driver/ >> out/bench.txt
 	@echo "bench: through the protocol, target in another process: precise vs coarse pacing; runs/s at 10,000/s vs the loopback HTTP floor"
-	-$(GO) test -run '^$$' -bench 'ProtocolPacing' -benchtime=5x -count=2 -timeout 3m ./target/ >> out/bench.txt
-	-$(GO) test -run '^$$' -bench 'CapacityProtocol' -benchtime=1x -count=2 -timeout 4m ./target/ >> out/bench.txt
-	-$(GO) test -run '^$$' -bench 'StreamLine' -benchtime=2000x -count=3 -timeout 2m ./target/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'ProtocolPacing' -benchtime=5x -count=2 -timeout 3m ./internal/target/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'CapacityProtocol' -benchtime=1x -count=2 -timeout 4m ./internal/target/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'StreamLine' -benchtime=2000x -count=3 -timeout 2m ./protocol/ >> out/bench.txt
 	@echo "bench: extraction and rendering of a 10,000-run results file"
 	-$(GO) test -run '^$$' -bench 'PerfReport10k' -benchmem -benchtime=3x -timeout 2m ./reporters/ >> out/bench.txt
 	@echo
-	@$(GO) run ./bench/summary out/bench.txt
+	@$(GO) run ./internal/bench/summary out/bench.txt
 	@! grep -q '^FAIL' out/bench.txt || { echo "bench: a benchmark failed, see out/bench.txt"; exit 1; }
 
 # The fault cases (issue 32, docs/reliability.md): a node of a three-node
@@ -127,7 +127,7 @@ bench:
 # and a target, each mid-cell: every run finished or counted with its
 # reason, none lost. Writes out/chaos.md. About 5 minutes on 2 cores.
 chaos:
-	DURABENCH_CHAOS=1 $(GO) test -race -count=1 -timeout 15m -v ./chaos/
+	DURABENCH_CHAOS=1 $(GO) test -race -count=1 -timeout 15m -v ./internal/chaos/
 
 # The scale ladder (issue 14): fan-outs of 1,024 / 4,096 / 10,000 branches
 # on embedded NATS (file and memory storage), a nats-server process over TCP
@@ -142,7 +142,7 @@ scale:
 # floor's closed loop: 0 lost runs, 0 incidents, heap at the end within 1.5x
 # of the heap after warm-up, steps/s next to the floor's. About 4 minutes.
 soak:
-	DURABENCH_SOAK=60s $(GO) test -run '^$$' -bench SoakNATS -benchtime 1x -timeout 15m -v ./bench/rawjs/
+	DURABENCH_SOAK=60s $(GO) test -run '^$$' -bench SoakNATS -benchtime 1x -timeout 15m -v ./internal/bench/rawjs/
 
 # Fuzzing (issue 20): every native fuzz target in the module (func FuzzXxx
 # in a _test.go file) for FUZZTIME each, one after the other: 30 s here,
@@ -161,7 +161,7 @@ FUZZTIME ?= 30s
 fuzz:
 	@mkdir -p out/fuzz && : > out/fuzz/summary.txt
 	@fail=0; \
-	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./tools/\|^./targets/' | xargs -n1 dirname | sort -u); do \
+	for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./tools/\|^./adapters/' | xargs -n1 dirname | sort -u); do \
 	  for t in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 	    log=out/fuzz/$$(echo $${pkg#./} | tr / -)-$$t.txt; \
 	    for try in 1 2; do \
@@ -183,6 +183,6 @@ fuzz:
 # 2 cores. After changing the engine, the sim world or the table, refit:
 #   go run ./cmd/durabench calibrate examples/published.yaml --out world/profile/builtin/cloud.yaml
 # (repeat until it writes the same file) and update the fidelity table:
-#   go test ./calibrate -run TestFidelity -update
+#   go test ./internal/calibrate -run TestFidelity -update
 calibrate:
 	DURABENCH_CALIBRATE=1 $(GO) test -count=1 -run TestCalibratePublishedWritesCloud -timeout 10m ./cmd/durabench/

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/durabench/durabench/bench/fanout"
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/internal/bench/fanout"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
 )
@@ -17,7 +17,7 @@ var fanOutBranches = []int{1, 20, 256}
 
 // BenchmarkFanOutMem runs one fan-out per iteration on the mem world for
 // every version and width, and in the same iteration the floor: the same
-// world operations issued directly with no engine (bench/fanout.Floor), on
+// world operations issued directly with no engine (internal/bench/fanout.Floor), on
 // its own fresh mem world. It reports TTLS p50 of the engine and of the
 // floor and their ratio (target: within 3x at 256 branches).
 func BenchmarkFanOutMem(b *testing.B) {

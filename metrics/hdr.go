@@ -7,7 +7,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/durabench/durabench/hdr"
+	"github.com/durabench/durabench/metrics/hdr"
 )
 
 // Histogram range: every sample is in microseconds, 1 µs .. 1 h at 3

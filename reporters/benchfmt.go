@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // Benchfmt writes f in the Go benchmark format

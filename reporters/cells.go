@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // metricOrder is the order metrics appear in tables: the headline latency

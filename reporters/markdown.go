@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // Marks used in the markdown report; the footer explains each.

@@ -21,8 +21,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // Chart size: legible on a laptop screen and in a GitHub comment.

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // Text writes a compact terminal table per scenario: for each cell its runs,

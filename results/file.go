@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/durabench/durabench/internal/failpoint"
+
 	"github.com/durabench/durabench/metrics"
 )
 
@@ -170,12 +172,12 @@ func writeAtomic(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if failpoint != "" {
+	if failpoint.Armed() {
 		half := len(data) / 2
 		if _, err = tmp.Write(data[:half]); err != nil {
 			return fmt.Errorf("results: write %s: %w", tmp.Name(), err)
 		}
-		AtFailpoint("results-write", tmp)
+		failpoint.At("results-write", tmp)
 		data = data[half:]
 	}
 	if _, err = tmp.Write(data); err != nil {

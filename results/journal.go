@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/durabench/durabench/internal/failpoint"
 )
 
 // JournalName is the journal's file name inside a sweep's output directory.
@@ -76,12 +78,12 @@ func (j *Journal) Append(cell Cell) error {
 		return fmt.Errorf("results: journal %s: closed", j.path)
 	}
 	// One write per line: a crash leaves at most one torn line, at the end.
-	if failpoint != "" {
+	if failpoint.Armed() {
 		half := len(line) / 2
 		if _, err := j.f.Write(line[:half]); err != nil {
 			return fmt.Errorf("results: journal %s: %w", j.path, err)
 		}
-		AtFailpoint("journal-append", j.f)
+		failpoint.At("journal-append", j.f)
 		line = line[half:]
 	}
 	if _, err := j.f.Write(line); err != nil {

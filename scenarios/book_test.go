@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/durabench/durabench/driver"
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/internal/driver"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"

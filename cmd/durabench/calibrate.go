@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/durabench/durabench/calibrate"
+	"github.com/durabench/durabench/internal/calibrate"
 	"github.com/durabench/durabench/world/profile"
 )
 

@@ -3,8 +3,8 @@ package main
 import (
 	"io"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // cmdCompare runs `durabench compare BASE HEAD`.

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/internal/failpoint"
+
+	"github.com/durabench/durabench/internal/sweep"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/sweep"
 )
 
 // TestSIGKILLAndResume kills the durabench driver with SIGKILL mid-sweep —
@@ -188,12 +190,12 @@ func (b *syncBuf) String() string {
 	return string(b.data)
 }
 
-func command(dir, tmp, failpoint string, args ...string) *exec.Cmd {
+func command(dir, tmp, point string, args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	if failpoint != "" {
-		cmd.Env = append(cmd.Env, results.FailpointEnv+"="+failpoint)
+	if point != "" {
+		cmd.Env = append(cmd.Env, failpoint.Env+"="+point)
 	}
 	return cmd
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 
+	"github.com/durabench/durabench/internal/stats"
+	"github.com/durabench/durabench/internal/sweep"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
-	"github.com/durabench/durabench/stats"
-	"github.com/durabench/durabench/sweep"
 	"github.com/durabench/durabench/world/profile"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/durabench/durabench/stats"
+	"github.com/durabench/durabench/internal/stats"
 )
 
 // TestGateExitCode: the gate's exit codes, in their order of precedence.

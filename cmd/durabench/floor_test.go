@@ -28,8 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 var (

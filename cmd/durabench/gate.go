@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // cmdGate runs `durabench gate`: checks HEAD (against --baseline) with the

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/internal/target"
 	"github.com/durabench/durabench/scenarios"
-	"github.com/durabench/durabench/target"
 	"github.com/durabench/durabench/world/profile"
-	"github.com/durabench/durabench/worlds"
+	"github.com/durabench/durabench/world/registry"
 )
 
 // cmdList runs `durabench list`: scenarios, versions, kill switches, worlds,
@@ -66,7 +66,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nWORLDS (--world NAME,...; a world's settings are flags, or keys under its name in a sweep file)")
-	for _, k := range worlds.All() {
+	for _, k := range registry.All() {
 		fmt.Fprintf(w, "  %s — %s\n", k.Name, k.Description)
 		for _, s := range k.Settings {
 			def := s.Default

@@ -13,7 +13,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/durabench/durabench/sweep"
+	"github.com/durabench/durabench/internal/sweep"
 )
 
 // usage is the text of `durabench help`. The README's CLI block is this text

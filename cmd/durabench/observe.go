@@ -6,9 +6,9 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/durabench/durabench/live"
-	"github.com/durabench/durabench/sweep"
-	"github.com/durabench/durabench/traces"
+	"github.com/durabench/durabench/internal/sweep"
+	"github.com/durabench/durabench/reporters/live"
+	"github.com/durabench/durabench/reporters/traces"
 )
 
 // observers are a sweep's outputs besides its results: live Prometheus

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/durabench/durabench/reporters/traces"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/traces"
 )
 
 // otlpReport writes the timelines of the selected runs of the sweep whose

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/durabench/durabench/reporters/traces"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/traces"
 )
 
 // TestReportOTLP: a sweep keeps its runs' timelines beside results.json;

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // Helpers shared by the commands that read results files: report, compare,

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
-	"github.com/durabench/durabench/stats"
 )
 
 // The scale ladder (make scale): wide fan-outs on every NATS deployment

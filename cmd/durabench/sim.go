@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/durabench/durabench/engine"
-	"github.com/durabench/durabench/simcheck"
+	"github.com/durabench/durabench/internal/simcheck"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/profile"
 )

@@ -14,8 +14,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/durabench/durabench/internal/sweep"
 	"github.com/durabench/durabench/reporters"
-	"github.com/durabench/durabench/sweep"
 )
 
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {

@@ -15,10 +15,13 @@ import (
 	"time"
 
 	"github.com/durabench/durabench/engine"
-	"github.com/durabench/durabench/sweep"
-	"github.com/durabench/durabench/target"
+	"github.com/durabench/durabench/internal/sweep"
+	"github.com/durabench/durabench/internal/target"
+	"github.com/durabench/durabench/internal/target/check"
+	"github.com/durabench/durabench/internal/target/reference"
+	"github.com/durabench/durabench/protocol"
 	"github.com/durabench/durabench/world"
-	"github.com/durabench/durabench/worlds"
+	"github.com/durabench/durabench/world/registry"
 )
 
 // cmdTarget runs `durabench target serve|check`.
@@ -61,23 +64,23 @@ func cmdTargetServe(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return -1, usageErr("--version: %v", err)
 	}
-	if err := target.SetProcs(*procs); err != nil {
+	if err := protocol.SetProcs(*procs); err != nil {
 		return -1, usageErr("%v", err)
 	}
-	kind, err := worlds.Lookup(*worldName)
+	kind, err := registry.Lookup(*worldName)
 	if err != nil {
 		return -1, usageErr("--world: %v", err)
 	}
 	if kind.VirtualTime {
 		return -1, usageErr("--world %s: a target serves in real time; use mem or nats", *worldName)
 	}
-	w, err := kind.New(ctx, worlds.Config{Options: world.Options{}, Settings: kind.Defaults(), SoleWriter: true})
+	w, err := kind.New(ctx, registry.Config{Options: world.Options{}, Settings: kind.Defaults(), SoleWriter: true})
 	if err != nil {
 		return exitFailed, fmt.Errorf("world %s: %w", *worldName, err)
 	}
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := target.Serve(sctx, *addr, target.NewReference(w, v), stdout); err != nil {
+	if err := protocol.Serve(sctx, *addr, reference.New(w, v), stdout); err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "listen" {
 			return -1, usageErr("--addr %s: %v", *addr, err)
@@ -143,7 +146,7 @@ func cmdTargetCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return -1, usageErr("%v", err)
 	}
-	rep, err := target.Check(ctx, c, target.CheckOptions{Runs: *runs, RunTimeout: *timeout})
+	rep, err := check.Run(ctx, c, check.Options{Runs: *runs, RunTimeout: *timeout})
 	if err != nil {
 		return -1, usageErr("target %s: %v", pos[0], err)
 	}
@@ -160,11 +163,11 @@ func cmdTargetCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 // world) over the protocol on a loopback port, for `target check
 // reference`; stop shuts it down.
 func serveReference(ctx context.Context) (url string, stop func(), err error) {
-	kind, err := worlds.Lookup("mem")
+	kind, err := registry.Lookup("mem")
 	if err != nil {
 		return "", nil, err
 	}
-	w, err := kind.New(ctx, worlds.Config{Settings: kind.Defaults(), SoleWriter: true})
+	w, err := kind.New(ctx, registry.Config{Settings: kind.Defaults(), SoleWriter: true})
 	if err != nil {
 		return "", nil, err
 	}
@@ -177,7 +180,7 @@ func serveReference(ctx context.Context) (url string, stop func(), err error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- target.Serve(sctx, "127.0.0.1:0", target.NewReference(w, v), pw)
+		done <- protocol.Serve(sctx, "127.0.0.1:0", reference.New(w, v), pw)
 		_ = pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')

@@ -52,7 +52,7 @@ func TestTargetServeAndCheck(t *testing.T) {
 	}
 }
 
-// buildAdapter builds the test adapter (target/testdata/adapter: the
+// buildAdapter builds the test adapter (internal/target/testdata/adapter: the
 // built-in engine behind target.Main) next to the durabench binary, where
 // `--targets testref` finds it.
 func buildAdapter(t *testing.T) {
@@ -61,7 +61,7 @@ func buildAdapter(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		return
 	}
-	if b, err := exec.Command("go", "build", "-o", out, "../../target/testdata/adapter").CombinedOutput(); err != nil {
+	if b, err := exec.Command("go", "build", "-o", out, "../../internal/target/testdata/adapter").CombinedOutput(); err != nil {
 		t.Fatalf("go build adapter: %v\n%s", err, b)
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/durabench/durabench/cluster"
+	"github.com/durabench/durabench/internal/cluster"
 	natsworld "github.com/durabench/durabench/world/nats"
-	"github.com/durabench/durabench/worlds"
+	"github.com/durabench/durabench/world/registry"
 )
 
 // cmdWorker runs `durabench worker`: an engine worker for sweeps run with
@@ -21,12 +21,12 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs := newFlagSet("worker", stderr)
 	// The connection settings are the nats world's (--nats-url, TLS,
 	// credentials), parsed and checked the same way.
-	kind, err := worlds.Lookup(worlds.NATS)
+	kind, err := registry.Lookup(registry.NATS)
 	if err != nil {
 		return exitFailed, err
 	}
 	nats := kind.Defaults()
-	for _, name := range worlds.NATSConnection {
+	for _, name := range registry.NATSConnection {
 		for _, st := range kind.Settings {
 			if st.Name == name {
 				help := st.Help
@@ -52,7 +52,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if nats["url"] == "" {
 		return -1, usageErr("worker needs --nats-url (the NATS server or cluster the driver uses)")
 	}
-	auth := worlds.NATSAuth(nats)
+	auth := registry.NATSAuth(nats)
 	if err := auth.Check(); err != nil {
 		return -1, usageErr("nats: %v", err)
 	}

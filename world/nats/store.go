@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/internal/failpoint"
 )
 
 // storePattern names an embedded server's store directory in the temp
@@ -61,7 +61,7 @@ func makeStore(tmp string) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsworld: store dir: %w", err)
 	}
-	results.AtFailpoint("nats-store-birth", nil)
+	failpoint.At("nats-store-birth", nil)
 	// The lock file appears under its name already locked (renamed after
 	// flock), so a process cleaning up never takes a birth directory that
 	// is being locked for a dead one's.

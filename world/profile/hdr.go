@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/durabench/durabench/hdr"
+	"github.com/durabench/durabench/metrics/hdr"
 )
 
 // maxHDRCounts bounds the counts array of one imported histogram (32 MiB):

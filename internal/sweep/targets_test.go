@@ -1,0 +1,113 @@
+package sweep
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/internal/target/reference"
+	"github.com/durabench/durabench/protocol"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+)
+
+// steppingClock is the reference engine with a clock that steps by step
+// (with every timestamp after it) once its after-th run starts.
+type steppingClock struct {
+	*reference.Reference
+	step    time.Duration
+	after   int32
+	starts  atomic.Int32
+	stepped atomic.Bool
+}
+
+func (s *steppingClock) Now() time.Duration {
+	if s.stepped.Load() {
+		return s.Reference.Now() + s.step
+	}
+	return s.Reference.Now()
+}
+
+func (s *steppingClock) Start(ctx context.Context, req protocol.StartRequest) error {
+	if s.starts.Add(1) == s.after {
+		s.stepped.Store(true)
+	}
+	return s.Reference.Start(ctx, req)
+}
+
+func (s *steppingClock) Open(ctx context.Context, sink protocol.Sink) error {
+	return s.Reference.Open(ctx, steppedSink{sink, s})
+}
+
+type steppedSink struct {
+	protocol.Sink
+	s *steppingClock
+}
+
+func (k steppedSink) Event(run string, ev protocol.Event) {
+	if k.s.stepped.Load() {
+		ev.At += int64(k.s.step)
+	}
+	k.Sink.Event(run, ev)
+}
+
+// TestTargetClockStepsMidCell: a target whose clock steps +500 ms in the
+// middle of a cell — after the cell's first clock sample — is caught by the
+// sample at the cell's end: results.json records the drift and report.md
+// flags the cell; the header names the target's world, not durabench's.
+func TestTargetClockStepsMidCell(t *testing.T) {
+	v, err := engine.LookupVersion("pending-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &steppingClock{Reference: reference.New(mem.New(world.Options{}), v), step: 500 * time.Millisecond, after: 6}
+	srv, err := protocol.NewServer(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+	}()
+	res := sweepSteps(t, hs.URL, 10, t.TempDir())
+	c := res.File.Cells[0]
+	if c.ClockDriftUS < 490_000 || c.ClockDriftUS > 510_000 || c.TargetWorld != "mem" {
+		t.Fatalf("clock drift %.0f µs, target world %q; want about +500 ms on mem", c.ClockDriftUS, c.TargetWorld)
+	}
+	rep, err := os.ReadFile(res.ReportPath)
+	if os.Getenv("SHOW_REPORT") != "" {
+		t.Logf("%s", rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rep), "**Target clock** in `") || !strings.Contains(string(rep), "drift +500") {
+		t.Errorf("report.md does not flag the cell's clock:\n%s", rep)
+	}
+	header := strings.SplitN(string(rep), "\n\n", 3)[1]
+	if !strings.Contains(header, "(world mem)") || strings.Contains(header, "world nats") || strings.Contains(header, "profile") {
+		t.Errorf("report header %q: want the target's world, not durabench's", header)
+	}
+}
+
+// sweepSteps sweeps reps closed-loop single-step runs, no warm-up, on the
+// target at url, into out.
+func sweepSteps(t *testing.T, url string, reps int, out string) *Outcome {
+	t.Helper()
+	plan, err := planFrom(t, "--targets", url, "--scenario", "step", "--reps", strconv.Itoa(reps), "--warmup", "0", "--pace", "closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Plan: plan, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

@@ -1,0 +1,163 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/durabench/durabench/protocol"
+
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/world"
+)
+
+// Overhead is durabench's own share of a target's TTLS: the same runs of one
+// backend measured directly (in the backend's process, no protocol: events
+// straight from its sink, the start taken on its own clock right before
+// Start) and through the protocol exactly as a sweep drives it (HTTP on
+// loopback, the Session's start request, long polls and clock conversion,
+// the start taken on the driver's clock). The difference is what the
+// protocol adds: the start request's round trip, polling's CPU, the clock
+// conversion's error.
+type Overhead struct {
+	Direct, Protocol []time.Duration // TTLS per run
+	// ClockError is the protocol session's clock error bound (RTT/2).
+	ClockError time.Duration
+}
+
+// p50 is the median of ds.
+func p50(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// DirectP50 and ProtocolP50 are the medians of each side's TTLS.
+func (o Overhead) DirectP50() time.Duration   { return p50(o.Direct) }
+func (o Overhead) ProtocolP50() time.Duration { return p50(o.Protocol) }
+
+// Share is the protocol's share of a target cell's TTLS p50:
+// (protocol − direct) / protocol (negative when the difference is noise).
+func (o Overhead) Share() float64 {
+	p := o.ProtocolP50()
+	if p <= 0 {
+		return 0
+	}
+	return float64(p-o.DirectP50()) / float64(p)
+}
+
+// Report reports the measurement as benchmark metrics (b is a
+// *testing.B): both medians, their ratio, the protocol's share and the
+// clock's error bound, in the units internal/bench/summary reads.
+func (o Overhead) Report(b interface{ ReportMetric(float64, string) }) {
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	b.ReportMetric(us(o.DirectP50()), "direct-ttls-p50-us")
+	b.ReportMetric(us(o.ProtocolP50()), "protocol-ttls-p50-us")
+	b.ReportMetric(float64(o.ProtocolP50())/float64(max(o.DirectP50(), 1)), "protocol/direct")
+	b.ReportMetric(100*o.Share(), "share-%")
+	b.ReportMetric(us(o.ClockError), "clock-error-us")
+	b.ReportMetric(0, "ns/op")
+}
+
+// MeasureOverhead opens b, runs scenario with opts runs times each way,
+// alternating (so that load on the machine falls on both alike), and closes
+// b. Scenarios with hooks are not measured (their resume is the driver's).
+func MeasureOverhead(ctx context.Context, b protocol.Backend, scenario string, opts map[string]string, runs int) (Overhead, error) {
+	var o Overhead
+	sc, err := scenarios.Get(scenario)
+	if err != nil {
+		return o, err
+	}
+	prog, _, err := sc.Build(scenarios.Values(opts))
+	if err != nil {
+		return o, err
+	}
+	srv, err := protocol.NewServer(ctx, b)
+	if err != nil {
+		_ = b.Close(context.WithoutCancel(ctx))
+		return o, err
+	}
+	defer func() { _ = srv.Close(context.WithoutCancel(ctx)) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return o, err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	c, err := NewClient("http://" + ln.Addr().String())
+	if err != nil {
+		return o, err
+	}
+	rt := world.NewReal()
+	sess, err := NewSession(ctx, c, scenario, opts, rt)
+	if err != nil {
+		return o, err
+	}
+	o.ClockError = sess.Clock().RTT / 2
+	rec := metrics.NewRecorder()
+	detach, err := sess.Attach(ctx, rec, rec.Fail)
+	if err != nil {
+		return o, err
+	}
+	defer detach()
+	// After a run of the given TTLS, a pause of half of it, between 1 ms
+	// and 1 s.
+	settle := func(ttls time.Duration) error { return rt.Sleep(ctx, min(max(ttls/2, time.Millisecond), time.Second)) }
+	direct := func(i int) error {
+		d, err := srv.RunDirect(ctx, protocol.StartRequest{Run: fmt.Sprintf("overhead-%d-direct", i), Scenario: scenario, Options: opts})
+		if err != nil {
+			return err
+		}
+		o.Direct = append(o.Direct, d)
+		return settle(d)
+	}
+	protocol := func(i int) error {
+		id := fmt.Sprintf("overhead-%d-protocol", i)
+		done := make(chan struct{})
+		if err := rec.Begin(id, rt.Now(), prog.StepCount(), func() { close(done) }); err != nil {
+			return err
+		}
+		defer rec.Forget(id)
+		if err := sess.StartRun(ctx, id, prog); err != nil {
+			return err
+		}
+		_, _ = sess.StartSent(id) // not a paced run: no lag to take
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		tl, _ := rec.Snapshot(id, rt.Now())
+		if tl.Failed {
+			return fmt.Errorf("run %s: %s", id, tl.Error)
+		}
+		ttls, _ := metrics.TimeToLastStep(&tl)
+		o.Protocol = append(o.Protocol, ttls)
+		return settle(ttls)
+	}
+	for i := range runs {
+		// Which side goes first alternates, and each run is followed by
+		// a pause of half its TTLS: the engine's work after a run ends
+		// (its last writes, caches) falls on neither side more than the
+		// other.
+		first, second := direct, protocol
+		if i%2 == 1 {
+			first, second = protocol, direct
+		}
+		if err := first(i); err != nil {
+			return o, err
+		}
+		if err := second(i); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
