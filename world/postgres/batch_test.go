@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/durabench/durabench/world"
 	pgworld "github.com/durabench/durabench/world/postgres"
 )
@@ -77,5 +80,69 @@ func TestBatchedPublishes(t *testing.T) {
 	}
 	if got[""] != 32 {
 		t.Errorf("%d messages without an id delivered, want 32", got[""])
+	}
+}
+
+// TestAckPastABusyPool: a handler's ack does not wait for the world's pool.
+// With every connection of the pool held elsewhere when the handler
+// returns, the message is still deleted at once (acks have connections of
+// their own); one statement per ack through the pool made a burst's acks
+// queue past the visibility timeout, and their messages came back.
+func TestAckPastABusyPool(t *testing.T) {
+	ctx := context.Background()
+	url := needServer(t)
+	const conns = 4
+	w, err := pgworld.New(ctx, pgworld.Config{URL: url, MaxConns: conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	started, release := make(chan struct{}), make(chan struct{})
+	sub, err := w.Consume(ctx, world.ConsumeOptions{Concurrency: 1}, func(context.Context, world.Delivery) error {
+		close(started)
+		<-release
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop(ctx)
+	if _, err := w.Publish(ctx, world.Message{ID: "m"}, world.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("m not delivered within 5 s")
+	}
+	var held []*pgxpool.Conn
+	for range conns {
+		c, err := w.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	close(release)
+	left, deadline := -1, time.Now().Add(2*time.Second)
+	for time.Now().Before(deadline) {
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM `+w.Schema()+`.queue`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	if left != 0 {
+		t.Fatalf("%d messages left in the queue 2 s after the handler returned, with the pool busy: the ack waited for it", left)
 	}
 }

@@ -105,7 +105,7 @@ func (w *World) Append(ctx context.Context, run string, ev world.Event, pre worl
 	return req.res, nil
 }
 
-// maxBatch bounds the calls of one batch (appends, publishes).
+// maxBatch bounds the calls of one batch (appends, publishes, acks).
 const maxBatch = 256
 
 // appendReq is one Append waiting for its batch.

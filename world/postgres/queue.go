@@ -283,22 +283,65 @@ func (w *World) claim(ctx context.Context, n int) (ds []delivery, next time.Dura
 // retries it by the world's retry style. A settle that fails is counted
 // among the incidents; the visibility timeout then brings the message
 // back.
+//
+// Acks go on connections reserved for them (World.ackPool), and acks that
+// arrive while acksInFlight ack statements are in flight go together in
+// the next one (one DELETE, one commit), whatever Config.Unbatched says: a
+// burst's handlers finish together, and one statement per ack through the
+// shared pool queued them behind each other and the pool's other
+// statements for its connections (an acquire that finds none idle dials
+// one of its own) and for their own commits — past the visibility timeout
+// of messages whose handlers had returned long before, which were then
+// delivered again.
 func (w *World) settle(d delivery, herr error) {
 	if w.isClosed() || errors.Is(herr, world.ErrAbandon) {
+		return
+	}
+	if herr == nil {
+		req := &ackReq{call: newCall(context.Background()), seq: d.seq}
+		w.acks.do("", req)
+		<-req.done
 		return
 	}
 	ctx, cancel := w.callCtx(context.Background())
 	defer cancel()
 	var err error
 	switch {
-	case herr == nil:
-		_, err = w.pool.Exec(ctx, w.q.ack, d.seq)
 	case w.caps.RetryStyle == world.Fresh:
 		_, err = w.pool.Exec(ctx, w.q.fresh, d.seq, int32(d.Attempt), w.retryDelay(d.failures+1).Microseconds())
 	default:
 		_, err = w.pool.Exec(ctx, w.q.nak, d.seq, int32(d.Attempt), w.retryDelay(d.failures+1).Microseconds())
 	}
 	_ = w.err(ctx, "settle "+d.ID, err)
+}
+
+// ackReq is one ack waiting for its batch.
+type ackReq struct {
+	call
+	seq int64
+}
+
+// ackBatch deletes the requests' messages in one statement and completes
+// them. A failure is counted once, as the statement's; the visibility
+// timeout brings the messages back.
+func (w *World) ackBatch(_ string, batch []*ackReq) {
+	defer complete(batch)
+	live := waiting(batch)
+	if len(live) == 0 {
+		return
+	}
+	seqs := make([]int64, len(live))
+	for i, r := range live {
+		seqs[i] = r.seq
+	}
+	ctx, cancel := w.callCtx(context.Background())
+	defer cancel()
+	_, err := w.ackPool.Exec(ctx, w.q.ack, seqs)
+	if err = w.err(ctx, fmt.Sprintf("ack %d messages", len(seqs)), err); err != nil {
+		for _, r := range live {
+			r.err = err
+		}
+	}
 }
 
 // retryDelay is RetryDelay doubled per earlier failure of the lineage,

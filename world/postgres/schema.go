@@ -288,8 +288,8 @@ UNION ALL
 SELECT 0, '', '', NULL, 0, 0, coalesce((extract(epoch FROM min(visible_at) - now()) * 1000000)::bigint, -1)
 FROM {S}.queue WHERE visible_at > now()`),
 		// Any delivery's ack settles the message, even a stale one: the
-		// work was done.
-		ack: r.Replace(`DELETE FROM {S}.queue WHERE seq = $1`),
+		// work was done. $1: the seqs of a batch of acks.
+		ack: r.Replace(`DELETE FROM {S}.queue WHERE seq = ANY($1::bigint[])`),
 		// Redeliver: the same row comes back after the retry delay — if
 		// this delivery is still the message's current one.
 		nak: r.Replace(`WITH u AS (

@@ -53,6 +53,11 @@ const (
 	DefaultMaxConns       = 32
 )
 
+// acksInFlight is how many ack statements may be in flight at once before
+// acks batch; each has a connection of its own, outside the pool of
+// Config.MaxConns.
+const acksInFlight = 2
+
 // opTimeout bounds every world call whose context has no deadline, so a
 // server that stops answering makes calls fail with a typed error instead
 // of hanging.
@@ -83,7 +88,8 @@ type Config struct {
 	Schema string
 	// Keep leaves the schema in place on Close.
 	Keep bool
-	// MaxConns is the connection pool's size (default 32).
+	// MaxConns is the connection pool's size (default 32); acks have
+	// acksInFlight connections of their own besides.
 	MaxConns int
 	// ConnectTimeout bounds connecting (default 5 s).
 	ConnectTimeout time.Duration
@@ -132,6 +138,10 @@ type World struct {
 	caps world.Capabilities
 	q    queries
 	pool *pgxpool.Pool
+	// ackPool holds the connections reserved for acks (acksInFlight):
+	// an ack never waits behind the pool's other statements, nor for a
+	// connection to be dialed while a burst holds them all.
+	ackPool *pgxpool.Pool
 
 	incidents incidents
 
@@ -148,10 +158,11 @@ type World struct {
 	down     atomic.Bool
 	watching atomic.Bool // a watcher checks the server
 
-	// appends batches the appends to a run, publishes all publishes (see
-	// World.Append, World.Publish).
+	// appends batches the appends to a run, publishes all publishes, acks
+	// all acks (see World.Append, World.Publish, World.settle).
 	appends   *coalescer[*appendReq]
 	publishes *coalescer[*publishReq]
+	acks      *coalescer[*ackReq]
 
 	mu      sync.Mutex
 	closed  bool
@@ -194,6 +205,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	// commits by NOTIFY's lock: a few overlap.
 	w.appends = newCoalescer(maxBatch, 1, w.appendBatch)
 	w.publishes = newCoalescer(maxBatch, publishesInFlight, w.publishBatch)
+	w.acks = newCoalescer(maxBatch, acksInFlight, w.ackBatch)
 	w.bg, w.stopBg = context.WithCancel(context.Background())
 	w.conn, w.connDown = context.WithCancelCause(context.Background())
 	if w.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
@@ -220,9 +232,16 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		w.stopBg()
 		return nil, err
 	}
+	ac := pc.Copy()
+	ac.MaxConns, ac.MinConns = acksInFlight, acksInFlight // dialed now, in the background
+	if w.ackPool, err = pgxpool.NewWithConfig(ctx, ac); err != nil {
+		w.pool.Close()
+		w.stopBg()
+		return nil, fmt.Errorf("pgworld: %s: %w", redactURL(cfg.URL), err)
+	}
 	l, err := w.listen(cctx)
 	if err != nil {
-		w.pool.Close()
+		w.closePools()
 		w.stopBg()
 		return nil, fmt.Errorf("pgworld: listen on %s: %w", cfg.Schema, mapErr("listen", err, false))
 	}
@@ -305,8 +324,13 @@ func (w *World) Close() error {
 			err = fmt.Errorf("pgworld: drop schema %s: %w", w.cfg.Schema, derr)
 		}
 	}
-	w.pool.Close()
+	w.closePools()
 	return err
+}
+
+func (w *World) closePools() {
+	w.pool.Close()
+	w.ackPool.Close()
 }
 
 func (w *World) isClosed() bool {
@@ -416,7 +440,8 @@ func (w *World) setDown() {
 }
 
 func (w *World) setUp() {
-	w.pool.Reset() // its connections died with the server
+	w.pool.Reset() // their connections died with the server
+	w.ackPool.Reset()
 	w.connMu.Lock()
 	w.conn, w.connDown = context.WithCancelCause(context.Background())
 	w.connMu.Unlock()
