@@ -301,181 +301,241 @@ type phaseResult struct {
 	interrupted bool
 }
 
+// phase runs n runs (ids RunPrefix-<tag>0001…) paced by the cell's pacer,
+// waits for them until the cell timeout (or, interrupted, the grace) and
+// returns their timelines.
 func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) phaseResult {
 	rt := d.rt
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s-%s%04d", d.cfg.RunPrefix, tag, i+1)
-	}
-	st := &phaseState{changed: rt.NewFuture(), allDone: rt.NewFuture(), lag: make([]time.Duration, n)}
-	var doneCount int
-	var phaseOver bool
-	var doneMu sync.Mutex
-	// onDone reports the run, then counts it done: counted first, the last
-	// run could end the phase (and the cell) before its report went out,
-	// and a progress consumer (the live metrics) lost it.
-	onDone := func(id string) {
-		defer st.finishOne(rt)
-		if d.cfg.OnRun == nil {
-			return
-		}
-		doneMu.Lock()
-		if phaseOver {
-			// A run given up at the timeout that finishes late must
-			// not count towards the next phase or cell.
-			doneMu.Unlock()
-			return
-		}
-		doneCount++
-		p := CellProgress{Warmup: warmup, Done: doneCount, Total: n}
-		doneMu.Unlock()
-		st.mu.Lock()
-		p.Started = st.started
-		st.mu.Unlock()
-		if tl, ok := d.rec.Snapshot(id, rt.Now()); ok {
-			p.Run = &tl
-		}
-		d.cfg.OnRun(p)
-	}
-	steps := d.cfg.Program.StepCount()
-	epoch := rt.Now()
-	timeout := d.cfg.CellTimeout
+	ph := &phaseRun{d: d, warmup: warmup, n: n, ids: runIDs(d.cfg.RunPrefix, tag, n),
+		st:    &phaseState{changed: rt.NewFuture(), allDone: rt.NewFuture(), lag: make([]time.Duration, n)},
+		steps: d.cfg.Program.StepCount(), epoch: rt.Now(), timeout: d.cfg.CellTimeout}
 	// paceCtx stops the pacing task at the timeout or on interruption.
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
+	rt.Go(func() { ph.pace(paceCtx) })
+	ph.wait(ctx, stopPacing)
+	stopPacing()
+	ph.doneMu.Lock()
+	ph.over = true
+	ph.doneMu.Unlock()
+	return ph.collect(ctx, rt.Now())
+}
 
+// runIDs are the run ids of a phase: prefix-<tag>0001 to prefix-<tag>n.
+func runIDs(prefix, tag string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%s%04d", prefix, tag, i+1)
+	}
+	return ids
+}
+
+// phaseRun is one phase of a cell (its warm-up or its measured runs) while
+// it runs: the pacing task, the runs' done callbacks and the waiting task
+// share it.
+type phaseRun struct {
+	d      *cellRun
+	warmup bool
+	n      int
+	ids    []string
+	st     *phaseState
+	steps  int
+	// epoch is the phase's time 0 on the runtime's clock; runs are
+	// scheduled from it, and the phase ends timeout after it.
+	epoch, timeout time.Duration
+
+	doneMu sync.Mutex
+	// done counts the runs reported done; over is set once the phase
+	// ended, so a run given up at the timeout that finishes late is not
+	// reported.
+	done int
+	over bool
+}
+
+// runDone is a run's done callback: it reports the run, then counts it
+// done. Counted first, the last run could end the phase (and the cell)
+// before its report went out, and a progress consumer (the live metrics)
+// lost it.
+func (ph *phaseRun) runDone(id string) {
+	d, rt := ph.d, ph.d.rt
+	defer ph.st.finishOne(rt)
+	if d.cfg.OnRun == nil {
+		return
+	}
+	ph.doneMu.Lock()
+	if ph.over {
+		// A run given up at the timeout that finishes late must not
+		// count towards the next phase or cell.
+		ph.doneMu.Unlock()
+		return
+	}
+	ph.done++
+	p := CellProgress{Warmup: ph.warmup, Done: ph.done, Total: ph.n}
+	ph.doneMu.Unlock()
+	ph.st.mu.Lock()
+	p.Started = ph.st.started
+	ph.st.mu.Unlock()
+	if tl, ok := d.rec.Snapshot(id, rt.Now()); ok {
+		p.Run = &tl
+	}
+	d.cfg.OnRun(p)
+}
+
+// pace is the pacing task: it schedules the phase's runs one by one with
+// the pacer and hands each to a starter, until every run started, the
+// phase's timeout, or ctx ends.
+func (ph *phaseRun) pace(ctx context.Context) {
+	d, rt, st := ph.d, ph.d.rt, ph.st
 	starters := newStarters(rt, d.realTime)
-	rt.Go(func() {
-		defer starters.close()
-		defer func() {
-			st.mu.Lock()
-			st.paced = true
-			st.signalLocked(rt)
-			st.mu.Unlock()
-		}()
-		var prevAt time.Duration // the previous run's schedule
-		// Open pacing in real time hands each run to its starter a lead
-		// before its schedule and waits for the starter to resume it (see
-		// waiter).
-		early := d.wait.precise() && d.cfg.Pacer.Open() && !d.inline
-		resume := make(chan time.Duration, 1) // the starter's clock when it ran
-		for i := 0; i < n; i++ {
-			var at, lead time.Duration
-			for {
-				if paceCtx.Err() != nil {
-					return
-				}
-				now := rt.Now() - epoch
-				if now >= timeout {
-					return
-				}
-				st.mu.Lock()
-				inflight, changed := st.inflight, st.changed
-				st.mu.Unlock()
-				var block bool
-				at, block = d.cfg.Pacer.Pace(now, i, inflight)
-				if block {
-					changed.Wait(paceCtx, timeout-now)
-					continue
-				}
-				if at >= timeout {
-					return // scheduled after the phase's end
-				}
-				gap := time.Duration(0)
-				if i > 0 {
-					gap = at - prevAt
-				}
-				if early {
-					lead = d.wait.leadFor(gap)
-				}
-				if at-lead > now {
-					d.wait.until(paceCtx, epoch+at-lead, gap)
-					continue
-				}
-				break
-			}
-			prevAt = at
-			sched := epoch + at
-			// The anchor t0 is the schedule, registered before StartRun.
-			id := ids[i]
-			if err := d.rec.Begin(id, sched, steps, func() { onDone(id) }); err != nil {
-				return // a duplicate id is a driver bug; stop pacing
-			}
-			st.mu.Lock()
-			st.inflight++
-			st.started++
-			st.mu.Unlock()
-			handed := rt.Now()
-			start := func() {
-				actual := rt.Now()
-				if early {
-					resume <- actual
-					for actual < sched { // the rest of the lead
-						actual = rt.Now()
-					}
-				}
-				st.mu.Lock()
-				st.lag[i] = actual - sched
-				st.mu.Unlock()
-				err := d.eng.StartRun(d.runCtx, id, d.cfg.Program)
-				if err != nil {
-					d.rec.Fail(id, rt.Now(), err)
-				}
-				if err == nil && d.sender != nil {
-					if sent, ok := d.sender.StartSent(id); ok && sent > actual {
-						// The start waited in the target session's
-						// queue: the run started when it was sent.
-						st.mu.Lock()
-						st.lag[i] = sent - sched
-						st.mu.Unlock()
-					}
-				}
-			}
-			if d.inline {
-				start()
-				continue
-			}
-			starters.start(start)
-			if early {
-				d.wait.handedOff(<-resume - handed)
-			}
+	defer starters.close()
+	defer func() {
+		st.mu.Lock()
+		st.paced = true
+		st.signalLocked(rt)
+		st.mu.Unlock()
+	}()
+	var prevAt time.Duration // the previous run's schedule
+	// Open pacing in real time hands each run to its starter a lead before
+	// its schedule and waits for the starter to resume it (see waiter).
+	early := d.wait.precise() && d.cfg.Pacer.Open() && !d.inline
+	resume := make(chan time.Duration, 1) // the starter's clock when it ran
+	for i := 0; i < ph.n; i++ {
+		at, ok := ph.schedule(ctx, i, prevAt, early)
+		if !ok {
+			return
 		}
-	})
+		prevAt = at
+		sched := ph.epoch + at
+		// The anchor t0 is the schedule, registered before StartRun.
+		id := ph.ids[i]
+		if err := d.rec.Begin(id, sched, ph.steps, func() { ph.runDone(id) }); err != nil {
+			return // a duplicate id is a driver bug; stop pacing
+		}
+		st.mu.Lock()
+		st.inflight++
+		st.started++
+		st.mu.Unlock()
+		handed := rt.Now()
+		start := func() { ph.start(i, id, sched, early, resume) }
+		if d.inline {
+			start()
+			continue
+		}
+		starters.start(start)
+		if early {
+			d.wait.handedOff(<-resume - handed)
+		}
+	}
+}
 
-	var r phaseResult
-	deadline := epoch + timeout
-	if left := deadline - rt.Now(); left > 0 && !st.allDone.Wait(ctx, left) {
+// schedule waits until run i is due to be handed off (a lead before its
+// schedule when early) and returns its schedule from the epoch; ok is false
+// when it is not to start: ctx ended, or the phase's timeout came first.
+func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, early bool) (at time.Duration, ok bool) {
+	d, rt, st := ph.d, ph.d.rt, ph.st
+	for {
 		if ctx.Err() != nil {
-			// Interrupted: stop starting runs, give those in flight the grace.
+			return 0, false
+		}
+		now := rt.Now() - ph.epoch
+		if now >= ph.timeout {
+			return 0, false
+		}
+		st.mu.Lock()
+		inflight, changed := st.inflight, st.changed
+		st.mu.Unlock()
+		var block bool
+		at, block = d.cfg.Pacer.Pace(now, i, inflight)
+		if block {
+			changed.Wait(ctx, ph.timeout-now)
+			continue
+		}
+		if at >= ph.timeout {
+			return 0, false // scheduled after the phase's end
+		}
+		gap, lead := time.Duration(0), time.Duration(0)
+		if i > 0 {
+			gap = at - prevAt
+		}
+		if early {
+			lead = d.wait.leadFor(gap)
+		}
+		if at-lead > now {
+			d.wait.until(ctx, ph.epoch+at-lead, gap)
+			continue
+		}
+		return at, true
+	}
+}
+
+// start starts run i (id) scheduled at sched, on its starter, and records
+// its driver lag: when early, it first tells the pacer it runs and spins
+// out the rest of the lead.
+func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, resume chan<- time.Duration) {
+	d, rt, st := ph.d, ph.d.rt, ph.st
+	actual := rt.Now()
+	if early {
+		resume <- actual
+		for actual < sched { // the rest of the lead
+			actual = rt.Now()
+		}
+	}
+	st.mu.Lock()
+	st.lag[i] = actual - sched
+	st.mu.Unlock()
+	err := d.eng.StartRun(d.runCtx, id, d.cfg.Program)
+	if err != nil {
+		d.rec.Fail(id, rt.Now(), err)
+	}
+	if err == nil && d.sender != nil {
+		if sent, ok := d.sender.StartSent(id); ok && sent > actual {
+			// The start waited in the target session's queue: the run
+			// started when it was sent.
+			st.mu.Lock()
+			st.lag[i] = sent - sched
+			st.mu.Unlock()
+		}
+	}
+}
+
+// wait waits until every started run is done or the phase's timeout;
+// interrupted (ctx ended), it stops the pacing and gives the runs in
+// flight the grace period, within the timeout.
+func (ph *phaseRun) wait(ctx context.Context, stopPacing func()) {
+	rt := ph.d.rt
+	deadline := ph.epoch + ph.timeout
+	if left := deadline - rt.Now(); left > 0 && !ph.st.allDone.Wait(ctx, left) {
+		if ctx.Err() != nil {
 			stopPacing()
 			if left := deadline - rt.Now(); left > 0 {
-				st.allDone.Wait(context.WithoutCancel(ctx), min(d.cfg.Grace, left))
+				ph.st.allDone.Wait(context.WithoutCancel(ctx), min(ph.d.cfg.Grace, left))
 			}
 		}
 	}
-	stopPacing()
-	doneMu.Lock()
-	phaseOver = true
-	doneMu.Unlock()
-	end := rt.Now()
-	r.elapsed = end - epoch
-	st.mu.Lock()
-	started := st.started
-	r.lag = append([]time.Duration(nil), st.lag[:started]...)
-	st.mu.Unlock()
+}
+
+// collect is the phase's result at end: every run's timeline (a run not
+// finished is reported once more, cut), the runs never started, the lags.
+func (ph *phaseRun) collect(ctx context.Context, end time.Duration) phaseResult {
+	d := ph.d
+	r := phaseResult{elapsed: end - ph.epoch}
+	ph.st.mu.Lock()
+	started := ph.st.started
+	r.lag = append([]time.Duration(nil), ph.st.lag[:started]...)
+	ph.st.mu.Unlock()
 	complete := true
-	for i := 0; i < n; i++ {
+	for i, id := range ph.ids {
 		if i >= started {
-			r.unstarted = append(r.unstarted, ids[i])
+			r.unstarted = append(r.unstarted, id)
 			complete = false
 			continue
 		}
-		tl, _ := d.rec.Snapshot(ids[i], end)
+		tl, _ := d.rec.Snapshot(id, end)
 		if !tl.Finished {
 			complete = false
 			if d.cfg.OnRun != nil {
 				cut := tl
-				d.cfg.OnRun(CellProgress{Warmup: warmup, Done: doneCount, Total: n, Started: started, Run: &cut})
+				d.cfg.OnRun(CellProgress{Warmup: ph.warmup, Done: ph.done, Total: ph.n, Started: started, Run: &cut})
 			}
 		}
 		r.timelines = append(r.timelines, tl)

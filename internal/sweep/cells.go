@@ -11,6 +11,7 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/driver"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
@@ -58,6 +59,13 @@ type CellPlan struct {
 	// Seed is the plan seed mixed with the key, so a cell's randomness does
 	// not depend on the cells before it (a resumed sweep reproduces it).
 	Seed int64
+	// Identity is the cell's key fields as results record them; Metrics how
+	// its timelines become metrics (the plan's stall rule, the stream's
+	// pacing); CadenceSHA256 names a replayed cadence. Resolved once, with
+	// the rest.
+	Identity      results.Cell
+	Metrics       metrics.Config
+	CadenceSHA256 string
 	// wrap, when set, wraps the cell's world outside its profile (Measure).
 	wrap func(world.World) world.World
 }
@@ -174,7 +182,7 @@ func (p *Plan) targetCells(s *scenarios.Scenario, sp ScenarioPlan, combos []scen
 				ProfileName: "none", Pacer: pacer}
 			c.Key = cellKey(s.Name, full, "", "none", "", "none") + " target=" + spec.ID()
 			c.Hash, c.Seed = keyDigest(c.Key, p.Seed)
-			out = append(out, c)
+			out = append(out, p.resolveCell(c))
 		}
 	}
 	return out, nil
@@ -209,13 +217,22 @@ func (p *Plan) referenceCells(s *scenarios.Scenario, sp ScenarioPlan, combos []s
 						}
 						c.WorldOptions = world.Options{Guard: guard, RetryStyle: p.RetryStyle,
 							VisibilityTimeout: p.VisibilityTimeout, Seed: c.Seed}
-						out = append(out, c)
+						out = append(out, p.resolveCell(c))
 					}
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// resolveCell is c with what follows from its other fields filled in: its
+// identity, metrics configuration and cadence.
+func (p *Plan) resolveCell(c CellPlan) CellPlan {
+	c.Identity = c.identity()
+	c.Metrics = p.metricsConfig(c.Program)
+	c.CadenceSHA256 = scenarios.CadenceSHA256(c.Program)
+	return c
 }
 
 // keyDigest returns the hash of a cell's key and its seed under the plan

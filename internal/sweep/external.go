@@ -93,13 +93,14 @@ func (p *Plan) validateExternal() error {
 // driver creates the cell's streams, waits for the workers, announces the
 // cell to them and estimates their clocks, starts runs without consuming,
 // and builds the cell from the records the workers publish back.
-func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
-	w, err := p.newWorld(context.WithoutCancel(ctx), c)
+func (r *sweepRun) runCellExternal(ctx context.Context, c CellPlan) (results.Cell, *driver.Result, error) {
+	p := r.plan
+	w, err := r.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World.Name, err)
 	}
 	defer w.close()                        // after the workers let go of the streams (End below)
-	prefix := p.cellPrefix(c)              // the streams or schema newWorld created, which the workers open
+	prefix := r.cellPrefix(c)              // the streams or schema newWorld created, which the workers open
 	nats := p.WorldSettings[registry.NATS] // where the driver and the workers meet
 	d, err := cluster.Dial(ctx, cluster.CoordinatorConfig{URL: nats["url"], Auth: registry.NATSAuth(nats),
 		Expect: p.External.Expect, Wait: p.External.Wait})
@@ -109,7 +110,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	defer d.Close()
 	// A profile file, and the hdr files it or the fault overrides name,
 	// live on the driver: the workers get the copies read in Validate.
-	spec := cluster.CellSpec{Sweep: p.sweepPrefix(), Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
+	spec := cluster.CellSpec{Sweep: r.sweepPrefix(), Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
 		Options: c.WorldOptions, World: c.World.Name, Settings: recordedSettings(c.World, c.WorldSettings),
 		Storage: nats["storage"], Replicas: nats.Int("replicas"),
 		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed}
@@ -120,12 +121,8 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 		}
 		return results.Cell{}, nil, err
 	}
-	dc := driver.Config{
-		World: w, Features: c.Features, Program: c.Program,
-		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
-		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
-		OnRun: prog.Run, External: cell,
-	}
+	dc := r.driverConfig(c, w, c.Hash)
+	dc.External = cell
 	m := startCPU(nil)
 	res, derr := driver.Run(ctx, dc)
 	cpu := m.stop()
@@ -136,7 +133,7 @@ func (p *Plan) runCellExternal(ctx context.Context, c CellPlan, prog Progress) (
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open()))
+	rc := c.summarize(res, c.Identity)
 	rc.CPU = cpu // durabench's own: the workers' processes are their machines'
 	rc.Workers = rep.IDs()
 	rc.Redeliveries = int(rep.Redeliveries())

@@ -28,7 +28,8 @@ func (p *Plan) Measure(ctx context.Context, c CellPlan, wrap func(world.World) w
 		return results.Cell{}, &UsageError{Msg: "a cell is measured in this process, not on external workers"}
 	}
 	c.wrap = wrap
-	rc, res, err := p.runCell(ctx, c, NoProgress{})
+	r := &sweepRun{plan: p, prog: NoProgress{}}
+	rc, res, err := r.runCell(ctx, c)
 	if err != nil {
 		return results.Cell{}, err
 	}
@@ -48,5 +49,6 @@ func (c CellPlan) WithProfile(name string, prof *profile.Profile) CellPlan {
 	c.ProfileName, c.Profile, c.ProfileFiles = name, prof, nil
 	c.Key = cellKey(c.Scenario.Name, c.Options, c.Version.Name, c.Switches.String(), c.World.Name, name)
 	c.Hash, c.Seed = keyDigest(c.Key, planSeed)
+	c.Identity = c.identity()
 	return c
 }

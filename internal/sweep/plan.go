@@ -86,14 +86,6 @@ type Plan struct {
 	origins map[string]UsageError
 	// resolved is what Validate made of the plan.
 	resolved *resolution
-	// sweepID is drawn afresh by every Run (a resumed one included): each
-	// cell's resources on a shared server are named
-	// "durabench_<sweepID>_<cell hash>" (nats: its streams), so two sweeps
-	// of the same plan on one server, or a crashed sweep's leftovers, never
-	// share one.
-	sweepID string
-	// live are the foreign targets Run reached, by name.
-	live map[string]*liveTarget
 }
 
 // resolution is the plan resolved: every name looked up and every file read

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/driver"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/reporters"
@@ -69,12 +70,40 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := cfg.Progress
-	if prog == nil {
-		prog = NoProgress{}
+	done, err := prepareOut(p, cfg)
+	if err != nil {
+		return nil, err
 	}
+	journal, err := results.OpenJournal(cfg.Out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", results.ErrSweepFailed, err)
+	}
+	defer journal.Close()
+	r, closeRun, err := startRun(ctx, p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRun()
+
+	out := r.outcome(ctx, cells, cfg.Out)
+	for _, c := range cells {
+		if _, ok := done[c.Key]; ok {
+			out.Reused++
+		}
+	}
+	r.prog.Start(cells, out.Reused, p.Warmup+p.Reps)
+	failure, interrupted := r.runCells(ctx, cells, done, journal, out.File)
+	r.prog.Finish()
+	return finish(cfg.Out, cells, out, journal, failure, interrupted)
+}
+
+// prepareOut makes the output directory ready: the temporary files of a
+// killed write removed, and, unless the sweep resumes, the files of an
+// earlier sweep. It returns the cells an earlier run finished (resume).
+func prepareOut(p *Plan, cfg Config) (map[string]results.Cell, error) {
 	done := map[string]results.Cell{}
 	if cfg.Resume {
+		var err error
 		if done, err = p.finishedCells(cfg.Out); err != nil {
 			return nil, err
 		}
@@ -95,102 +124,125 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			}
 		}
 	}
-	journal, err := results.OpenJournal(cfg.Out)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", results.ErrSweepFailed, err)
-	}
-	defer journal.Close()
+	return done, nil
+}
 
+// sweepRun is one Run of a plan: the plan, read only, and the state the run
+// made — its id, the foreign targets it reached, where progress goes.
+type sweepRun struct {
+	plan *Plan
+	// id is drawn afresh by every Run (a resumed one included): each
+	// cell's resources on a shared server are named
+	// "durabench_<id>_<cell hash>" (nats: its streams), so two sweeps of
+	// the same plan on one server, or a crashed sweep's leftovers, never
+	// share one.
+	id string
+	// live are the foreign targets the run reached, by name.
+	live map[string]*liveTarget
+	prog Progress
+}
+
+// startRun draws the run's id and starts the plan's foreign targets (their
+// logs in the output directory); closeRun stops them.
+func startRun(ctx context.Context, p *Plan, cfg Config) (r *sweepRun, closeRun func(), err error) {
+	r = &sweepRun{plan: p, prog: cfg.Progress}
+	if r.prog == nil {
+		r.prog = NoProgress{}
+	}
 	var id [4]byte
 	if _, err := rand.Read(id[:]); err != nil {
-		return nil, fmt.Errorf("%w: sweep id: %w", results.ErrSweepFailed, err)
+		return nil, nil, fmt.Errorf("%w: sweep id: %w", results.ErrSweepFailed, err)
 	}
-	p.sweepID = hex.EncodeToString(id[:])
-
-	if len(p.foreignTargets()) > 0 {
-		logs := filepath.Join(cfg.Out, "targets.log")
-		lf, err := os.OpenFile(logs, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, &UsageError{Flag: "--out", Err: err}
-		}
-		defer lf.Close()
-		live, closeTargets, err := p.openTargets(ctx, lf)
-		if err != nil {
-			var ue *UsageError
-			if errors.As(err, &ue) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %w (adapter logs: %s)", results.ErrSweepFailed, err, logs)
-		}
-		defer closeTargets()
-		p.live = live
+	r.id = hex.EncodeToString(id[:])
+	if len(p.foreignTargets()) == 0 {
+		return r, func() {}, nil
 	}
+	logs := filepath.Join(cfg.Out, "targets.log")
+	lf, err := os.OpenFile(logs, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, &UsageError{Flag: "--out", Err: err}
+	}
+	live, closeTargets, err := p.openTargets(ctx, lf)
+	if err != nil {
+		lf.Close()
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("%w: %w (adapter logs: %s)", results.ErrSweepFailed, err, logs)
+	}
+	r.live = live
+	return r, func() { closeTargets(); lf.Close() }, nil
+}
 
+// outcome is the run's results file, not yet holding a cell, and what the
+// run leaves on shared servers.
+func (r *sweepRun) outcome(ctx context.Context, cells []CellPlan, dir string) *Outcome {
+	p := r.plan
 	f := results.NewFile(ctx, p.resultsPlan(), time.Now())
 	// Virtual figures only when every cell's clock is virtual.
 	f.VirtualTime = !slices.ContainsFunc(cells, func(c CellPlan) bool { return !c.World.VirtualTime })
 	if !f.VirtualTime {
 		f.Host.Pacer = driver.Calibrate().Record()
 	}
-	out := &Outcome{File: f, ResultsPath: filepath.Join(cfg.Out, ResultsName)}
+	out := &Outcome{File: f, ResultsPath: filepath.Join(dir, ResultsName)}
 	for _, name := range p.Worlds {
 		if k, err := registry.Lookup(name); err == nil && k.Kept != nil {
-			if note := k.Kept(p.WorldSettings[name], p.sweepPrefix()); note != "" {
+			if note := k.Kept(p.WorldSettings[name], r.sweepPrefix()); note != "" {
 				out.Kept = append(out.Kept, note)
 			}
 		}
 	}
-	for _, c := range cells {
-		if _, ok := done[c.Key]; ok {
-			out.Reused++
-		}
-	}
-	prog.Start(cells, out.Reused, p.Warmup+p.Reps)
+	return out
+}
 
-	var failure error
-	interrupted := false
+// runCells runs the cells in order into f, taking the ones in done as they
+// are and appending every cell it runs to the journal. It stops at the
+// first cell that fails (failure) or when ctx ends (interrupted).
+func (r *sweepRun) runCells(ctx context.Context, cells []CellPlan, done map[string]results.Cell, journal *results.Journal,
+	f *results.File) (failure error, interrupted bool) {
 	for i, c := range cells {
 		if prev, ok := done[c.Key]; ok {
 			f.Cells = append(f.Cells, prev)
-			prog.CellDone(i, c, &prev, true)
+			r.prog.CellDone(i, c, &prev, true)
 			continue
 		}
 		if ctx.Err() != nil {
-			interrupted = true
-			break
+			return nil, true
 		}
-		prog.CellStart(i, c)
-		rc, res, err := p.runCell(ctx, c, prog)
+		r.prog.CellStart(i, c)
+		rc, res, err := r.runCell(ctx, c)
 		var stop *stopAfterCell
-		if errors.As(err, &stop) {
+		switch {
+		case errors.As(err, &stop):
 			// The cell ran and is kept; nothing after it can.
 			if jerr := journal.Append(rc); jerr != nil {
-				failure = jerr
-				break
+				return jerr, false
 			}
 			f.Cells = append(f.Cells, rc)
-			prog.CellDone(i, c, &rc, false)
-			failure = fmt.Errorf("after cell %s: %w", c.Label(), stop.err)
-			break
-		}
-		if err != nil {
-			failure = fmt.Errorf("cell %s: %w", c.Label(), err)
-			prog.CellFailed(i, c, err)
-			break
-		}
-		if res.Interrupted {
-			prog.CellFailed(i, c, ErrInterrupted)
-			interrupted = true
-			break
+			r.prog.CellDone(i, c, &rc, false)
+			return fmt.Errorf("after cell %s: %w", c.Label(), stop.err), false
+		case err != nil:
+			r.prog.CellFailed(i, c, err)
+			return fmt.Errorf("cell %s: %w", c.Label(), err), false
+		case res.Interrupted:
+			r.prog.CellFailed(i, c, ErrInterrupted)
+			return nil, true
 		}
 		if err := journal.Append(rc); err != nil {
-			failure = err
-			break
+			return err, false
 		}
 		f.Cells = append(f.Cells, rc)
-		prog.CellDone(i, c, &rc, false)
+		r.prog.CellDone(i, c, &rc, false)
 	}
-	prog.Finish()
+	return nil, false
+}
+
+// finish writes the results file (partial after a failure or an
+// interruption, naming the cells it lacks) and, for a complete sweep, the
+// report; the journal then has nothing the results lack and goes.
+func finish(dir string, cells []CellPlan, out *Outcome, journal *results.Journal, failure error, interrupted bool) (*Outcome, error) {
+	f := out.File
 	f.FinishedAt = time.Now().UTC()
 	switch {
 	case failure != nil:
@@ -212,12 +264,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if interrupted {
 		return out, ErrInterrupted
 	}
-	rp := filepath.Join(cfg.Out, ReportName)
+	rp := filepath.Join(dir, ReportName)
 	if err := writeReport(rp, f); err != nil {
 		return out, fmt.Errorf("%w: report: %w", results.ErrSweepFailed, err)
 	}
 	out.ReportPath = rp
-	// The results are complete: the journal has nothing they lack.
 	if err := journal.Discard(); err != nil {
 		return out, fmt.Errorf("%w: %w", results.ErrSweepFailed, err)
 	}
@@ -243,24 +294,19 @@ func writeReport(path string, f *results.File) error {
 }
 
 // runCell runs one cell on a fresh world.
-func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
+func (r *sweepRun) runCell(ctx context.Context, c CellPlan) (results.Cell, *driver.Result, error) {
 	if c.Target != nil {
-		return p.runCellTarget(ctx, c, prog)
+		return r.runCellTarget(ctx, c)
 	}
-	if p.External.Enabled() {
-		return p.runCellExternal(ctx, c, prog)
+	if r.plan.External.Enabled() {
+		return r.runCellExternal(ctx, c)
 	}
-	w, err := p.newWorld(context.WithoutCancel(ctx), c)
+	w, err := r.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("world %s: %w", c.World.Name, err)
 	}
 	defer w.close()
-	dc := driver.Config{
-		World: w, Features: c.Features, Program: c.Program,
-		RunPrefix: c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
-		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
-		OnRun: prog.Run,
-	}
+	dc := r.driverConfig(c, w, c.Hash)
 	var res *driver.Result
 	var derr error
 	var cpu *results.CellCPU // real time only: a sim cell replays its seed exactly, results and all
@@ -285,7 +331,7 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	rc := c.declared(res.Summarize(c.identity(), p.metricsConfig(c), c.Pacer.Open()))
+	rc := c.summarize(res, c.Identity)
 	rc.CPU = cpu
 	// The world is the cell's own: its incident counts are the cell's.
 	if inc := world.IncidentsOf(w.World); inc.Total() > 0 {
@@ -294,21 +340,37 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 	return rc, res, nil
 }
 
-// metricsConfig is how the cell's timelines become metrics: the plan's stall
-// rule and the stream pacing SO is measured against.
-func (p *Plan) metricsConfig(c CellPlan) metrics.Config {
-	return metrics.Config{
-		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
-		ChunkInterval: scenarios.ChunkInterval(c.Program),
-		Stream:        scenarios.Stream(c.Program),
+// driverConfig is how the driver runs cell c on world w, its run ids
+// starting with prefix: the plan's reps, warm-up, timeouts and grace, the
+// cell's pacer and seed.
+func (r *sweepRun) driverConfig(c CellPlan, w world.World, prefix string) driver.Config {
+	p := r.plan
+	return driver.Config{
+		World: w, Features: c.Features, Program: c.Program,
+		RunPrefix: prefix, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
+		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
+		OnRun: r.prog.Run,
 	}
 }
 
-// declared keeps only the metrics the cell's scenario declares, so a report
-// never shows a figure the scenario does not measure (a stream's TTLS), and
-// records the identity of a replayed cadence.
-func (c CellPlan) declared(rc results.Cell) results.Cell {
-	rc.CadenceSHA256 = scenarios.CadenceSHA256(c.Program)
+// metricsConfig is how the timelines of prog become metrics: the plan's stall
+// rule and the stream pacing SO is measured against.
+func (p *Plan) metricsConfig(prog engine.Program) metrics.Config {
+	return metrics.Config{
+		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
+		ChunkInterval: scenarios.ChunkInterval(prog),
+		Stream:        scenarios.Stream(prog),
+	}
+}
+
+// summarize is what the driver's result measured as the cell id (the
+// cell's identity, or a target's with what the target says of itself):
+// only the metrics the cell's scenario declares, so a report never shows a
+// figure the scenario does not measure (a stream's TTLS), and the identity
+// of a replayed cadence.
+func (c CellPlan) summarize(res *driver.Result, id results.Cell) results.Cell {
+	rc := res.Summarize(id, c.Metrics, c.Pacer.Open())
+	rc.CadenceSHA256 = c.CadenceSHA256
 	if len(c.Scenario.Metrics) == 0 {
 		return rc
 	}

@@ -271,15 +271,15 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 // gives the driver its clock. A scenario the target does not support (or an
 // option over its limit) is a cell with no runs and the reason, never an
 // error.
-func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (results.Cell, *driver.Result, error) {
-	lt := p.live[c.Target.ID()]
+func (r *sweepRun) runCellTarget(ctx context.Context, c CellPlan) (results.Cell, *driver.Result, error) {
+	lt := r.live[c.Target.ID()]
 	if lt == nil {
 		return results.Cell{}, nil, fmt.Errorf("target %s was not opened", c.Target.ID())
 	}
 	if err := lt.plugin.Exited(); err != nil {
 		return results.Cell{}, nil, err
 	}
-	id := c.identity()
+	id := c.Identity
 	id.Engine, id.EngineVersion, id.TargetWorld = lt.info.Engine, lt.info.Version, lt.info.World
 	if lt.info.Label != "" && lt.info.Label != id.Target {
 		// The target names its own cells: its resolved version, switches
@@ -294,7 +294,7 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 		}
 		return id, &driver.Result{}, nil
 	}
-	w, err := p.newWorld(context.WithoutCancel(ctx), c)
+	w, err := r.newWorld(context.WithoutCancel(ctx), c)
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("clock world: %w", err)
 	}
@@ -303,12 +303,8 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("target %s: %w", c.Target.Name, err)
 	}
-	dc := driver.Config{
-		World: w, Target: sess, Program: c.Program,
-		RunPrefix: p.sweepID + "-" + c.Hash, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
-		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
-		OnRun: prog.Run,
-	}
+	dc := r.driverConfig(c, w, r.id+"-"+c.Hash)
+	dc.Target = sess
 	m := startCPU(lt.plugin.CPU)
 	res, err := driver.Run(ctx, dc)
 	cpu := m.stop()
@@ -323,7 +319,7 @@ func (p *Plan) runCellTarget(ctx context.Context, c CellPlan, prog Progress) (re
 	if res.Interrupted {
 		return results.Cell{}, res, nil
 	}
-	rc := c.declared(res.Summarize(id, p.metricsConfig(c), c.Pacer.Open()))
+	rc := c.summarize(res, id)
 	rc.CPU = cpu
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	cw := sess.ClockWatch()

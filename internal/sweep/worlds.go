@@ -78,12 +78,12 @@ type cellWorld struct {
 // newWorld builds a fresh world for one cell — its own store (mem, sim), or
 // its own resources under the cell's prefix on a server (nats) — wrapped by
 // the cell's latency/fault profile.
-func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
+func (r *sweepRun) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 	base, err := c.World.New(ctx, registry.Config{Options: c.WorldOptions, Settings: c.WorldSettings,
-		Prefix: p.cellPrefix(c),
+		Prefix: r.cellPrefix(c),
 		// The prefix is this sweep's own: only external workers write
 		// there besides this process.
-		SoleWriter: !p.External.Enabled(),
+		SoleWriter: !r.plan.External.Enabled(),
 		Profiled:   c.ProfileName != "none"})
 	if err != nil {
 		return nil, err
@@ -102,11 +102,11 @@ func (p *Plan) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error) {
 
 // cellPrefix names the cell's resources on a shared server in the running
 // sweep (nats: "<prefix>_log", "_queue", "_chunks").
-func (p *Plan) cellPrefix(c CellPlan) string { return p.sweepPrefix() + c.Hash }
+func (r *sweepRun) cellPrefix(c CellPlan) string { return r.sweepPrefix() + c.Hash }
 
 // sweepPrefix begins the names of every cell's resources in the running
 // sweep.
-func (p *Plan) sweepPrefix() string { return "durabench_" + p.sweepID + "_" }
+func (r *sweepRun) sweepPrefix() string { return "durabench_" + r.id + "_" }
 
 // Probe checks, before anything runs, that the services the plan's worlds
 // use answer (an external NATS server). The error names the setting.
