@@ -584,20 +584,43 @@ func (c *charts) cdf(g scenarioGroup, fam []*results.Cell) (*plot.Plot, error) {
 // version at the widest fan-out reads without the legend.
 func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 	p := c.newPlot(fmt.Sprintf("TTLS p50 vs fan-out width — %s", g.Name), "branches (log scale)", "TTLS p50 (log scale)")
-	type series struct {
-		name  string // version and switches
-		col   color.Color
-		pts   plotter.XYs
-		base  bool
-		shape int
-		// cut holds, by branch count, the note of each point whose p50 is
-		// censored (censoredP50): drawn hollow, labelled as a lower bound.
-		cut map[float64]string
+	lines := c.cliffLines(g)
+	if len(lines) == 0 {
+		return nil, 0, nil
 	}
-	var all []series
+	d, err := c.drawCliffLines(p, lines)
+	if err != nil {
+		return nil, 0, err
+	}
+	addSwitchKey(p, g.Cells)
+	x0, x1 := cliffXAxis(p, d.branches)
+	if d.lo <= 0 {
+		p.Y.Min = 0
+		return p, 0, nil
+	}
+	setLogY(p, d.lo, d.hi)
+	return p, cliffEndLabels(p, d.ends, x0, x1), nil
+}
+
+// cliffLine is one line of the cliff chart: a version and switch set (and
+// world and profile, when they vary) across fan-out widths.
+type cliffLine struct {
+	name  string // version and switches
+	col   color.Color
+	pts   plotter.XYs
+	base  bool
+	shape int
+	// cut holds, by branch count, the note of each point whose p50 is
+	// censored (censoredP50): drawn hollow, labelled as a lower bound.
+	cut map[float64]string
+}
+
+// cliffLines are the head's lines of scenario g, then the baseline's.
+func (c *charts) cliffLines(g scenarioGroup) []cliffLine {
+	var all []cliffLine
 	switchIdx := map[string]int{}
 	collect := func(cells []*results.Cell, base bool) {
-		byLine := map[string]*series{}
+		byLine := map[string]*cliffLine{}
 		var order []string
 		for _, cell := range cells {
 			m, ok := cell.Metrics["ttls"]
@@ -617,7 +640,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 				if _, ok := switchIdx[switchSet(cell)]; !ok {
 					switchIdx[switchSet(cell)] = len(switchIdx)
 				}
-				s = &series{name: name, col: c.colour[engineOf(cell)], base: base, shape: switchIdx[switchSet(cell)], cut: map[float64]string{}}
+				s = &cliffLine{name: name, col: c.colour[engineOf(cell)], base: base, shape: switchIdx[switchSet(cell)], cut: map[float64]string{}}
 				byLine[k] = s
 				order = append(order, k)
 			}
@@ -642,23 +665,35 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 		}
 		collect(bcells, true)
 	}
-	if len(all) == 0 {
-		return nil, 0, nil
-	}
+	return all
+}
+
+// cliffEnd is the label at the widest point of a head line.
+type cliffEnd struct {
+	y    float64
+	text string
+	col  color.Color
+}
+
+// cliffDrawn is what drawing the lines found: the y range, the widths
+// drawn, the head lines' end labels.
+type cliffDrawn struct {
+	lo, hi   float64
+	branches []float64
+	ends     []cliffEnd
+}
+
+// drawCliffLines adds each line to p (solid, dotted with switches, dashed
+// for the baseline; a censored point hollow) with its legend entry.
+func (c *charts) drawCliffLines(p *plot.Plot, lines []cliffLine) (cliffDrawn, error) {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	d := cliffDrawn{lo: math.Inf(1), hi: math.Inf(-1)}
 	branches := map[float64]bool{}
-	type end struct {
-		y    float64
-		text string
-		col  color.Color
-	}
-	var ends []end
 	var cutKey *plotter.Scatter // the legend's sample of a censored point
-	for _, s := range all {
+	for _, s := range lines {
 		l, err := plotter.NewLine(s.pts)
 		if err != nil {
-			return nil, 0, err
+			return d, err
 		}
 		var measured, cut plotter.XYs
 		for _, pt := range s.pts {
@@ -670,7 +705,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 		}
 		sc, err := plotter.NewScatter(measured)
 		if err != nil {
-			return nil, 0, err
+			return d, err
 		}
 		label := s.name
 		if s.base {
@@ -688,7 +723,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 		if len(cut) > 0 {
 			cs, err := plotter.NewScatter(cut)
 			if err != nil {
-				return nil, 0, err
+				return d, err
 			}
 			cs.GlyphStyle = draw.GlyphStyle{Color: s.col, Radius: sc.GlyphStyle.Radius + vg.Points(1), Shape: censoredGlyph{}}
 			p.Add(cs)
@@ -698,40 +733,45 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 			}
 		}
 		for _, pt := range s.pts {
-			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			d.lo, d.hi = math.Min(d.lo, pt.Y), math.Max(d.hi, pt.Y)
 			branches[pt.X] = true
 		}
 		if !s.base {
 			last := s.pts[len(s.pts)-1]
-			ends = append(ends, end{last.Y, s.name + " " + p50Label(last.Y*1000, s.cut[last.X]), s.col})
+			d.ends = append(d.ends, cliffEnd{last.Y, s.name + " " + p50Label(last.Y*1000, s.cut[last.X]), s.col})
 		}
 	}
 	if cutKey != nil {
 		p.Legend.Add("hollow ↑: p50 ≥ value shown — over half the runs unfinished at the cell timeout", cutKey)
 	}
-	addSwitchKey(p, g.Cells)
-	xs := slices.Sorted(maps.Keys(branches))
+	d.branches = slices.Sorted(maps.Keys(branches))
+	return d, nil
+}
+
+// cliffXAxis makes p's x axis logarithmic with a tick at each width in xs
+// (ascending), and room right of the widest for the end labels (the data
+// area shrinks to make room for them: endLabels.GlyphBoxes). It returns
+// the axis's first and last widths.
+func cliffXAxis(p *plot.Plot, xs []float64) (x0, x1 float64) {
 	var ticks plot.ConstantTicks
 	for _, x := range xs {
 		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(int(x))})
 	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = ticks
-	// The end labels sit right of the widest fan-out; the data area
-	// shrinks to make room for them (endLabels.GlyphBoxes).
-	x0, x1 := xs[0]/1.15, xs[len(xs)-1]
+	x0, x1 = xs[0]/1.15, xs[len(xs)-1]
 	p.X.Min = x0
 	p.X.Max = x1 * math.Pow(x1/x0, 0.12)
 	if x1 == x0 {
 		p.X.Max = x1 * 1.5
 	}
-	if lo <= 0 {
-		p.Y.Min = 0
-		return p, 0, nil
-	}
-	setLogY(p, lo, hi)
-	// End-of-line labels at the widest fan-out, each in its line's colour,
-	// placed when the chart is drawn so that none overlaps another.
+	return x0, x1
+}
+
+// cliffEndLabels adds the end-of-line labels at the widest fan-out, each in
+// its line's colour, placed when the chart is drawn so that none overlaps
+// another; it returns the widest label's width.
+func cliffEndLabels(p *plot.Plot, ends []cliffEnd, x0, x1 float64) vg.Length {
 	el := &endLabels{x: x1 * math.Pow(x1/x0, 0.04)}
 	for _, e := range ends {
 		sty := p.Y.Tick.Label
@@ -745,7 +785,7 @@ func (c *charts) cliff(g scenarioGroup) (*plot.Plot, vg.Length, error) {
 	for _, l := range el.labels {
 		widest = max(widest, l.style.Width(l.text))
 	}
-	return p, widest, nil
+	return widest
 }
 
 // censoredP50 tells whether cell's TTLS p50 is censored: more than half of
