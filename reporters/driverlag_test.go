@@ -16,7 +16,7 @@ func openPacedFile() *results.File {
 	f := &results.File{Schema: results.Schema, Methodology: results.Methodology, DurabenchVersion: "v0.1.0",
 		StartedAt: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC),
 		Host:      results.Host{CPUs: 2, OS: "linux", Go: "go1.26.8"},
-		Plan: results.Plan{Scenarios: []string{"step"}, Switches: []string{"none"}, Worlds: []string{"mem"},
+		Plan: results.PlanRecord{Scenarios: []string{"step"}, Switches: []string{"none"}, Worlds: []string{"mem"},
 			Profiles: []string{"none"}, Reps: 100, Pace: "open", Rate: 5000, CellTimeoutMS: 60_000}}
 	for _, v := range []struct {
 		version string

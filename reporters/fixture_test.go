@@ -62,7 +62,7 @@ func fixture(o fixtureOpts) *results.File {
 		StartedAt:        o.start,
 		FinishedAt:       o.start.Add(90 * time.Second),
 		Host:             results.Host{CPUs: 2, OS: "linux", Arch: "amd64", Go: "go1.26.8"},
-		Plan: results.Plan{
+		Plan: results.PlanRecord{
 			Scenarios: []string{"fanout", "sequential"},
 			Branches:  []int{20, 64, 256},
 			Switches:  []string{"none"},

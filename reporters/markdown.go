@@ -506,12 +506,12 @@ func (m *markdown) incidents(sb *strings.Builder, g scenarioGroup, d detail) {
 		}
 		if d.runDetail && len(c.StalledRuns) > 0 {
 			ids := firstOf(c.StalledRuns, 10, func(r results.StalledRun) string {
-				t := "TTLS " + stats.FormatMicros(r.TTLSMS*1000)
+				t := "TTLS " + metrics.FormatMicros(r.TTLSMS*1000)
 				switch {
 				case r.NotStarted:
 					t = "never started"
 				case !r.Finished:
-					t = "unfinished after " + stats.FormatMicros(r.TTLSMS*1000)
+					t = "unfinished after " + metrics.FormatMicros(r.TTLSMS*1000)
 				}
 				return fmt.Sprintf("`%s` (%s)", r.Run, t)
 			})
@@ -608,15 +608,15 @@ func targetLines(g scenarioGroup, lab labeler) []string {
 			continue
 		}
 		worst := max(c.ClockErrorUS, math.Abs(c.ClockDriftUS))
-		bound := fmt.Sprintf("± %s, drift %s", stats.FormatMicros(c.ClockErrorUS), signedMicros(c.ClockDriftUS))
+		bound := fmt.Sprintf("± %s, drift %s", metrics.FormatMicros(c.ClockErrorUS), signedMicros(c.ClockDriftUS))
 		ttls := float64(c.Metrics["ttls"].P50)
 		switch {
 		case worst > clockFlagUS:
 			lines = append(lines, fmt.Sprintf("%s **Target clock** in `%s`: %s — over %s: its timestamps may be off by that much",
-				markStall, lab.label(c), bound, stats.FormatMicros(clockFlagUS)))
+				markStall, lab.label(c), bound, metrics.FormatMicros(clockFlagUS)))
 		case ttls > 0 && worst > clockFlagShare*ttls:
 			lines = append(lines, fmt.Sprintf("%s **Target clock** in `%s`: %s — %.0f%% of TTLS p50 %s: its timestamps may be off by that much",
-				markStall, lab.label(c), bound, 100*worst/ttls, stats.FormatMicros(ttls)))
+				markStall, lab.label(c), bound, 100*worst/ttls, metrics.FormatMicros(ttls)))
 		default:
 			fine = append(fine, "`"+lab.label(c)+"` "+bound)
 		}
@@ -644,7 +644,7 @@ func workerLines(g scenarioGroup, lab labeler) []string {
 		var ws []string
 		for _, w := range c.WorkerStats {
 			s := fmt.Sprintf("`%s` (offset %s ± %s, %d steps", w.Worker, signedMicros(w.OffsetUS),
-				stats.FormatMicros(w.RTTUS/2), w.Steps)
+				metrics.FormatMicros(w.RTTUS/2), w.Steps)
 			switch {
 			case w.Lost:
 				s += ", lost"
@@ -664,9 +664,9 @@ func workerLines(g scenarioGroup, lab labeler) []string {
 // reports).
 func signedMicros(us float64) string {
 	if us < 0 {
-		return stats.FormatMicros(us)
+		return metrics.FormatMicros(us)
 	}
-	return "+" + stats.FormatMicros(us)
+	return "+" + metrics.FormatMicros(us)
 }
 
 // slopes lists the STSO slope over the step index of sequential cells: the
@@ -677,7 +677,7 @@ func (m *markdown) slopes(sb *strings.Builder, g scenarioGroup) {
 		if c.STSOSlopeUS == nil {
 			continue
 		}
-		s := fmt.Sprintf("`%s` %s/step", m.lab.label(c), stats.FormatMicros(*c.STSOSlopeUS))
+		s := fmt.Sprintf("`%s` %s/step", m.lab.label(c), metrics.FormatMicros(*c.STSOSlopeUS))
 		if b := m.base[cellKey(c)]; b != nil && b.STSOSlopeUS != nil {
 			s += " " + deltaText(*b.STSOSlopeUS, *c.STSOSlopeUS)
 		}
@@ -859,7 +859,7 @@ func (m *markdown) previous(sb *strings.Builder, n int) {
 				sb.WriteString(" - |")
 				continue
 			}
-			fmt.Fprintf(sb, " %s |", stats.FormatMicros(stats.Geomean(p50s)))
+			fmt.Fprintf(sb, " %s |", metrics.FormatMicros(stats.Geomean(p50s)))
 		}
 		sb.WriteString("\n")
 	}

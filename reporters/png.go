@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/durabench/durabench/internal/stats"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -810,9 +811,9 @@ func censoredP50(cell *results.Cell) (note string, ok bool) {
 // set) the lower bound it is, "≥240.0s (2/2 runs unfinished)".
 func p50Label(us float64, note string) string {
 	if note == "" {
-		return stats.FormatMicros(us)
+		return metrics.FormatMicros(us)
 	}
-	return "≥" + stats.FormatMicros(us) + " (" + note + ")"
+	return "≥" + metrics.FormatMicros(us) + " (" + note + ")"
 }
 
 // censoredGlyph marks a censored value: a hollow circle (white inside, so

@@ -66,7 +66,7 @@ func extract(cells []perfCell) *results.File {
 		Schema: results.Schema, Methodology: results.Methodology, DurabenchVersion: "bench",
 		StartedAt: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), FinishedAt: time.Date(2026, 11, 29, 10, 5, 0, 0, time.UTC),
 		Host: results.Host{CPUs: 2, OS: "linux", Arch: "amd64", Go: "go1.26"},
-		Plan: results.Plan{
+		Plan: results.PlanRecord{
 			Scenarios: []string{"fanout"}, Branches: perfBranches, Switches: []string{"none"},
 			Worlds: []string{"mem"}, Profiles: []string{"none"}, Reps: perfRunsPerCell, Pace: "burst",
 			CellTimeoutMS: 600_000, Seed: 1,

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/durabench/durabench/internal/stats"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -87,7 +88,7 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 			if head != "" {
 				m, ok := c.Metrics[head]
 				if ok && m.Count > 0 {
-					p50 := stats.FormatMicros(float64(m.P50))
+					p50 := metrics.FormatMicros(float64(m.P50))
 					if b := base[cellKey(c)]; b != nil {
 						if bm, ok := b.Metrics[head]; ok && bm.Count > 0 {
 							p50 += " " + deltaText(float64(bm.P50), float64(m.P50))
@@ -177,7 +178,7 @@ func firstMetric(cells []*results.Cell, name string) (results.Metric, bool) {
 	return results.Metric{}, false
 }
 
-func fmtUS(us int64) string { return stats.FormatMicros(float64(us)) }
+func fmtUS(us int64) string { return metrics.FormatMicros(float64(us)) }
 
 // errWriter keeps the first write error so a report's many small writes need
 // one check at the end.

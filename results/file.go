@@ -71,7 +71,7 @@ var Version = ""
 // plan: schema, methodology, durabench version, git commit (when it can be
 // found: the build's VCS stamp, else `git rev-parse HEAD` in the working
 // directory; never an error) and host. Cells start empty.
-func NewFile(ctx context.Context, plan Plan, started time.Time) *File {
+func NewFile(ctx context.Context, plan PlanRecord, started time.Time) *File {
 	host, _ := os.Hostname()
 	return &File{
 		Schema:           Schema,

@@ -14,7 +14,7 @@ import (
 
 // sampleFile is a small valid results document.
 func sampleFile() *File {
-	f := NewFile(context.Background(), Plan{Scenarios: []string{"fanout"}, Branches: []int{20},
+	f := NewFile(context.Background(), PlanRecord{Scenarios: []string{"fanout"}, Branches: []int{20},
 		Versions: []VersionSpec{{Name: "baseline", Features: map[string]any{"dispatch": "sequential"}}},
 		Switches: []string{"none"}, Worlds: []string{"mem"}, Profiles: []string{"none"}, Reps: 3, Pace: "burst",
 		CellTimeoutMS: 60000, Seed: 1, WorldOptions: WorldOptions{RetryStyle: "redeliver", VisibilityTimeoutMS: 30000}},

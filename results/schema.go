@@ -34,9 +34,9 @@ type File struct {
 	// label, in plan order.
 	Missing []string `json:"missing,omitempty"`
 	// VirtualTime is set when every figure is simulated time (sim world).
-	VirtualTime bool   `json:"virtual_time,omitempty"`
-	Plan        Plan   `json:"plan"`
-	Cells       []Cell `json:"cells"`
+	VirtualTime bool       `json:"virtual_time,omitempty"`
+	Plan        PlanRecord `json:"plan"`
+	Cells       []Cell     `json:"cells"`
 }
 
 // Host describes the machine that ran the sweep.
@@ -68,9 +68,9 @@ type PacerCalibration struct {
 	SpinWindowUS          float64 `json:"spin_window_us"`
 }
 
-// Plan is the sweep plan as run: the matrix and every setting that shapes the
+// PlanRecord is the sweep plan as run: the matrix and every setting that shapes the
 // numbers.
-type Plan struct {
+type PlanRecord struct {
 	Scenarios []string `json:"scenarios"`
 	// Options are scenario options as given (name -> value), e.g. "steps": "50".
 	Options  map[string]string `json:"options,omitempty"`

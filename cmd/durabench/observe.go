@@ -22,7 +22,7 @@ type observers struct {
 
 	metrics  *live.Metrics
 	server   *live.Server
-	recorder *traces.Recorder
+	recorder *traces.Writer
 }
 
 func bindObservers(fs *flag.FlagSet) *observers {
@@ -44,7 +44,7 @@ func (o *observers) start(dir string, stderr io.Writer) error {
 		o.server = srv
 		fmt.Fprintf(stderr, "durabench: metrics at http://%s/metrics\n", srv.Addr())
 	}
-	o.recorder = &traces.Recorder{Store: filepath.Join(dir, traces.StoreName), Dir: *o.traceDir,
+	o.recorder = &traces.Writer{Store: filepath.Join(dir, traces.StoreName), Dir: *o.traceDir,
 		Warn: func(err error) { fmt.Fprintf(stderr, "durabench: traces: %v\n", oneLine(err)) }}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/durabench/durabench/internal/stats"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -95,8 +95,8 @@ func TestScaleLadder(t *testing.T) {
 				}
 				ttls := c.Metrics["ttls"]
 				fmt.Fprintf(&table, "| %s | %s | %d | %d | %s | %s | %s | %d | %d | %d | %s |\n", d.name, c.Version, c.Branches,
-					c.Runs, stats.FormatMicros(float64(ttls.P50)), stats.FormatMicros(float64(ttls.P99)),
-					stats.FormatMicros(float64(ttls.Max)), c.Stalls, c.Errors, inc,
+					c.Runs, metrics.FormatMicros(float64(ttls.P50)), metrics.FormatMicros(float64(ttls.P99)),
+					metrics.FormatMicros(float64(ttls.Max)), c.Stalls, c.Errors, inc,
 					(time.Duration(c.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond))
 				if c.Runs != s.reps || c.Stalls != 0 || c.Errors != 0 || inc != 0 || ttls.Count != c.Runs {
 					t.Errorf("%s · %d br · %s: runs %d (want %d), stalls %d, errors %d, world incidents %d (%v), %d TTLS values",

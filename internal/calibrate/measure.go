@@ -38,7 +38,7 @@ type runner struct {
 }
 
 type plannedCell struct {
-	obs  *Cell
+	obs  *Observation
 	plan *sweep.Plan
 	cell sweep.CellPlan
 }
@@ -68,7 +68,7 @@ func newRunner(t *Table, name string, seed int64) (*runner, error) {
 }
 
 // plan is the sweep plan of the cell alone on sim.
-func (c *Cell) plan(t *Table, prof string, seed int64) (*sweep.Plan, error) {
+func (c *Observation) plan(t *Table, prof string, seed int64) (*sweep.Plan, error) {
 	p := sweep.DefaultPlan()
 	p.Worlds = []string{"sim"}
 	p.Profiles = []string{prof}
@@ -103,7 +103,7 @@ func (c *Cell) plan(t *Table, prof string, seed int64) (*sweep.Plan, error) {
 	return p, nil
 }
 
-func (c *Cell) reps(t *Table) (reps, warmup int) {
+func (c *Observation) reps(t *Table) (reps, warmup int) {
 	reps, warmup = t.Reps, t.Warmup
 	if c.Reps > 0 {
 		reps = c.Reps

@@ -204,8 +204,8 @@ func (p *tableParser) table(t *Table, root *yaml.Node) {
 var cellFields = []string{"scenario", "branches", "options", "version", "switches", "retry_style",
 	"visibility_timeout", "reps", "warmup", "note", "metrics"}
 
-func (p *tableParser) cell(t *Table, n *yaml.Node, field string) Cell {
-	c := Cell{Line: n.Line, Scenario: "fanout", Options: map[string]string{}, Switches: "none", Warmup: unset}
+func (p *tableParser) cell(t *Table, n *yaml.Node, field string) Observation {
+	c := Observation{Line: n.Line, Scenario: "fanout", Options: map[string]string{}, Switches: "none", Warmup: unset}
 	var opts []*yaml.Node // key, value pairs: checked once the scenario is known
 	var metricsNode, versionNode *yaml.Node
 	p.each(n, field, cellFields, func(key string, k, v *yaml.Node) {

@@ -38,7 +38,7 @@ type Table struct {
 	// Custom are the table's own versions (custom_versions:, as in a sweep
 	// file), which cells may name besides the built-in ones.
 	Custom []engine.Version
-	Cells  []Cell
+	Cells  []Observation
 }
 
 // version returns the custom or built-in version with that name.
@@ -51,9 +51,9 @@ func (t *Table) version(name string) (engine.Version, error) {
 	return engine.LookupVersion(name)
 }
 
-// Cell is one observed cell: the conditions of a measurement and its
+// Observation is one observed cell: the conditions of a measurement and its
 // figures.
-type Cell struct {
+type Observation struct {
 	// Line is the cell's line in the table's file.
 	Line int
 	// Scenario is a sweep scenario (default fanout); Options its options
@@ -125,7 +125,7 @@ func (f Figure) Name() string { return f.Metric + " " + f.Stat }
 
 // Label is the cell's conditions in one line: "fanout 64 br · resilient
 // · resilient-step-dispatch=0 · fresh, VT 5m0s".
-func (c Cell) Label() string {
+func (c Observation) Label() string {
 	var parts []string
 	head := c.Scenario
 	if b, ok := c.Options["branches"]; ok {

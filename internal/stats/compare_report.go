@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/durabench/durabench/metrics"
 )
 
 // WriteText renders the comparison as aligned columns in the style of
@@ -48,7 +50,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 			t.add(append(cols, testCell(r))...)
 		}
 		if g := m.Geomean; g.Cells > 1 {
-			cols := []string{"geomean", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct)}
+			cols := []string{"geomean", metrics.FormatMicros(g.Base), metrics.FormatMicros(g.Head), pctCell(g.DeltaPct)}
 			if c.HasNull {
 				cols = append(cols, "")
 			}
@@ -64,7 +66,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		t := alignedTable{align: "lrrrrl"}
 		t.add("cell", "under", c.Base.Label, c.Head.Label, "vs base", "")
 		for _, r := range m.Shares {
-			t.add(label[r.Cell], FormatMicros(r.ThresholdUS), FormatShare(r.BaseFast, r.BaseN), FormatShare(r.HeadFast, r.HeadN), shareDelta(r), fmt.Sprintf("(p=%.3f n=%d+%d runs)", r.P, r.BaseN, r.HeadN))
+			t.add(label[r.Cell], metrics.FormatMicros(r.ThresholdUS), FormatShare(r.BaseFast, r.BaseN), FormatShare(r.HeadFast, r.HeadN), shareDelta(r), fmt.Sprintf("(p=%.3f n=%d+%d runs)", r.P, r.BaseN, r.HeadN))
 		}
 		t.write(bw, "  ")
 	}
@@ -132,13 +134,13 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 			if c.HasNull {
 				null = " |"
 			}
-			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s |%s | %s |\n", FormatMicros(g.Base), FormatMicros(g.Head), pctCell(g.DeltaPct), null, geomeanNote(g))
+			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s |%s | %s |\n", metrics.FormatMicros(g.Base), metrics.FormatMicros(g.Head), pctCell(g.DeltaPct), null, geomeanNote(g))
 		}
 		if len(m.Shares) > 0 {
 			fmt.Fprintf(bw, "\n%s is bimodal: the share of runs in its fast mode (under %d × the fastest run of either side), compared as a proportion (Fisher's exact test).\n\n", m.Metric, FastFactor)
 			fmt.Fprintf(bw, "| cell | under | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
 			for _, r := range m.Shares {
-				fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %.3f | %d+%d |\n", mdEscape(label[r.Cell]), FormatMicros(r.ThresholdUS),
+				fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %.3f | %d+%d |\n", mdEscape(label[r.Cell]), metrics.FormatMicros(r.ThresholdUS),
 					FormatShare(r.BaseFast, r.BaseN), FormatShare(r.HeadFast, r.HeadN), shareDelta(r), r.P, r.BaseN, r.HeadN)
 			}
 		}
@@ -220,7 +222,7 @@ func summaryCell(present bool, s Summary) string {
 	if s.N == 0 {
 		return "no values"
 	}
-	v := FormatMicros(s.Median)
+	v := metrics.FormatMicros(s.Median)
 	if pct, ok := s.RangePct(); ok {
 		return fmt.Sprintf("%s ± %.0f%%", v, pct)
 	}

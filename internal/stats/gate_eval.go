@@ -353,9 +353,9 @@ func stalledNote(runs []results.StalledRun) string {
 		case r.NotStarted:
 			s = r.Run + " (not started before the cell timeout)"
 		case !r.Finished:
-			s = fmt.Sprintf("%s %s (unfinished)", r.Run, FormatMicros(r.TTLSMS*1000))
+			s = fmt.Sprintf("%s %s (unfinished)", r.Run, metrics.FormatMicros(r.TTLSMS*1000))
 		default:
-			s = fmt.Sprintf("%s %s", r.Run, FormatMicros(r.TTLSMS*1000))
+			s = fmt.Sprintf("%s %s", r.Run, metrics.FormatMicros(r.TTLSMS*1000))
 		}
 		parts = append(parts, s)
 	}
@@ -487,7 +487,7 @@ func checkShare(rule Rule, k CellKey, m results.Metric, base, null *results.Metr
 	hf, hn := count(m.Values), len(m.Values)
 	c.Value, c.N2 = 100*float64(hf)/float64(hn), hn
 	c.Statistic, c.Unit = FastShareStatistic, UnitRun
-	note := fmt.Sprintf("%d/%d runs under %s", hf, hn, FormatMicros(under))
+	note := fmt.Sprintf("%d/%d runs under %s", hf, hn, metrics.FormatMicros(under))
 	if !rule.Relative {
 		c.Verdict, c.Note = Fail, note
 		if holds(c.Value, rule.Op, rule.Threshold) {
@@ -503,7 +503,7 @@ func checkShare(rule Rule, k CellKey, m results.Metric, base, null *results.Metr
 	c.Baseline, c.N1 = 100*float64(bf)/float64(bn), bn
 	c.P = FisherExact(bf, bn-bf, hf, hn-hf)
 	c.Significant = c.P < alpha
-	c.Note = fmt.Sprintf("%d/%d → %d/%d runs under %s", bf, bn, hf, hn, FormatMicros(under))
+	c.Note = fmt.Sprintf("%d/%d → %d/%d runs under %s", bf, bn, hf, hn, metrics.FormatMicros(under))
 	if holds(c.Value, rule.Op, c.Baseline+rule.Threshold) {
 		c.Verdict = Pass
 		return c

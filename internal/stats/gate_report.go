@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/durabench/durabench/metrics"
 )
 
 // headline is the one-line outcome of the gate.
@@ -195,7 +197,7 @@ func figure(rule Rule, v float64) string {
 	if rule.Stat == FastShareStat {
 		return fmt.Sprintf("%.0f%%", v)
 	}
-	return FormatMicros(v)
+	return metrics.FormatMicros(v)
 }
 
 func checkValue(rule Rule, c Check) string {

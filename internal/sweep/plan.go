@@ -464,7 +464,7 @@ type resolvedProfile struct {
 func (p *Plan) resolveProfiles() (map[string]resolvedProfile, error) {
 	out := map[string]resolvedProfile{}
 	for _, name := range p.Profiles {
-		files := &profile.Recorder{}
+		files := &profile.FileSet{}
 		prof, err := profile.Resolve(name, p.Faults, files.Read)
 		if err != nil {
 			if pe := (*profile.Error)(nil); errors.As(err, &pe) && pe.Override != "" {

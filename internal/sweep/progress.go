@@ -10,7 +10,6 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/durabench/durabench/internal/driver"
-	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
@@ -49,13 +48,13 @@ func Summary(rc *results.Cell) string {
 	if _, ok = rc.Metrics[metrics.TTLS]; !ok {
 		name, m = "TTC", rc.Metrics[metrics.TTC]
 	}
-	s := fmt.Sprintf("%s p50 %s p99 %s, stalls %d", name, stats.FormatMicros(float64(m.P50)),
-		stats.FormatMicros(float64(m.P99)), rc.Stalls)
+	s := fmt.Sprintf("%s p50 %s p99 %s, stalls %d", name, metrics.FormatMicros(float64(m.P50)),
+		metrics.FormatMicros(float64(m.P99)), rc.Stalls)
 	if rc.Errors > 0 {
 		s += fmt.Sprintf(", errors %d", rc.Errors)
 	}
 	if rc.DriverLag != nil {
-		s += ", driver lag p99 " + stats.FormatMicros(float64(rc.DriverLag.P99))
+		s += ", driver lag p99 " + metrics.FormatMicros(float64(rc.DriverLag.P99))
 	}
 	if len(rc.Workers) > 0 {
 		s += externalSummary(rc)

@@ -450,7 +450,7 @@ func (p *Plan) finishedCells(dir string) (map[string]results.Cell, error) {
 
 // compatible reports whether cells measured under plan rp can stand next to
 // cells measured under p.
-func (p *Plan) compatible(rp results.Plan) error {
+func (p *Plan) compatible(rp results.PlanRecord) error {
 	mine := p.resultsPlan()
 	type setting struct {
 		name     string
@@ -479,8 +479,8 @@ func (p *Plan) compatible(rp results.Plan) error {
 }
 
 // resultsPlan is the plan as the results file records it.
-func (p *Plan) resultsPlan() results.Plan {
-	rp := results.Plan{
+func (p *Plan) resultsPlan() results.PlanRecord {
+	rp := results.PlanRecord{
 		Branches: p.Branches, Worlds: p.Worlds, Profiles: p.Profiles,
 		Reps: p.Reps, Warmup: p.Warmup, Pace: p.Pace, Rate: p.Rate,
 		CellTimeoutMS: p.CellTimeout.Milliseconds(), StallThresholdMS: p.StallThreshold.Milliseconds(),

@@ -43,8 +43,8 @@ import (
 // ScopeName is the instrumentation scope of every span.
 const ScopeName = "github.com/durabench/durabench/reporters/traces"
 
-// Cell is what a trace says about the cell its runs belong to.
-type Cell struct {
+// CellInfo is what a trace says about the cell its runs belong to.
+type CellInfo struct {
 	// Label is the cell as progress lines name it; Key identifies it.
 	Label string `json:"label"`
 	Key   string `json:"key"`
@@ -66,7 +66,7 @@ type Cell struct {
 }
 
 // Service is the service.name of the traces: the engine under test.
-func (c Cell) service() string {
+func (c CellInfo) service() string {
 	if t := c.Attributes["target"]; t != "" {
 		return "durabench " + t
 	}
@@ -75,7 +75,7 @@ func (c Cell) service() string {
 
 // Spans returns the OTLP resource spans of runs, one trace each, under a
 // resource describing the cell.
-func Spans(c Cell, runs []metrics.RunTimeline) *tracepb.ResourceSpans {
+func Spans(c CellInfo, runs []metrics.RunTimeline) *tracepb.ResourceSpans {
 	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", c.service()),
 		str("durabench.cell", c.Label)}}
 	for _, k := range sortedKeys(c.Attributes) {
@@ -95,7 +95,7 @@ func Spans(c Cell, runs []metrics.RunTimeline) *tracepb.ResourceSpans {
 
 // builder makes one run's spans.
 type builder struct {
-	c     Cell
+	c     CellInfo
 	trace []byte
 	next  uint64
 	spans []*tracepb.Span
@@ -145,7 +145,7 @@ func TraceID(run string) []byte {
 // A stage is ready when the previous one's last step ended (the first
 // at the run's scheduled start): what lies between is the engine's
 // orchestrator activation (log load, replay, dispatch) and the queue.
-func runSpans(c Cell, tl *metrics.RunTimeline) []*tracepb.Span {
+func runSpans(c CellInfo, tl *metrics.RunTimeline) []*tracepb.Span {
 	b := &builder{c: c, trace: TraceID(tl.ID)}
 	end := tl.Cut
 	if tl.Finished {

@@ -21,14 +21,14 @@ import (
 	"github.com/durabench/durabench/results"
 )
 
-// Recorder is a sweep.Progress that keeps each cell's measured runs as the
+// Writer is a sweep.Progress that keeps each cell's measured runs as the
 // driver reports them and, when the cell ends, appends the ones to keep to
 // the Store file and, with a Dir, writes every run's trace there. It holds
 // one cell's timelines at a time (what the driver holds anyway) and writes
 // a run's spans one run at a time, so memory stays bounded whatever the
 // sweep's size. A write that fails is reported to Warn and the sweep goes
 // on: traces never cost a measurement.
-type Recorder struct {
+type Writer struct {
 	// Store is the timelines file (StoreName in the sweep's directory);
 	// empty: none.
 	Store string
@@ -51,7 +51,7 @@ type cellBuf struct {
 
 // Progress returns a sweep.Progress feeding r and passing every event on to
 // next (nil: none).
-func (r *Recorder) Progress(next sweep.Progress) sweep.Progress {
+func (r *Writer) Progress(next sweep.Progress) sweep.Progress {
 	if next == nil {
 		next = sweep.NoProgress{}
 	}
@@ -59,7 +59,7 @@ func (r *Recorder) Progress(next sweep.Progress) sweep.Progress {
 }
 
 type recProgress struct {
-	r    *Recorder
+	r    *Writer
 	next sweep.Progress
 }
 
@@ -123,14 +123,14 @@ func (p *recProgress) CellFailed(i int, c sweep.CellPlan, err error) {
 
 func (p *recProgress) Finish() { p.next.Finish() }
 
-func (r *Recorder) warn(err error) {
+func (r *Writer) warn(err error) {
 	if r.Warn != nil {
 		r.Warn(err)
 	}
 }
 
 // CellOf describes a planned cell and what it measured for its traces.
-func CellOf(c sweep.CellPlan, rc *results.Cell, epoch time.Time) Cell {
+func CellOf(c sweep.CellPlan, rc *results.Cell, epoch time.Time) CellInfo {
 	attrs := map[string]string{"scenario": rc.Scenario, "target": "reference"}
 	if c.Target != nil {
 		// Another engine: no version, switches or world of durabench's.
@@ -149,11 +149,11 @@ func CellOf(c sweep.CellPlan, rc *results.Cell, epoch time.Time) Cell {
 	for k, v := range rc.Options {
 		attrs["option."+k] = v
 	}
-	return Cell{Label: c.Label(), Key: c.Key, Attributes: attrs, Epoch: epoch, Virtual: c.World.VirtualTime,
+	return CellInfo{Label: c.Label(), Key: c.Key, Attributes: attrs, Epoch: epoch, Virtual: c.World.VirtualTime,
 		Program: c.Program, Incidents: rc.WorldIncidents}
 }
 
-func (r *Recorder) cellDone(i int, cb *cellBuf, rc *results.Cell) {
+func (r *Writer) cellDone(i int, cb *cellBuf, rc *results.Cell) {
 	epoch := cb.epoch
 	if epoch.IsZero() {
 		epoch = cb.started // virtual time, or no run finished
@@ -183,7 +183,7 @@ func (r *Recorder) cellDone(i int, cb *cellBuf, rc *results.Cell) {
 
 // writeLines writes one OTLP/JSON traces document per run, a line each
 // (the OTLP file exporter's JSON Lines).
-func writeLines(path string, cell Cell, runs []metrics.RunTimeline) error {
+func writeLines(path string, cell CellInfo, runs []metrics.RunTimeline) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -29,14 +29,14 @@ const (
 // record is one line of the store: a cell header, followed by the lines of
 // its runs.
 type record struct {
-	Cell *Cell                `json:"cell,omitempty"`
+	Cell *CellInfo `json:"cell,omitempty"`
 	Run  *metrics.RunTimeline `json:"run,omitempty"`
 }
 
 // AppendCell appends one cell and the runs of it to keep (see Keep) to the
 // store at path, as one gzip member: a sweep killed while writing leaves
 // every earlier cell readable.
-func AppendCell(path string, c Cell, runs []metrics.RunTimeline) error {
+func AppendCell(path string, c CellInfo, runs []metrics.RunTimeline) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("timelines: %w", err)
@@ -100,7 +100,7 @@ func Keep(runs []metrics.RunTimeline, stalled map[string]bool) []metrics.RunTime
 
 // CellRuns are one cell's kept runs as the store read them back.
 type CellRuns struct {
-	Cell Cell
+	Cell CellInfo
 	Runs []metrics.RunTimeline
 }
 

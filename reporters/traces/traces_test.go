@@ -37,7 +37,7 @@ func stallSweep(t *testing.T, cellTimeout string) (*sweep.Outcome, string) {
 		"--cell-timeout", cellTimeout, "--seed", "1")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	rec := &traces.Recorder{Store: filepath.Join(out, traces.StoreName), Dir: filepath.Join(dir, "traces"),
+	rec := &traces.Writer{Store: filepath.Join(out, traces.StoreName), Dir: filepath.Join(dir, "traces"),
 		Warn: func(err error) { t.Error(err) }}
 	res, err := sweep.Run(context.Background(), sweep.Config{Plan: p, Out: out, Progress: rec.Progress(nil)})
 	if err != nil {
@@ -253,7 +253,7 @@ func TestStore(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), traces.StoreName)
-	c := traces.Cell{Label: "a cell", Key: "k"}
+	c := traces.CellInfo{Label: "a cell", Key: "k"}
 	if err := traces.AppendCell(path, c, keep[:3]); err != nil {
 		t.Fatal(err)
 	}

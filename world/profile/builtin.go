@@ -31,7 +31,7 @@ func Load(nameOrPath string) (*Profile, error) { return load(nameOrPath, nil) }
 // --faults) into a profile: it loads nameOrPath as Load does ("" is "none")
 // and applies the fault overrides (ApplyOverrides; "" applies none). read
 // reads the profile file and the hdr files it or the overrides name (nil:
-// the file system): a Recorder's Read on the driver, the files it recorded
+// the file system): a FileSet's Read on the driver, the files it recorded
 // (ShippedFiles) on an external worker. Errors wrap ErrInvalid; those in an
 // override are *Errors whose Override names it.
 func Resolve(nameOrPath, faults string, read ReadFile) (*Profile, error) {

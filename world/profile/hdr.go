@@ -50,7 +50,7 @@ type Empirical struct {
 // override names, by their resolved path. nil reads the file system.
 // ParseWith and ApplyOverridesWith take one so that a profile can be
 // parsed where its files are not: a distributed sweep's worker parses the
-// driver's profile with the files the driver shipped (see Recorder).
+// driver's profile with the files the driver shipped (see FileSet).
 type ReadFile func(path string) ([]byte, error)
 
 // loadHDR reads the recorded distribution in the file at path (see
@@ -201,16 +201,16 @@ func (e *Empirical) Mean() time.Duration {
 
 func (e *Empirical) String() string { return "hdr:" + e.source }
 
-// Recorder reads files from the file system and keeps what it read, by
+// FileSet reads files from the file system and keeps what it read, by
 // path: parse a profile with Read, then ship Files to where the profile is
 // parsed again (ShippedFiles there).
-type Recorder struct {
+type FileSet struct {
 	mu    sync.Mutex
 	Files map[string][]byte
 }
 
 // Read is a ReadFile that records each file it read.
-func (r *Recorder) Read(path string) ([]byte, error) {
+func (r *FileSet) Read(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -224,7 +224,7 @@ func (r *Recorder) Read(path string) ([]byte, error) {
 	return data, nil
 }
 
-// ShippedFiles is a ReadFile over files recorded elsewhere (Recorder.Files):
+// ShippedFiles is a ReadFile over files recorded elsewhere (FileSet.Files):
 // a path it does not hold is an error saying so.
 func ShippedFiles(files map[string][]byte) ReadFile {
 	return func(path string) ([]byte, error) {

@@ -340,7 +340,7 @@ func TestValidate(t *testing.T) {
 
 // TestShippedFiles: a profile parsed where its hdr files are not (a
 // distributed sweep's worker) gets the same distributions from the files a
-// Recorder kept when it was parsed where they are; a file that was not
+// FileSet kept when it was parsed where they are; a file that was not
 // shipped is an error naming it, never a read of the local disk.
 func TestShippedFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -357,7 +357,7 @@ func TestShippedFiles(t *testing.T) {
 	yaml := []byte("ops:\n  default: {latency: {dist: hdr, file: rec/five.txt, unit: us}}\n")
 	overrides := "deliver.latency=hdr:" + filepath.Join(dir, "seven.txt")
 
-	rec := &profile.Recorder{}
+	rec := &profile.FileSet{}
 	p, err := profile.ParseWith(path, yaml, rec.Read)
 	if err == nil {
 		p, err = profile.ApplyOverridesWith(p, overrides, rec.Read)
