@@ -5,7 +5,7 @@
 GO ?= go
 OUT ?= out/default
 
-.PHONY: run test tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines engine-workflow test-targets chaos
+.PHONY: run test lint acceptance floor tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines engine-workflow test-targets chaos
 
 build:
 	$(GO) build -o bin/durabench ./cmd/durabench
@@ -14,9 +14,21 @@ run: build
 	./bin/durabench sweep --out $(OUT)
 	./bin/durabench report $(OUT)/results.json --png $(OUT)/charts > /dev/null
 
-test: tidy-check lint-workflows
-	$(GO) vet ./...
+test: tidy-check lint-workflows lint
 	$(GO) test -race -timeout 15m ./...
+
+# Every Go file gofmt'd, go vet and staticcheck clean, the build-tagged
+# suites (acceptance, floor, scale) included, so that they cannot rot
+# unbuilt. staticcheck is a tool of the tools module (tools/go.mod),
+# built into bin/.
+TAGS := acceptance,floor,scale
+lint: bin/staticcheck
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
+	  [ -z "$$unformatted" ] || { echo "make test: gofmt would change (run gofmt -w):" $$unformatted >&2; exit 1; }
+	$(GO) vet -tags $(TAGS) ./...
+	./bin/staticcheck -tags $(TAGS) ./...
+bin/staticcheck: tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o ../bin/staticcheck honnef.co/go/tools/cmd/staticcheck
 
 # go.mod and go.sum must be what `go mod tidy` makes of them (the tools
 # module's too): a stale or missing requirement fails make test before
@@ -76,6 +88,21 @@ test-targets: engines
 	./bin/durabench target check workflow --runs 2
 	./bin/durabench target check 'workflow --world=postgres' --runs 2
 	./bin/durabench target check 'workflow --sdk=5.0.0-beta.55' --runs 2
+
+# The heavy suites are picked by make targets, one each: test-cluster,
+# chaos, scale, soak, calibrate, fuzz, acceptance and floor (the environment
+# variables and build tags they set are theirs alone).
+
+# The sim acceptance checks (issue 7): about a hundred sweeps in virtual
+# time, about a minute on 2 cores.
+acceptance:
+	$(GO) test -tags acceptance -count=1 -run SimAcceptance -timeout 30m ./internal/stats/
+
+# The detection floor of compare (docs/compare-gate-ci.md): FLOOR_PAIRS ABA
+# triples of real sweeps per world; 20 pairs take well over an hour.
+FLOOR_PAIRS ?= 20
+floor:
+	$(GO) test -tags floor -count=1 -run TestDetectionFloor -v -timeout 3h ./cmd/durabench/ -floor.pairs $(FLOOR_PAIRS)
 
 # The three-node NATS cluster runs (slower; CI runs them): the world's
 # conformance suite, and a distributed sweep (driver + two durabench workers).

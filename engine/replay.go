@@ -34,7 +34,7 @@ func derive(events []world.Event, p *Program, upTo int64) runState {
 	// Stage progress in one pass: per stage, created and done step counts
 	// and hook flags. Small programs use a stack array.
 	var buf [8]stageCount
-	counts := buf[:0]
+	var counts []stageCount
 	if n <= len(buf) {
 		counts = buf[:n]
 	} else {

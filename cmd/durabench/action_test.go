@@ -329,17 +329,17 @@ func firstLines(s string, n int) string {
 
 // actionHarness plays GitHub's runner for one run of the action.
 type actionHarness struct {
-	t                  *testing.T
-	a                  actionFile
-	node               string
-	inputs             map[string]string
-	github             map[string]any
-	temp, ws, summary  string
-	state              string // the stand-in API's comments, between steps
-	outputs            map[string]map[string]string
-	used               []string
-	log                strings.Builder
-	failedStep, anyRan bool
+	t                 *testing.T
+	a                 actionFile
+	node              string
+	inputs            map[string]string
+	github            map[string]any
+	temp, ws, summary string
+	state             string // the stand-in API's comments, between steps
+	outputs           map[string]map[string]string
+	used              []string
+	log               strings.Builder
+	failedStep        bool
 }
 
 func newActionHarness(t *testing.T, a actionFile, node string) *actionHarness {

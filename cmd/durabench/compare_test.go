@@ -70,4 +70,10 @@ func TestCompareByRun(t *testing.T) {
 	if r := durabench(t, dir, "gate", b, "--null", c, "--rule", "errors == 0"); r.code != 2 || !strings.Contains(r.stderr, "--null") {
 		t.Errorf("gate --null without --baseline: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// An error of the repeated-head gate (here: no baseline for the null
+	// sweep) is the gate's answer: --again's inner err once shadowed it,
+	// and the gate panicked on the report it never got.
+	if r := durabench(t, dir, "gate", b, "--null", c, "--again", b, "--rule", "errors == 0"); r.code != 2 || !strings.Contains(r.stderr, "--null") {
+		t.Errorf("gate --again without --baseline: exit %d, stderr %q", r.code, r.stderr)
+	}
 }

@@ -72,9 +72,9 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 		if null == nil {
 			return -1, usageErr("--again is the head swept after the null sweep (ABAB); give --null too")
 		}
-		again, err := results.Read(*againPath)
-		if err != nil {
-			return -1, err
+		again, rerr := results.Read(*againPath)
+		if rerr != nil {
+			return -1, rerr
 		}
 		if *engines.head != "" {
 			if again, err = stats.SelectEngine(again, *engines.head); err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/durabench/durabench/internal/driver"
 	"github.com/durabench/durabench/internal/sweep"
@@ -128,7 +129,7 @@ func New() *Metrics {
 	}
 	reg.MustRegister(m.started, m.completed, m.failed, m.stalled, m.steps, m.inflight, m.incidents,
 		m.ttfs, m.ttls, m.lag, m.cellsTotal, m.cellsDone, m.cellsFailed,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

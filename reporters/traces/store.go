@@ -29,7 +29,7 @@ const (
 // record is one line of the store: a cell header, followed by the lines of
 // its runs.
 type record struct {
-	Cell *CellInfo `json:"cell,omitempty"`
+	Cell *CellInfo            `json:"cell,omitempty"`
 	Run  *metrics.RunTimeline `json:"run,omitempty"`
 }
 

@@ -266,8 +266,7 @@ func TestCapacityLimitsConcurrency(t *testing.T) {
 						return err
 					})
 				}
-				var d time.Duration
-				d = elapsed(w, func() {
+				d := elapsed(w, func() {
 					if err := g.Wait(); err != nil {
 						t.Error(err)
 					}

@@ -52,9 +52,9 @@ func testPublishConsume(c *env) {
 			c.Fatalf("first publish of m%d reported duplicate", i)
 		}
 	}
-	got := c.waitCount(rec, n, "publish/consume")
+	c.waitCount(rec, n, "publish/consume")
 	c.Settle(settleWait)
-	got = rec.snapshot()
+	got := rec.snapshot()
 	if len(got) != n {
 		c.Fatalf("%d deliveries, want %d", len(got), n)
 	}
@@ -408,9 +408,9 @@ func testBackoffFresh(c *env) {
 	})
 	defer c.stop(sub)
 	c.publish(world.Message{ID: "m"}, 0)
-	got := c.waitCount(rec, 2*failures+1, "fresh copies and redeliveries")
+	c.waitCount(rec, 2*failures+1, "fresh copies and redeliveries")
 	c.Settle(settleWait)
-	got = rec.snapshot()
+	got := rec.snapshot()
 	var firsts, seconds []delivered
 	for _, d := range got {
 		if d.ID != "m" {
