@@ -4,7 +4,7 @@
 // the sim world with the hand-set cloud-v1 profile, in virtual time. Slow (about a
 // hundred sweeps), so behind a build tag:
 //
-//	go test -tags acceptance -run SimAcceptance -v -timeout 1h ./stats/
+//	go test -tags acceptance -run SimAcceptance -v -timeout 1h ./internal/stats/   (make acceptance)
 //
 // -pairs N runs fewer pairs (a smoke test; the thresholds scale).
 

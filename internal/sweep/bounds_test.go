@@ -84,7 +84,7 @@ func TestParseBytes(t *testing.T) {
 // what a cell costs whatever its size (the engine, the results file) does
 // not count. It reports B/branch next to the declared figure.
 //
-//	go test -run '^$' -bench CellHeap -benchtime=3x ./sweep/
+//	go test -run '^$' -bench CellHeap -benchtime=3x ./internal/sweep/
 func BenchmarkCellHeap(b *testing.B) {
 	for _, w := range []struct {
 		name         string

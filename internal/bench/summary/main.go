@@ -11,7 +11,7 @@
 // Usage:
 //
 //	go test -run '^$' -bench . ./engine/ | tee out/bench.txt
-//	go run ./bench/summary [-strict] out/bench.txt
+//	go run ./internal/bench/summary [-strict] out/bench.txt
 //
 // It reads standard input when no file is named. -strict exits 1 when a
 // target is missed (off by default: shared machines are noisy).
