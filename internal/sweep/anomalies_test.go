@@ -116,13 +116,23 @@ func (d *duplicateTerminal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // annotate adds the anomaly to a marked run's answer once the run is over
-// (the whole history is known then; the list replaces earlier ones).
+// (the whole history is known then; the list replaces earlier ones): its
+// status is terminal, or its terminal event is in the answer — a session
+// stops following a run at that event, and the reference server may
+// answer it a moment before its status says so (CI saw that answer).
 func (d *duplicateTerminal) annotate(tl map[string]any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	run, _ := tl["run"].(string)
 	status, _ := tl["status"].(string)
-	if (status == protocol.StatusCompleted || status == protocol.StatusFailed) && slices.Contains(d.marked, run) {
+	over := status == protocol.StatusCompleted || status == protocol.StatusFailed
+	evs, _ := tl["events"].([]any)
+	for _, ev := range evs {
+		if ev, ok := ev.(map[string]any); ok && (ev["kind"] == protocol.EventRunCompleted || ev["kind"] == protocol.EventRunFailed) {
+			over = true
+		}
+	}
+	if over && slices.Contains(d.marked, run) {
 		tl["anomalies"] = []map[string]string{{"kind": "duplicate_terminal_event", "detail": dupDetail}}
 	}
 }
