@@ -1,3 +1,4 @@
+// @ts-check
 // fix-lock.mjs DIR…: drops cbor-extract's optional platform packages from
 // each DIR/package-lock.json. On this registry those packages answer 404, so
 // npm leaves them out of the lockfile but keeps them listed under

@@ -1,3 +1,4 @@
+// @ts-check
 // measure.mjs: the adapter's own share of what it measures. It starts the
 // adapter, runs fan-outs one after another over the protocol, and prints per
 // run the SDK's own event-log times (run_started -> last step_completed, ->
@@ -25,9 +26,21 @@ const { values } = parseArgs({
   },
 });
 
+/**
+ * A run's row: the SDK's times, what the adapter spent (ms).
+ * @typedef {{ ttls: number, ttc: number, deliveries: number, host: number, handler: number, reads: number, read: number, anomalies: string }} Row
+ */
+
+/**
+ * session runs the fan-outs on one adapter process, its log read every
+ * readGap ms (undefined: the adapter's default).
+ * @param {number} [readGap]
+ * @returns {Promise<Row[]>}
+ */
 async function session(readGap) {
   const env = { ...process.env, ...(readGap ? { DURABENCH_WORKFLOW_READ_GAP_MS: String(readGap) } : {}) };
   const proc = spawn(process.execPath, [join(here, "adapter.mjs"), "--sdk", values.sdk, "--world", values.world], { env, stdio: ["ignore", "pipe", "inherit"] });
+  /** @type {string} */
   const url = await new Promise((res, rej) => {
     let out = "";
     proc.stdout.on("data", (b) => {
@@ -36,11 +49,19 @@ async function session(readGap) {
     });
     proc.once("exit", (c) => rej(new Error(`adapter exited ${c}`)));
   });
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {object} [body]
+   * @returns {Promise<any>}
+   */
   const call = async (method, path, body) => (await fetch(url + path, { method, body: body && JSON.stringify(body) })).json();
+  /** @type {Row[]} */
   const rows = [];
   for (let i = 0; i <= Number(values.runs); i++) {
     const run = `m${readGap ?? 0}-${i}`;
     await call("POST", "/v1/runs", { run, scenario: "fanout", options: { branches: values.branches } });
+    /** @type {import("./lib/types.mjs").TimelineEvent[]} */
     const events = [];
     let tl;
     do {
@@ -48,8 +69,10 @@ async function session(readGap) {
       events.push(...tl.events);
     } while (tl.status === "running");
     if (i === 0) continue; // warm-up
+    /** @param {string} kind */
     const at = (kind) => events.filter((e) => e.kind === kind).map((e) => e.at);
     const start = at("run_started")[0];
+    /** @param {number} ns */
     const ms = (ns) => ns / 1e6;
     const a = tl.adapter;
     rows.push({
@@ -60,7 +83,7 @@ async function session(readGap) {
       handler: a.handler_us / 1000,
       reads: a.reads,
       read: a.read_us / 1000,
-      anomalies: (tl.anomalies ?? []).map((x) => `${x.kind}: ${x.detail}`).join("; "),
+      anomalies: (tl.anomalies ?? []).map((/** @type {import("./lib/types.mjs").Anomaly} */ x) => `${x.kind}: ${x.detail}`).join("; "),
     });
   }
   const exited = new Promise((r) => proc.once("exit", r));
@@ -69,12 +92,15 @@ async function session(readGap) {
   return rows;
 }
 
+/** @param {number[]} xs */
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+/** @param {number} x */
 const f = (x) => x.toFixed(1);
 console.log(`workflow ${values.sdk} · ${values.world}, fan-out ${values.branches}, ${values.runs} runs each (medians, ms)`);
 console.log("log reads every   TTLS (log)  TTC (log)  deliveries  host   handlers  reads  reading  host+reading / TTC");
 for (const gap of [undefined, 1000]) {
   const rows = await session(gap);
+  /** @param {Exclude<keyof Row, "anomalies">} k */
   const m = (k) => med(rows.map((r) => r[k]));
   console.log(
     `${String(gap ?? 50).padStart(7)} ms  ${f(m("ttls")).padStart(12)} ${f(m("ttc")).padStart(10)} ${String(m("deliveries")).padStart(11)} ${f(m("host")).padStart(6)} ${f(m("handler")).padStart(9)} ${String(m("reads")).padStart(6)} ${f(m("read")).padStart(8)}  ${((100 * (m("host") + m("read"))) / m("ttc")).toFixed(1)}%`,

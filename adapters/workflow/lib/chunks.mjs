@@ -1,3 +1,4 @@
+// @ts-check
 // Which chunk of a stream run the reader got, from the chunk itself: the
 // SDK's readable may hand chunks over in another order than they were
 // written (5.0.0-beta.55's world-local, now and then: its reader polls the
@@ -10,6 +11,11 @@
 // sizedPrefix is the first bytes of stream-sizes' chunk i, as
 // workflows/bench.js's chunk() writes them (same generator: keep the two
 // in step; the adapter's stream-sizes test fails if they part).
+/**
+ * @param {number} i
+ * @param {number} n
+ * @returns {string}
+ */
 function sizedPrefix(i, n) {
   let x = (Math.imul(i, 2654435761) + 1) >>> 0;
   let s = "";
@@ -26,10 +32,17 @@ function sizedPrefix(i, n) {
 
 const PREFIX = 12;
 
-// chunkIndexer returns a function from a chunk as read to the index its
-// writer gave it, or -1 when it is none of the run's chunks.
+/**
+ * chunkIndexer returns a function from a chunk as read to the index its
+ * writer gave it, or -1 when it is none of the run's chunks.
+ * @param {number} chunks how many chunks the writer writes
+ * @param {number[]} sizes stream-sizes' sizes (none: text or objects)
+ * @returns {(c: unknown) => number}
+ */
 export function chunkIndexer(chunks, sizes) {
+  /** @type {Map<string, number> | null} */
   let bySig = null;
+  /** @param {ArrayBufferView} c */
   const sized = (c) => {
     if (!bySig) {
       bySig = new Map();
@@ -52,7 +65,7 @@ export function chunkIndexer(chunks, sizes) {
         const m = /^token (\d+) $/.exec(Buffer.from(c.buffer, c.byteOffset, c.byteLength).toString());
         if (m) i = Number(m[1]);
       }
-    } else if (c && typeof c === "object" && /^\d+$/.test(String(c.id ?? ""))) {
+    } else if (c && typeof c === "object" && "id" in c && /^\d+$/.test(String(c.id ?? ""))) {
       i = Number(c.id);
     }
     return Number.isInteger(i) && i >= 0 && i < chunks ? i : -1;
@@ -66,12 +79,16 @@ export class ChunkOrder {
   constructor() {
     this.seen = new Set();
     this.position = 0;
+    /** @type {import("./types.mjs").Anomaly[]} */
     this.anomalies = [];
     this.outOfOrder = false; // a chunk was read out of order (only the first is named)
   }
 
-  // read records that the chunk at the next position was the writer's
-  // index (-1: unknown).
+  /**
+   * read records that the chunk at the next position was the writer's
+   * index (-1: unknown).
+   * @param {number} index
+   */
   read(index) {
     const at = this.position++;
     if (index < 0) {

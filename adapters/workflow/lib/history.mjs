@@ -1,14 +1,29 @@
+// @ts-check
 // Reading a run's history from the world's event log, and checking it: per
 // run, every step started and completed exactly once, exactly one terminal
 // event, and the run's status agreeing with its terminal event. What does not
 // hold is an anomaly, reported in the run's timeline answer
 // (docs/target-protocol.md, "anomalies").
 
-// readEvents returns every event of the SDK run, oldest first.
+/** @typedef {import("./types.mjs").Anomaly} Anomaly */
+
+/**
+ * An event of the world's event log (the fields read here).
+ * @typedef {{ eventType: string, correlationId?: string, eventId?: string, createdAt?: Date | string }} HistoryEvent
+ */
+
+/**
+ * readEvents returns every event of the SDK run, oldest first.
+ * @param {any} world the SDK's world
+ * @param {string} runId the SDK's run id
+ * @returns {Promise<HistoryEvent[]>}
+ */
 export async function readEvents(world, runId) {
+  /** @type {HistoryEvent[]} */
   const out = [];
   let cursor;
   for (;;) {
+    /** @type {{ data: HistoryEvent[], hasMore: boolean, cursor?: string }} */
     const page = await world.events.list({
       runId,
       pagination: { limit: 1000, sortOrder: "asc", ...(cursor ? { cursor } : {}) },
@@ -21,16 +36,28 @@ export async function readEvents(world, runId) {
 }
 
 const TERMINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
+/** @param {string} type */
 export const isTerminal = (type) => TERMINAL.has(type);
 
-// checkHistory returns the anomalies of a finished run's event log.
-// `steps` is how many steps the scenario runs; `status` the run's status
-// as the world reports it; `bodies` maps a step id to how many times its
-// body ran in this process.
+/**
+ * checkHistory returns the anomalies of a finished run's event log.
+ * `steps` is how many steps the scenario runs; `status` the run's status
+ * as the world reports it; `bodies` maps a step id to how many times its
+ * body ran in this process.
+ * @param {HistoryEvent[]} events
+ * @param {number} steps
+ * @param {string | undefined} status
+ * @param {Map<string, number>} bodies
+ * @returns {Anomaly[]}
+ */
 export function checkHistory(events, steps, status, bodies) {
+  /** @type {Anomaly[]} */
   const out = [];
+  /** @type {Map<string | undefined, number>} */
   const started = new Map();
+  /** @type {Map<string | undefined, number>} */
   const completed = new Map();
+  /** @type {string[]} */
   const terminal = [];
   for (const e of events) {
     if (e.eventType === "step_started") started.set(e.correlationId, (started.get(e.correlationId) ?? 0) + 1);
@@ -55,6 +82,7 @@ export function checkHistory(events, steps, status, bodies) {
   if (terminal.length === 0) {
     out.push({ kind: "missing_terminal", detail: "no terminal event" });
   } else if (terminal.length > 1) {
+    /** @type {Record<string, number>} */
     const counts = {};
     for (const t of terminal) counts[t] = (counts[t] ?? 0) + 1;
     out.push({
@@ -63,7 +91,9 @@ export function checkHistory(events, steps, status, bodies) {
     });
   }
   if (terminal.length > 0 && status) {
-    const want = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" }[terminal[0]];
+    /** @type {Record<string, string>} */
+    const statusOf = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" };
+    const want = statusOf[terminal[0]];
     if (status !== want) out.push({ kind: "status_mismatch", detail: `status ${status}, terminal event ${terminal[0]}` });
   }
   return out;

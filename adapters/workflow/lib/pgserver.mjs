@@ -1,3 +1,4 @@
+// @ts-check
 // A throwaway PostgreSQL server for world-postgres, as durabench's
 // world/postgres/pgserver makes one for the Go adapters: the system's own
 // initdb and postgres (on PATH or under /usr/lib/postgresql/*/bin), a fresh
@@ -24,6 +25,10 @@ wait "$pid" 2>/dev/null
 rm -rf "$dir"
 `;
 
+/**
+ * findBinaries is the directory of the system's initdb and postgres.
+ * @returns {string}
+ */
 export function findBinaries() {
   for (const dir of (process.env.PATH ?? "").split(":")) {
     if (dir && existsSync(join(dir, "initdb")) && existsSync(join(dir, "postgres"))) return dir;
@@ -40,6 +45,11 @@ export function findBinaries() {
   throw new Error("no PostgreSQL server binaries (initdb, postgres) on PATH or under /usr/lib/postgresql/*/bin: install them (apt-get install postgresql) or give --pg-url");
 }
 
+/**
+ * account is who runs PostgreSQL when this process is root (null: this
+ * process's user).
+ * @returns {{ name: string, uid: number, gid: number } | null}
+ */
 function account() {
   if (process.getuid?.() !== 0) return null;
   for (const name of ["postgres", "nobody"]) {
@@ -54,18 +64,23 @@ function account() {
   throw new Error("running as root and there is no postgres or nobody user to run PostgreSQL as");
 }
 
+/** @returns {Promise<number>} */
 function freePort() {
   return new Promise((res, rej) => {
     const s = net.createServer();
     s.once("error", rej);
     s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
+      const { port } = /** @type {import("node:net").AddressInfo} */ (s.address());
       s.close(() => res(port));
     });
   });
 }
 
-// startPostgres starts a server and waits until it accepts connections.
+/**
+ * startPostgres starts a server and waits until it accepts connections.
+ * @param {{ fsync?: boolean }} [options]
+ * @returns {Promise<{ url: string, stop: () => Promise<void>, dir: string }>}
+ */
 export async function startPostgres({ fsync = true } = {}) {
   const bin = findBinaries();
   const as = account();
@@ -79,7 +94,8 @@ export async function startPostgres({ fsync = true } = {}) {
       cwd: dir, env, ...owner, stdio: ["ignore", "pipe", "pipe"],
     });
   } catch (e) {
-    throw new Error(`initdb as ${as?.name ?? "this user"}: ${String(e.stderr ?? e.message).trim().split("\n").slice(-3).join(" ")}`);
+    const err = /** @type {Error & { stderr?: Buffer }} */ (e);
+    throw new Error(`initdb as ${as?.name ?? "this user"}: ${String(err.stderr ?? err.message).trim().split("\n").slice(-3).join(" ")}`);
   }
   const port = await freePort();
   const settings = {
@@ -94,8 +110,9 @@ export async function startPostgres({ fsync = true } = {}) {
     cwd: dir, env, ...owner, detached: true, stdio: ["pipe", "pipe", "ignore"],
   });
   guard.unref();
-  guard.stdout.unref?.();
+  /** @type {any} */ (guard.stdout).unref?.();
   const url = `postgres://durabench@127.0.0.1:${port}/postgres?sslmode=disable`;
+  /** @type {() => Promise<void>} */
   const stop = () => new Promise((res) => {
     if (guard.exitCode !== null) return res();
     guard.once("exit", () => res());
@@ -116,9 +133,14 @@ export async function startPostgres({ fsync = true } = {}) {
 // accepts reports whether the server answers a startup message on port
 // (a TCP connect alone succeeds before it is ready): it waits for the
 // server's first byte back, 'R' (authentication) once it accepts sessions.
+/**
+ * @param {number} port
+ * @returns {Promise<boolean>}
+ */
 function accepts(port) {
   return new Promise((res) => {
     const s = net.connect(port, "127.0.0.1");
+    /** @param {boolean} ok */
     const done = (ok) => {
       s.destroy();
       res(ok);

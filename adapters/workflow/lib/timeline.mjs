@@ -1,7 +1,23 @@
+// @ts-check
 // Run logs served over the durabench target protocol: each run's events in
 // the order the adapter recorded them (seq 1, 2, 3, …), its status, its
 // anomalies, and the long polls waiting on it. docs/target-protocol.md is the
 // specification; this is the Node counterpart of package target's Server.
+
+/** @typedef {import("./types.mjs").TimelineEvent} TimelineEvent */
+/** @typedef {import("./types.mjs").Anomaly} Anomaly */
+/** @typedef {import("./types.mjs").Cost} Cost */
+
+/**
+ * A timeline answer (GET /v1/runs/{run}/timeline).
+ * @typedef {object} Timeline
+ * @property {string} run
+ * @property {string} status
+ * @property {TimelineEvent[]} events
+ * @property {string} [error]
+ * @property {Anomaly[]} [anomalies]
+ * @property {Cost} [adapter]
+ */
 
 // Batch: a poll that has new events waits this long for more (not for a
 // waiting hook or a finished run), as package target's server does.
@@ -13,24 +29,38 @@ export const MAX_WAIT_MS = 30_000;
 export const KEEP_MS = 10 * 60_000;
 
 export class RunLog {
+  /** @param {string} run */
   constructor(run) {
     this.run = run;
+    /** @type {TimelineEvent[]} */
     this.events = [];
+    /** @type {"running" | "completed" | "failed"} */
     this.status = "running";
     this.error = "";
+    /** @type {Anomaly[]} */
     this.anomalies = [];
+    /** @type {Cost | null} what the adapter spent on the run, once it is over */
+    this.adapter = null;
     this.finishedAt = 0;
+    /** @type {Set<() => void>} */
     this.waiters = new Set();
   }
 
-  // add appends an event (seq assigned here) and wakes the polls.
+  /**
+   * add appends an event (seq assigned here) and wakes the polls.
+   * @param {TimelineEvent} ev
+   */
   add(ev) {
     this.events.push({ seq: this.events.length + 1, ...ev });
     this.wake();
   }
 
-  // finish makes the run terminal (once); its terminal event must be in
-  // the log already: a run is over when its terminal event is readable.
+  /**
+   * finish makes the run terminal (once); its terminal event must be in
+   * the log already: a run is over when its terminal event is readable.
+   * @param {boolean} failed
+   * @param {string} [msg]
+   */
   finish(failed, msg) {
     if (this.status !== "running") return;
     this.status = failed ? "failed" : "completed";
@@ -44,7 +74,12 @@ export class RunLog {
     this.waiters.clear();
   }
 
+  /**
+   * @param {number} after
+   * @returns {Timeline}
+   */
   answer(after) {
+    /** @type {Timeline} */
     const tl = { run: this.run, status: this.status, events: this.events.slice(Math.max(after, 0)) };
     if (this.error) tl.error = this.error;
     if (this.anomalies.length) tl.anomalies = this.anomalies;
@@ -55,13 +90,21 @@ export class RunLog {
     return tl;
   }
 
-  // poll answers a timeline request: at once when there are events after
-  // `after` (after BATCH_MS more for a running run without a waiting hook),
-  // when the run is over, or when waitMs ends.
+  /**
+   * poll answers a timeline request: at once when there are events after
+   * `after` (after BATCH_MS more for a running run without a waiting hook),
+   * when the run is over, or when waitMs ends.
+   * @param {number} after
+   * @param {number} waitMs
+   * @param {AbortSignal} [signal]
+   * @returns {Promise<Timeline>}
+   */
   poll(after, waitMs, signal) {
     return new Promise((resolve) => {
-      let batch = null;
-      let timer = null;
+      /** @type {ReturnType<typeof setTimeout> | undefined} */
+      let batch;
+      /** @type {ReturnType<typeof setTimeout> | undefined} */
+      let timer;
       const done = () => {
         clearTimeout(timer);
         clearTimeout(batch);
@@ -86,11 +129,16 @@ export class RunLog {
   }
 }
 
-// parseWait reads a Go duration (`5s`, `250ms`, `1m30s`) into ms, bounded
-// by MAX_WAIT_MS; anything else is 0 (answer at once).
+/**
+ * parseWait reads a Go duration (`5s`, `250ms`, `1m30s`) into ms, bounded
+ * by MAX_WAIT_MS; anything else is 0 (answer at once).
+ * @param {string} s
+ * @returns {number}
+ */
 export function parseWait(s) {
   if (!s) return 0;
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
+  /** @type {Record<string, number>} */
   const unit = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1e3, m: 6e4, h: 3.6e6 };
   let total = 0;
   let m;

@@ -1,92 +1,57 @@
-// The adapter's own tests (node --test test/): its history check and
-// duration parsing, then the adapter process itself on the SDK make engines
-// built (sdk/4.8.9 by default; WORKFLOW_TEST_SDK picks another), world-local,
-// driven over the protocol as durabench drives it.
+// @ts-check
+// The adapter process itself on the SDK make engines built (sdk/4.8.9 by
+// default; WORKFLOW_TEST_SDK picks another), world-local, driven over the
+// protocol as durabench drives it. The modules' own tests, which need no
+// SDK, are under test/unit/.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { ChunkOrder, chunkIndexer } from "../lib/chunks.mjs";
-import { checkHistory } from "../lib/history.mjs";
-import { parseWait, RunLog } from "../lib/timeline.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const sdk = process.env.WORKFLOW_TEST_SDK ?? "4.8.9";
 
-test("parseWait reads Go durations, bounded by 30 s", () => {
-  assert.equal(parseWait("5s"), 5000);
-  assert.equal(parseWait("250ms"), 250);
-  assert.equal(parseWait("1m30s"), 30_000);
-  assert.equal(parseWait("1.5s"), 1500);
-  assert.equal(parseWait(""), 0);
-  assert.equal(parseWait("soon"), 0);
-});
+/**
+ * A timeline answer as the tests read it.
+ * @typedef {{ run: string, status: string, events: any[], error?: string, anomalies?: any[] }} Timeline
+ */
 
-test("a chunk read is known by its writer's index, and a read out of order, twice or of no chunk is an anomaly", () => {
-  const text = chunkIndexer(6, []);
-  assert.equal(text("token 3 "), 3);
-  assert.equal(text(new TextEncoder().encode("token 5 ")), 5);
-  assert.equal(text({ type: "text-delta", id: "4", text: "token 4 " }), 4);
-  assert.equal(text("token 6 "), -1); // the run writes 6 chunks: 0..5
-  assert.equal(text("hello"), -1);
-  assert.equal(chunkIndexer(2, [10])(new Uint8Array(10)), -1); // the right size, not the writer's bytes
-  const orderOf = (indexes) => {
-    const o = new ChunkOrder();
-    for (const i of indexes) o.read(i);
-    return o.anomalies;
-  };
-  assert.deepEqual(orderOf([0, 1, 2, 3, 4, 5]), []);
-  assert.deepEqual(orderOf([0, 1, 2, 3, 5, 4]), [{ kind: "stream_order", detail: "chunk 5 read at position 4" }]);
-  assert.deepEqual(orderOf([0, 1, 1, 2]).map((a) => a.kind), ["stream_duplicate_chunk", "stream_order"]);
-  assert.deepEqual(orderOf([0, -1, 2]).map((a) => a.kind), ["stream_unknown_chunk"]);
-});
-
-test("checkHistory finds duplicate terminal events, missing and duplicate steps, a status disagreeing", () => {
-  const ev = (eventType, correlationId) => ({ eventType, correlationId });
-  const clean = [ev("run_started"), ev("step_started", "s1"), ev("step_completed", "s1"), ev("run_completed")];
-  assert.deepEqual(checkHistory(clean, 1, "completed", new Map([["s1", 1]])), []);
-  const dup = [...clean, ev("run_completed"), ev("run_completed")];
-  assert.deepEqual(checkHistory(dup, 1, "completed", new Map()), [{ kind: "duplicate_terminal", detail: "run_completed x3" }]);
-  const kinds = checkHistory(
-    [ev("step_started", "s1"), ev("step_started", "s1"), ev("step_started", "s2"), ev("step_completed", "s1"), ev("step_completed", "s1")],
-    2, "completed", new Map([["s1", 2]]),
-  ).map((a) => a.kind);
-  assert.deepEqual(kinds, ["duplicate_step_started", "duplicate_step_completed", "missing_step_completed", "step_count", "duplicate_step_body", "missing_terminal"]);
-  assert.deepEqual(checkHistory([ev("run_failed")], 0, "completed", new Map()).map((a) => a.kind), ["status_mismatch"]);
-});
-
-test("a long poll waits for an event, answers at once for a waiting hook or a finished run", async () => {
-  const log = new RunLog("r");
-  let t = Date.now();
-  assert.deepEqual((await log.poll(0, 120)).events, []);
-  assert.ok(Date.now() - t >= 100, "an empty poll waits its wait");
-  t = Date.now();
-  setTimeout(() => log.add({ kind: "hook_waiting", at: 1, source: "history", token: "x" }), 30);
-  const tl = await log.poll(0, 5000);
-  assert.equal(tl.events[0].kind, "hook_waiting");
-  assert.ok(Date.now() - t < 1000);
-  log.add({ kind: "run_completed", at: 2, source: "history" });
-  log.finish(false);
-  t = Date.now();
-  assert.equal((await log.poll(2, 5000)).status, "completed");
-  assert.ok(Date.now() - t < 100);
-});
+/**
+ * json is a response's JSON body.
+ * @param {Promise<Response>} r
+ * @returns {Promise<any>}
+ */
+const json = async (r) => (await r).json();
 
 const built = existsSync(join(here, "..", "sdk", sdk, ".well-known", "workflow", "v1", "manifest.json"));
 
 describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/${sdk} is not built: make engines` }, () => {
+  /** @type {import("node:child_process").ChildProcessByStdio<null, import("node:stream").Readable, null>} */
   let proc;
+  /** @type {string} */
   let url;
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {object} [body]
+   * @returns {Promise<{ status: number, body: any }>}
+   */
   const call = async (method, path, body) => {
     const r = await fetch(url + path, { method, headers: { "content-type": "application/json" }, body: body && JSON.stringify(body) });
     return { status: r.status, body: await r.json().catch(() => null) };
   };
+  /**
+   * @param {string} run
+   * @returns {Promise<Timeline>}
+   */
   const follow = async (run) => {
     let after = 0;
+    /** @type {any[]} */
     const events = [];
     for (;;) {
+      /** @type {{ status: number, body: Timeline }} */
       const { status, body } = await call("GET", `/v1/runs/${run}/timeline?after=${after}&wait=10s`);
       assert.equal(status, 200);
       assert.equal(body.run, run);
@@ -128,7 +93,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.equal(body.version, sdk);
     assert.match(body.world, /^world-local \d/);
     assert.match(body.label, new RegExp(`^workflow ${sdk.replace(/\./g, "\\.")} · local$`));
-    assert.deepEqual(body.scenarios.map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "race", "payload", "stream-latency", "stream-overhead", "stream-sizes"]);
+    assert.deepEqual(/** @type {{ name: string }[]} */ (body.scenarios).map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "race", "payload", "stream-latency", "stream-overhead", "stream-sizes"]);
   });
 
   test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
@@ -138,6 +103,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     const tl = await follow("t-fan");
     assert.equal(tl.status, "completed");
     assert.deepEqual(tl.events.map((e) => e.seq), tl.events.map((_, i) => i + 1));
+    /** @param {string} kind */
     const idx = (kind) => tl.events.filter((e) => e.kind === kind).map((e) => e.index).sort((a, b) => a - b);
     assert.deepEqual(idx("step_started"), [0, 1, 2, 3, 4, 5, 6, 7]);
     assert.deepEqual(idx("step_completed"), [0, 1, 2, 3, 4, 5, 6, 7]);
@@ -206,10 +172,15 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
 
 // spawnAdapter starts the adapter with args and resolves with the process
 // and its URL once it printed it.
+/**
+ * @param {string[]} args
+ * @param {Record<string, string>} [env]
+ */
 async function spawnAdapter(args, env = {}) {
   const proc = spawn(process.execPath, [join(here, "..", "adapter.mjs"), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let errText = "";
   proc.stderr.on("data", (b) => (errText += b));
+  /** @type {string} */
   const url = await new Promise((res, rej) => {
     let out = "";
     proc.stdout.on("data", (b) => {
@@ -232,7 +203,7 @@ describe(`SDK ${sdk}'s switches`, { skip: built ? false : `sdk/${sdk} is not bui
   const is5 = sdk.startsWith("5.");
 
   test("a switch is read by the SDK's packages or named as unread", async () => {
-    const { unreadSwitches } = await import("../adapter.mjs");
+    const { unreadSwitches } = await import("../lib/load.mjs");
     const five = ["WORKFLOW_RESILIENT_STEP_DISPATCH", "WORKFLOW_TURBO", "WORKFLOW_MAX_INLINE_STEPS", "WORKFLOW_VM"];
     // 4.8.9 has none of 5.0's switches; 5.0 reads them all.
     assert.deepEqual(unreadSwitches(dir, [...five, "WORKFLOW_NOT_A_SWITCH"]), is5 ? ["WORKFLOW_NOT_A_SWITCH"] : [...five, "WORKFLOW_NOT_A_SWITCH"]);
@@ -241,7 +212,7 @@ describe(`SDK ${sdk}'s switches`, { skip: built ? false : `sdk/${sdk} is not bui
   test("a switch the SDK does not read makes the target unavailable, with why, never a run of its default", async () => {
     const a = await spawnAdapter(["--sdk", sdk, "--env", "WORKFLOW_NOT_A_SWITCH=1"]);
     try {
-      const info = await (await fetch(a.url + "/v1/info")).json();
+      const info = await json(fetch(a.url + "/v1/info"));
       assert.match(info.unavailable, /does not read WORKFLOW_NOT_A_SWITCH/);
       assert.match(info.label, /not_a_switch=1/);
       const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "x", scenario: "step" }) });
@@ -256,14 +227,15 @@ describe(`SDK ${sdk}'s switches`, { skip: built ? false : `sdk/${sdk} is not bui
   test("WORKFLOW_VM=quickjs runs a fan-out on the QuickJS VM (Node 20 needs a V8 flag the adapter sets)", { skip: is5 ? false : "5.0's switch" }, async () => {
     const a = await spawnAdapter(["--sdk", sdk, "--env", "WORKFLOW_VM=quickjs"]);
     try {
-      const info = await (await fetch(a.url + "/v1/info")).json();
+      const info = await json(fetch(a.url + "/v1/info"));
       assert.equal(info.unavailable, undefined);
       assert.match(info.label, / · vm=quickjs · local$/);
       const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "q", scenario: "fanout", options: { branches: "4" } }) });
       assert.equal(r.status, 202);
+      /** @type {Timeline} */
       let tl;
       for (let after = 0; ; ) {
-        tl = await (await fetch(`${a.url}/v1/runs/q/timeline?after=${after}&wait=10s`)).json();
+        tl = await json(fetch(`${a.url}/v1/runs/q/timeline?after=${after}&wait=10s`));
         after += tl.events.length;
         if (tl.status !== "running") break;
       }
@@ -282,7 +254,7 @@ describe(`SDK ${sdk}: runs durabench stopped following`, { skip: built ? false :
       const r = await fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify({ run: "lost", scenario: "hook-step" }) });
       assert.equal(r.status, 202);
       await new Promise((res) => setTimeout(res, 4000));
-      const tl = await (await fetch(`${a.url}/v1/runs/lost/timeline?after=0`)).json();
+      const tl = await json(fetch(`${a.url}/v1/runs/lost/timeline?after=0`));
       assert.equal(tl.status, "failed");
       assert.match(tl.error, /abandoned/);
       assert.equal(tl.events.at(-1).kind, "run_failed", "the terminal event is in the timeline with the status");
@@ -297,17 +269,19 @@ describe(`SDK ${sdk}: a new SDK for every cell`, { skip: built ? false : `sdk/${
   test("a run still running when the next cell starts ends failed (cut) with the SDK that ran it; the new cell's run completes", async () => {
     const a = await spawnAdapter(["--sdk", sdk]);
     try {
+      /** @param {object} body */
       const post = (body) => fetch(a.url + "/v1/runs", { method: "POST", body: JSON.stringify(body) });
       assert.equal((await post({ run: "waits", scenario: "hook-step" })).status, 202); // never resumed
       assert.equal((await post({ run: "next", scenario: "fanout", options: { branches: "4" } })).status, 202);
+      /** @type {Timeline} */
       let tl;
       for (let after = 0; ; ) {
-        tl = await (await fetch(`${a.url}/v1/runs/next/timeline?after=${after}&wait=10s`)).json();
+        tl = await json(fetch(`${a.url}/v1/runs/next/timeline?after=${after}&wait=10s`));
         after += tl.events.length;
         if (tl.status !== "running") break;
       }
       assert.equal(tl.status, "completed");
-      const cut = await (await fetch(`${a.url}/v1/runs/waits/timeline?after=0`)).json();
+      const cut = await json(fetch(`${a.url}/v1/runs/waits/timeline?after=0`));
       assert.equal(cut.status, "failed");
       assert.match(cut.error, /^cut: the next cell started/);
       assert.equal(cut.events.at(-1).kind, "run_failed");

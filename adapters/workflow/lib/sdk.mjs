@@ -1,0 +1,341 @@
+// @ts-check
+// The SDK's side of the adapter, on the worker thread: it hosts the SDK's
+// routes (world-local's queue and world-postgres' worker deliver there),
+// starts runs with start(), and reads and checks their event logs.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { abs } from "./clock.mjs";
+import { label } from "./flags.mjs";
+import { checkHistory, readEvents } from "./history.mjs";
+import { notFound, pathOf, readBody, reply, serve } from "./http.mjs";
+import { plan, scenariosInfo, Unsupported } from "./options.mjs";
+import { INFO } from "./protocol.mjs";
+import { warn } from "./process.mjs";
+import { LogSink, Run } from "./runs.mjs";
+import { readStream } from "./stream.mjs";
+
+/** @typedef {import("node:http").IncomingMessage} IncomingMessage */
+/** @typedef {import("node:http").ServerResponse} ServerResponse */
+/** @typedef {import("./types.mjs").Flags} Flags */
+/** @typedef {import("./types.mjs").FromWorker} FromWorker */
+/** @typedef {import("./types.mjs").Reply} Reply */
+/** @typedef {import("./types.mjs").Anomaly} Anomaly */
+/** @typedef {import("./load.mjs").SDK} SDK */
+
+// READ_GAP_MS: a run's event log is read at most this often (each flow or
+// step delivery asks for a read; they are coalesced), and every
+// FALLBACK_MS without one. Reading delays when durabench hears of an event,
+// never its timestamp (the log's own).
+const READ_GAP_MS = Number(process.env.DURABENCH_WORKFLOW_READ_GAP_MS) || 50;
+const FALLBACK_MS = 1000;
+// FULL_EVERY_MS: a running run's whole event log is read this often at
+// least (between, a read is its status only; see read).
+const FULL_EVERY_MS = 5000;
+// SETTLE_MS: once a terminal event is readable, the log is read once more
+// this much later before the run is reported over, so duplicate terminal
+// events written by concurrent deliveries are in the check.
+const SETTLE_MS = 250;
+// READER_GRACE_MS: how long after a stream run's terminal event the
+// adapter waits for its reader to finish before it reports the run (with
+// an anomaly when the reader did not).
+const READER_GRACE_MS = 10_000;
+// ROUTES is where the SDK's handlers are served.
+const ROUTES = "/.well-known/workflow/v1/";
+
+// route tells a step body which delivery runs it (its route and queue): a
+// step run by a delivery of the workflow queue ran inline, in the
+// orchestrator's own task (5.0), with no queue hop before it.
+/** @type {AsyncLocalStorage<{ name: string, queue: string }>} */
+const route = new AsyncLocalStorage();
+
+export class Adapter {
+  /**
+   * @param {SDK} sdk
+   * @param {Flags} flags
+   * @param {Record<string, string>} switches the SDK's switches (--env)
+   * @param {(m: FromWorker) => void} post tells the main thread
+   */
+  constructor(sdk, flags, switches, post) {
+    this.sdk = sdk;
+    this.flags = flags;
+    this.switches = switches;
+    this.post = post;
+    /** @type {Map<string, Run>} durabench run id -> the run, while it runs */
+    this.runs = new Map();
+    /** @type {Map<string, string>} SDK run id -> durabench run id */
+    this.bySdkRun = new Map();
+    this.closed = false;
+    // The step bodies (workflows/bench.js) call these, in this thread.
+    /** @type {any} */ (globalThis).__durabench = {
+      /** @type {Adapter["stepBody"]} */
+      stepBody: (...a) => this.stepBody(...a),
+      /** @type {Adapter["chunkWritten"]} */
+      chunkWritten: (...a) => this.chunkWritten(...a),
+    };
+    this.fallback = setInterval(() => {
+      for (const st of this.runs.values()) this.schedule(st);
+    }, FALLBACK_MS);
+    this.fallback.unref();
+  }
+
+  info() {
+    const { world, maxBranches, maxSteps, maxChunks } = this.flags;
+    return {
+      ...INFO,
+      version: this.sdk.version,
+      label: label(this.sdk.version, this.switches, world),
+      clock: "monotonic ns since the adapter started (performance.now()); event-log times converted from their wall-clock ms",
+      world: `${world === "local" ? "world-local" : "world-postgres"} ${this.sdk.worldVersion}`,
+      switches: Object.entries(this.switches).map(([k, v]) => `${k}=${v}`),
+      scenarios: scenariosInfo({ maxBranches, maxSteps, maxChunks }),
+    };
+  }
+
+  async close() {
+    this.closed = true;
+    clearInterval(this.fallback);
+  }
+
+  /**
+   * stepBody is called by every step body as it ends.
+   * @param {string} run
+   * @param {number} stage
+   * @param {number} index
+   * @param {number} attempt
+   * @param {number} start
+   * @param {number} end
+   * @param {string} stepId
+   */
+  stepBody(run, stage, index, attempt, start, end, stepId) {
+    // A step run by a delivery of the workflow's own queue ran inline.
+    const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
+    this.runs.get(run)?.bodyRan(stage, index, attempt, start, end, stepId, inline);
+  }
+
+  /**
+   * chunkWritten is called by the stream writer's body before each write.
+   * @param {string} run
+   * @param {number} stage
+   * @param {number} index
+   * @param {number} t
+   */
+  chunkWritten(run, stage, index, t) {
+    this.runs.get(run)?.chunkWritten(stage, index, t);
+  }
+
+  /**
+   * routes is the request handler of the SDK routes' server at base.
+   * @param {string} base
+   */
+  routes(base) {
+    return serve((req, res) => {
+      const path = pathOf(req);
+      return path.startsWith(ROUTES) ? this.sdkRoute(req, res, base, path) : notFound(req, res);
+    });
+  }
+
+  /**
+   * sdkRoute hands a queue delivery to the SDK's handler, then asks for a
+   * read of the event logs it may have written.
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
+   * @param {string} base
+   * @param {string} path
+   */
+  async sdkRoute(req, res, base, path) {
+    const t0 = performance.now();
+    const name = path.slice(ROUTES.length).split("/")[0];
+    const handler = name === "flow" ? this.sdk.flow : name === "step" ? this.sdk.step : null;
+    if (!handler) return reply(res, 404, { error: `no SDK route ${path}` });
+    const body = await readBody(req);
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
+      else if (v !== undefined) headers.set(k, v);
+    }
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const queue = String(req.headers["x-vqs-queue-name"] ?? "");
+    const t1 = performance.now();
+    const r = await route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
+    const t2 = performance.now();
+    const out = Buffer.from(await r.arrayBuffer());
+    /** @type {Record<string, string>} */
+    const h = {};
+    r.headers.forEach((v, k) => (h[k] = v));
+    res.writeHead(r.status, h);
+    res.end(out);
+    let runId;
+    try {
+      const msg = JSON.parse(body.toString());
+      runId = msg.runId ?? msg.workflowRunId;
+    } catch {
+      // not a JSON message: read every run
+    }
+    const run = runId && this.bySdkRun.get(runId);
+    const st = run && this.runs.get(run);
+    if (st) {
+      // The adapter's own share of this delivery: the request's and the
+      // response's conversions around the SDK's handler.
+      st.cost.deliveries++;
+      st.cost.hostMs += t1 - t0 + (performance.now() - t2);
+      st.cost.handlerMs += t2 - t1;
+      this.schedule(st);
+    } else for (const st of this.runs.values()) this.schedule(st);
+  }
+
+  /**
+   * startRun starts a run: 202 with the SDK's run id once start()
+   * returned (the run is durable), 422 for what the SDK cannot run.
+   * @param {string} run
+   * @param {string} scenario
+   * @param {Record<string, any>} options
+   * @returns {Promise<Reply>}
+   */
+  async startRun(run, scenario, options) {
+    let p;
+    try {
+      p = plan(scenario, options, this.flags, run);
+    } catch (e) {
+      if (e instanceof Unsupported) return { code: 422, error: e.message };
+      throw e;
+    }
+    const st = new Run(run, p, new LogSink(run, this.post));
+    this.runs.set(run, st);
+    let r;
+    try {
+      r = await this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
+    } catch (e) {
+      this.runs.delete(run);
+      return { code: 500, error: `start: ${/** @type {Error} */ (e).message}` };
+    }
+    st.sdkRun = r.runId;
+    this.bySdkRun.set(r.runId, run);
+    if (st.chunks !== undefined) readStream(st, r);
+    this.schedule(st);
+    return { code: 202, sdkRun: r.runId };
+  }
+
+  /**
+   * abandon drops a run durabench stopped following and cancels it in the
+   * SDK; its timeline ends failed.
+   * @param {string} run
+   */
+  abandon(run) {
+    const st = this.runs.get(run);
+    if (!st) return;
+    const log = st.sink;
+    st.sink = null;
+    this.runs.delete(run);
+    this.bySdkRun.delete(st.sdkRun);
+    if (st.timer) clearTimeout(st.timer);
+    if (!st.terminal) {
+      Promise.resolve()
+        .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
+        .catch((e) => warn(`cancelling ${st.sdkRun}: ${e.message}`));
+    }
+    const why = "abandoned: durabench stopped following the run; cancelled in the SDK";
+    log?.finish(true, why, [], null, { kind: "run_failed", at: abs(performance.now()), source: "worker", error: why });
+  }
+
+  /**
+   * resumed asks for a read of a run whose hook was resumed.
+   * @param {string} run
+   */
+  resumed(run) {
+    const st = this.runs.get(run);
+    if (st) this.schedule(st);
+  }
+
+  /**
+   * schedule asks for a read of st's event log: now, or READ_GAP_MS after
+   * the last one; one read at a time per run.
+   * @param {Run} st
+   */
+  schedule(st) {
+    if (!st.sdkRun || this.closed) return;
+    if (st.reading) {
+      st.again = true;
+      return;
+    }
+    if (st.timer) return;
+    const wait = Math.max(0, st.lastRead + READ_GAP_MS - Date.now());
+    st.timer = setTimeout(() => {
+      st.timer = null;
+      this.read(st);
+    }, wait);
+  }
+
+  /** @param {Run} st */
+  async read(st) {
+    if (this.runs.get(st.run) !== st) return;
+    st.reading = true;
+    st.again = false;
+    st.lastRead = Date.now();
+    try {
+      // The status first, then the log: a terminal status whose terminal
+      // event the log read after it does not hold is an anomaly.
+      // Reading the whole log costs the SDK (it shares the process and,
+      // on world-local, the data dir): it is read when the run's status
+      // says it is over, while a hook is awaited, and every FULL_EVERY_MS
+      // in case a status lags; otherwise only the status is read.
+      const t0 = performance.now();
+      const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
+      const over = ["completed", "failed", "cancelled"].includes(run.status);
+      const full = over || (st.hook && !st.hookDone) || Date.now() - st.lastFull >= FULL_EVERY_MS;
+      if (full) {
+        st.lastFull = Date.now();
+        st.apply(await readEvents(this.sdk.world, st.sdkRun));
+      }
+      // What the reads cost while the run ran (the check's reads after
+      // its terminal event are not in its times).
+      if (!st.terminal) {
+        st.cost.reads++;
+        st.cost.readMs += performance.now() - t0;
+      }
+      if (full && !st.terminal && over && !st.early) {
+        st.early = { kind: "status_before_terminal", detail: `status ${run.status} read before a terminal event was readable` };
+      }
+      if (st.terminal && !st.settling) {
+        st.settling = true;
+        setTimeout(() => this.settle(st), SETTLE_MS);
+      }
+    } catch (e) {
+      warn(`reading run ${st.run} (${st.sdkRun}): ${/** @type {Error} */ (e).message}`);
+    } finally {
+      st.reading = false;
+      if (st.again && !st.settling) this.schedule(st);
+    }
+  }
+
+  /**
+   * settle reads the log once more, checks it, and ends the run.
+   * @param {Run} st
+   */
+  async settle(st) {
+    this.runs.delete(st.run);
+    this.bySdkRun.delete(st.sdkRun);
+    const log = st.sink;
+    if (!log) return;
+    if (st.reader) {
+      // The reader's last chunk_read must go out before the terminal event.
+      /** @type {ReturnType<typeof setTimeout> | undefined} */
+      let timer;
+      const done = await Promise.race([st.reader.then(() => true), new Promise((r) => (timer = setTimeout(() => r(false), READER_GRACE_MS)))]);
+      clearTimeout(timer);
+      if (!done) st.readAnomalies.push({ kind: "stream_unfinished", detail: `the run's stream was still open ${READER_GRACE_MS / 1000} s after its terminal event` });
+    }
+    /** @type {Anomaly[]} */
+    let anomalies = [];
+    try {
+      const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
+      const events = await readEvents(this.sdk.world, st.sdkRun);
+      st.apply(events);
+      anomalies = checkHistory(events, st.expect, run.status, st.bodies);
+    } catch (e) {
+      anomalies = [{ kind: "unreadable", detail: `the event log could not be read again: ${/** @type {Error} */ (e).message}` }];
+    }
+    if (st.early) anomalies.unshift(st.early);
+    anomalies.push(...st.readAnomalies);
+    st.sink = null;
+    log.finish(st.terminal !== "run_completed", st.terminal ?? "", anomalies, st.spent(), st.terminalEvent);
+  }
+}
