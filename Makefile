@@ -81,9 +81,10 @@ test-targets: engines
 	  case " $(NORACE_TARGETS) " in *" $$n "*) race=;; esac; echo "test-targets: $$n $$race"; \
 	  (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test $$race -timeout 15m ./...) || exit 1; \
 	  ./bin/durabench target check $$n --runs 2 || exit 1; done
-	@echo "test-targets: workflow (node --test, then target check on world-local and world-postgres, and 5.0 on world-local)"
+	@echo "test-targets: workflow (tsc --noEmit and unit tests, node --test per SDK, then target check on world-local and world-postgres, and 5.0 on world-local)"
+	cd $(WF) && npm ci --no-audit --no-fund --loglevel=error && npx --no-install tsc --noEmit -p . && node --test test/unit/
 	@for v in $(notdir $(wildcard $(WF)/sdk/*)); do echo "test-targets: workflow SDK $$v: node --test"; \
-	  (cd $(WF) && WORKFLOW_TEST_SDK=$$v node --test test/ > /tmp/durabench-workflow-test.log 2>&1) || { cat /tmp/durabench-workflow-test.log; exit 1; }; \
+	  (cd $(WF) && WORKFLOW_TEST_SDK=$$v node --test test/adapter.test.mjs > /tmp/durabench-workflow-test.log 2>&1) || { cat /tmp/durabench-workflow-test.log; exit 1; }; \
 	  grep '^# \(pass\|fail\)' /tmp/durabench-workflow-test.log; done
 	./bin/durabench target check workflow --runs 2
 	./bin/durabench target check 'workflow --world=postgres' --runs 2
