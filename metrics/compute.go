@@ -169,20 +169,41 @@ func stepGaps(st [][]Step) []Gap {
 	return out
 }
 
-// workflowOverhead is WO: (latest step end − t0) − Σ step
-// durations, each step counted once from its first start to its last end.
-// ok is false when no step body ran.
+// workflowOverhead is WO: the time on [t0, latest step end] when no step of
+// the run is executing, i.e. that span's length minus the length of the
+// union of the steps' intervals (each step counted once, from its first body
+// start to its last end) clipped to it. Overlapping steps (a fan-out's
+// branches) are counted once, so a parallel stage's overhead is the time
+// before its first body and between bodies, not a span minus a sum that
+// overlap drives below zero. ok is false when no step body ran.
 func workflowOverhead(t0 time.Duration, steps []Step) (d time.Duration, ok bool) {
 	if len(steps) == 0 {
 		return 0, false
 	}
-	var last, sum time.Duration
-	last = steps[0].End
+	ivs := make([]Step, 0, len(steps))
+	last := steps[0].End
 	for _, s := range steps {
 		last = max(last, s.End)
-		sum += s.End - s.Start
+		if s.End > s.Start {
+			ivs = append(ivs, s)
+		}
 	}
-	return last - t0 - sum, true
+	if last <= t0 {
+		return last - t0, true // a clock step: Collect counts it as negative
+	}
+	slices.SortFunc(ivs, func(a, b Step) int { return cmp.Compare(a.Start, b.Start) })
+	// covered sums the union of the intervals within [t0, last]; at is the
+	// covered frontier, so time before it is never counted twice.
+	var covered time.Duration
+	at := t0
+	for _, s := range ivs {
+		lo, hi := max(s.Start, at), min(s.End, last)
+		if hi > lo {
+			covered += hi - lo
+			at = hi
+		}
+	}
+	return last - t0 - covered, true
 }
 
 // TimeToCompletion is TTC: the run's terminal event − t0; for a run that has

@@ -94,8 +94,9 @@ func TestPerRunMetrics(t *testing.T) {
 	}{
 		{name: "fanout", tl: tlFanout,
 			ttfs: opt{dms(1), true}, ttls: opt{dms(10), true},
-			// (20 − 10) − (1 + 1 + 9) = −1: parallel bodies exceed the wall.
-			wo: opt{dms(-1), true}, ttc: dms(15),
+			// [10, 20] less the union [11, 20]: the branches overlap, so the
+			// only time nothing ran is before the first body.
+			wo: opt{dms(1), true}, ttc: dms(15),
 			skews: []time.Duration{dms(4)}, offsets: []time.Duration{dms(1), dms(4), 0},
 		},
 		{name: "sequential", tl: tlSeq,
@@ -111,12 +112,14 @@ func TestPerRunMetrics(t *testing.T) {
 		},
 		{name: "multistage fan-out", tl: tlMulti,
 			ttfs: opt{dms(1), true}, ttls: opt{dms(11), true},
-			wo: opt{dms(11 - (5 + 2 + 1 + 1)), true}, ttc: dms(12),
+			// [0, 11] less [1, 6] ∪ [9, 11]
+			wo: opt{dms(11 - (5 + 2)), true}, ttc: dms(12),
 			skews: []time.Duration{dms(1), dms(1)}, offsets: []time.Duration{0, dms(1), dms(1), 0},
 			gaps: []Gap{{1, dms(3), true}},
 		},
 		{name: "negative TTFS", tl: tlNegative,
-			ttfs: opt{dms(-1), true}, ttls: opt{dms(3), true}, wo: opt{dms(-1), true}, ttc: dms(4),
+			// the body covers all of [t0, 8]: WO is 0 (TTFS reports the clock step)
+			ttfs: opt{dms(-1), true}, ttls: opt{dms(3), true}, wo: opt{0, true}, ttc: dms(4),
 		},
 		{name: "stream", tl: tlStream, interval: dms(5),
 			ttls: opt{0, false}, wo: opt{0, false}, ttc: dms(30),
@@ -173,6 +176,50 @@ func TestPerRunMetrics(t *testing.T) {
 	}
 }
 
+// TestWorkflowOverheadIsUncoveredTime: WO is the time on [t0, latest step
+// end] that no step's interval covers, however the steps overlap. Times in
+// ms; each case's steps are one stage (a fan-out) unless a stage is given.
+func TestWorkflowOverheadIsUncoveredTime(t *testing.T) {
+	type iv struct {
+		stage      int
+		start, end float64
+	}
+	tests := []struct {
+		name  string
+		t0    float64
+		steps []iv
+		want  float64
+	}{
+		{"sequence with gaps: the span less the bodies", 0,
+			[]iv{{0, 1, 2}, {1, 4, 5}, {2, 8, 9}, {3, 13, 14}}, 14 - 4},
+		{"one step", 3, []iv{{0, 5, 9}}, 2},
+		{"full overlap counts once", 0, []iv{{0, 2, 10}, {0, 2, 10}, {0, 2, 10}}, 2},
+		{"partial overlaps, then a gap", 0,
+			[]iv{{0, 1, 5}, {0, 3, 8}, {0, 7, 9}, {0, 12, 14}}, 14 - (8 + 2)},
+		{"partial overlaps reported out of order", 0,
+			[]iv{{0, 12, 14}, {0, 7, 9}, {0, 1, 5}, {0, 3, 8}}, 14 - (8 + 2)},
+		{"nested intervals", 0, []iv{{0, 1, 10}, {0, 2, 3}, {0, 4, 9}}, 1},
+		{"a later stage overlapping the last end of the one before", 0,
+			[]iv{{0, 1, 6}, {0, 2, 4}, {1, 5, 7}, {1, 9, 11}}, 11 - (6 + 2)},
+		{"a body starting before t0 counts from t0", 5, []iv{{0, 2, 7}, {1, 9, 10}}, 5 - (2 + 1)},
+		{"a body over before t0 covers nothing", 5, []iv{{0, 1, 3}, {1, 6, 8}}, 3 - 2},
+		{"zero-length bodies cover nothing", 0, []iv{{0, 2, 2}, {1, 5, 5}}, 5},
+		{"a zero-length body inside a gap", 0, []iv{{0, 1, 3}, {0, 4, 4}, {0, 6, 8}}, 8 - 4},
+		{"every step ended before t0: negative, a clock step", 10, []iv{{0, 2, 4}}, -6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := RunTimeline{T0: dms(tc.t0), Finished: true}
+			for i, s := range tc.steps {
+				tl.Steps = append(tl.Steps, sp(s.stage, i, i, s.start, s.end, false, 1))
+			}
+			if d, ok := WorkflowOverhead(&tl); d != dms(tc.want) || !ok {
+				t.Errorf("WO = %v, %v; want %v", d, ok, dms(tc.want))
+			}
+		})
+	}
+}
+
 func TestStepsMergesRedeliveries(t *testing.T) {
 	got := Steps(&tlRedeliver)
 	want := []Step{
@@ -202,8 +249,8 @@ func TestCollect(t *testing.T) {
 		// fanout, seq, redeliver, neg (clamped), hook, stuck
 		TTFS: {Values: us(1, 1, 1, 0, 2, 1), Negative: 1},
 		TTLS: {Values: us(10, 14, 13, 3, 8, 100)},
-		// fanout clamped; stuck left out (unfinished)
-		WO:         {Values: us(0, 10, 3, 0, 6), Negative: 2},
+		// fanout, seq, redeliver, neg, hook; stuck left out (unfinished)
+		WO:         {Values: us(1, 10, 3, 0, 6)},
 		TTC:        {Values: us(15, 15, 14, 4, 30, 9, 100)},
 		Skew:       {Values: us(4)},
 		SkewOffset: {Values: us(1, 4, 0)},

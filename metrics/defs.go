@@ -81,7 +81,7 @@ var Definitions = []Def{
 	{STSOQueue, "STSO queue-hop", "step-to-step overhead, queue hop",
 		"STSO where step[i] was reached through a queue delivery", "stage transition", Microseconds},
 	{WO, "WO", "workflow overhead",
-		"(latest step end − t0) − Σ step durations (body start → step_completed written)", "run", Microseconds},
+		"time in [t0, latest step end] when no step of the run is executing: that span − the union of the steps' intervals (body start → step_completed written) within it, overlapping steps counted once (a sequence: (latest step end − t0) − Σ step durations)", "run", Microseconds},
 	{TTC, "TTC", "time to completion",
 		"run's terminal event written − t0; a run unfinished at the cell timeout counts the elapsed time", "run", Microseconds},
 	{SL, "SL", "stream latency",
