@@ -94,8 +94,8 @@ func TestPerRunMetrics(t *testing.T) {
 	}{
 		{name: "fanout", tl: tlFanout,
 			ttfs: opt{dms(1), true}, ttls: opt{dms(10), true},
-			// [10, 20] less the union [11, 20]: the branches overlap, so the
-			// only time nothing ran is before the first body.
+			// the run waited for branch 2 (the last to end), which started
+			// at 11.
 			wo: opt{dms(1), true}, ttc: dms(15),
 			skews: []time.Duration{dms(4)}, offsets: []time.Duration{dms(1), dms(4), 0},
 		},
@@ -112,8 +112,8 @@ func TestPerRunMetrics(t *testing.T) {
 		},
 		{name: "multistage fan-out", tl: tlMulti,
 			ttfs: opt{dms(1), true}, ttls: opt{dms(11), true},
-			// [0, 11] less [1, 6] ∪ [9, 11]
-			wo: opt{dms(11 - (5 + 2)), true}, ttc: dms(12),
+			// [0, 11] less the last to end of each stage: [1, 6] and [10, 11]
+			wo: opt{dms(11 - (5 + 1)), true}, ttc: dms(12),
 			skews: []time.Duration{dms(1), dms(1)}, offsets: []time.Duration{0, dms(1), dms(1), 0},
 			gaps: []Gap{{1, dms(3), true}},
 		},
@@ -176,10 +176,33 @@ func TestPerRunMetrics(t *testing.T) {
 	}
 }
 
-// TestWorkflowOverheadIsUncoveredTime: WO is the time on [t0, latest step
-// end] that no step's interval covers, however the steps overlap. Times in
-// ms; each case's steps are one stage (a fan-out) unless a stage is given.
-func TestWorkflowOverheadIsUncoveredTime(t *testing.T) {
+// TestRaceGapFromTheWinner: the stage after a race starts when its first
+// step ends; the losers end later, and a slower loser must not shrink (or
+// turn negative) the gap the run waited.
+func TestRaceGapFromTheWinner(t *testing.T) {
+	tl := RunTimeline{T0: 0, Finished: true, Done: dms(13), Steps: []engine.StepSpan{
+		sp(0, 0, 0, 1, 3, true, 1),
+		sp(0, 1, 1, 2, 8, false, 1),
+		sp(0, 2, 2, 2, 12, false, 1),
+		sp(1, 0, 3, 5, 6, true, 1),
+	}}
+	if got, want := StepGaps(&tl, 0), []Gap{{1, dms(5 - 3), true}}; !slices.Equal(got, want) {
+		t.Errorf("STSO after a race = %v; want %v", got, want)
+	}
+	if got, want := StepGaps(&tl), []Gap{{1, dms(5 - 12), true}}; !slices.Equal(got, want) {
+		t.Errorf("STSO after a stage that waits for all = %v; want %v", got, want)
+	}
+	if got := Races(engine.Program{Stages: []engine.Stage{{Kind: engine.StageSteps, Steps: 4, Race: true}, {Kind: engine.StageSteps, Steps: 1}}}); !slices.Equal(got, []int{0}) {
+		t.Errorf("Races = %v; want [0]", got)
+	}
+}
+
+// TestWorkflowOverheadOffTheCriticalSteps: WO is the time on [t0, latest
+// step end] that the critical steps' intervals leave uncovered — every step
+// of a sequence; in a stage of parallel steps only the one the run waited
+// for (the last to end; a race's first, when a stage follows it). Times in
+// ms; steps are given in stage order.
+func TestWorkflowOverheadOffTheCriticalSteps(t *testing.T) {
 	type iv struct {
 		stage      int
 		start, end float64
@@ -188,24 +211,35 @@ func TestWorkflowOverheadIsUncoveredTime(t *testing.T) {
 		name  string
 		t0    float64
 		steps []iv
+		races []int
 		want  float64
 	}{
 		{"sequence with gaps: the span less the bodies", 0,
-			[]iv{{0, 1, 2}, {1, 4, 5}, {2, 8, 9}, {3, 13, 14}}, 14 - 4},
-		{"one step", 3, []iv{{0, 5, 9}}, 2},
-		{"full overlap counts once", 0, []iv{{0, 2, 10}, {0, 2, 10}, {0, 2, 10}}, 2},
-		{"partial overlaps, then a gap", 0,
-			[]iv{{0, 1, 5}, {0, 3, 8}, {0, 7, 9}, {0, 12, 14}}, 14 - (8 + 2)},
-		{"partial overlaps reported out of order", 0,
-			[]iv{{0, 12, 14}, {0, 7, 9}, {0, 1, 5}, {0, 3, 8}}, 14 - (8 + 2)},
-		{"nested intervals", 0, []iv{{0, 1, 10}, {0, 2, 3}, {0, 4, 9}}, 1},
-		{"a later stage overlapping the last end of the one before", 0,
-			[]iv{{0, 1, 6}, {0, 2, 4}, {1, 5, 7}, {1, 9, 11}}, 11 - (6 + 2)},
-		{"a body starting before t0 counts from t0", 5, []iv{{0, 2, 7}, {1, 9, 10}}, 5 - (2 + 1)},
-		{"a body over before t0 covers nothing", 5, []iv{{0, 1, 3}, {1, 6, 8}}, 3 - 2},
-		{"zero-length bodies cover nothing", 0, []iv{{0, 2, 2}, {1, 5, 5}}, 5},
-		{"a zero-length body inside a gap", 0, []iv{{0, 1, 3}, {0, 4, 4}, {0, 6, 8}}, 8 - 4},
-		{"every step ended before t0: negative, a clock step", 10, []iv{{0, 2, 4}}, -6},
+			[]iv{{0, 1, 2}, {1, 4, 5}, {2, 8, 9}, {3, 13, 14}}, nil, 14 - 4},
+		{"one step", 3, []iv{{0, 5, 9}}, nil, 2},
+		{"full overlap counts once", 0, []iv{{0, 2, 10}, {0, 2, 10}, {0, 2, 10}}, nil, 2},
+		{"a fan-out waits for its last branch: the time until it started", 0,
+			[]iv{{0, 1, 5}, {0, 3, 8}, {0, 7, 9}, {0, 12, 14}}, nil, 12},
+		{"the same branches reported out of order", 0,
+			[]iv{{0, 12, 14}, {0, 7, 9}, {0, 1, 5}, {0, 3, 8}}, nil, 12},
+		{"a branch that took longer but not last changes nothing", 0,
+			[]iv{{0, 1, 11}, {0, 3, 8}, {0, 7, 9}, {0, 12, 14}}, nil, 12},
+		{"nested intervals: the outer one ended last", 0, []iv{{0, 1, 10}, {0, 2, 3}, {0, 4, 9}}, nil, 1},
+		{"stages: the last to end of each", 0,
+			[]iv{{0, 1, 6}, {0, 2, 4}, {1, 9, 10}, {1, 10, 11}}, nil, 11 - (5 + 1)},
+		{"a critical step overlapping the one before counts once", 0,
+			[]iv{{0, 1, 6}, {1, 5, 7}}, nil, 7 - 6},
+		{"after a race, its first to end", 0,
+			[]iv{{0, 1, 3}, {0, 1, 4.5}, {1, 5, 7}}, []int{0}, 7 - (2 + 2)},
+		{"the same stage waited for in full: its last to end", 0,
+			[]iv{{0, 1, 3}, {0, 1, 4.5}, {1, 5, 7}}, nil, 7 - (3.5 + 2)},
+		{"a race loser that ended last is the critical step", 0,
+			[]iv{{0, 1, 3}, {0, 2, 12}, {1, 5, 6}}, []int{0}, 2},
+		{"a body starting before t0 counts from t0", 5, []iv{{0, 2, 7}, {1, 9, 10}}, nil, 5 - (2 + 1)},
+		{"a body over before t0 covers nothing", 5, []iv{{0, 1, 3}, {1, 6, 8}}, nil, 3 - 2},
+		{"zero-length bodies cover nothing", 0, []iv{{0, 2, 2}, {1, 5, 5}}, nil, 5},
+		{"a zero-length body between two", 0, []iv{{0, 1, 3}, {1, 4, 4}, {2, 6, 8}}, nil, 8 - 4},
+		{"every step ended before t0: negative, a clock step", 10, []iv{{0, 2, 4}}, nil, -6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,7 +247,7 @@ func TestWorkflowOverheadIsUncoveredTime(t *testing.T) {
 			for i, s := range tc.steps {
 				tl.Steps = append(tl.Steps, sp(s.stage, i, i, s.start, s.end, false, 1))
 			}
-			if d, ok := WorkflowOverhead(&tl); d != dms(tc.want) || !ok {
+			if d, ok := WorkflowOverhead(&tl, tc.races...); d != dms(tc.want) || !ok {
 				t.Errorf("WO = %v, %v; want %v", d, ok, dms(tc.want))
 			}
 		})

@@ -295,12 +295,13 @@ func (p *Plan) runCell(ctx context.Context, c CellPlan, prog Progress) (results.
 }
 
 // metricsConfig is how the cell's timelines become metrics: the plan's stall
-// rule and the stream pacing SO is measured against.
+// rule, the stream pacing SO is measured against and the race stages.
 func (p *Plan) metricsConfig(c CellPlan) metrics.Config {
 	return metrics.Config{
 		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
 		ChunkInterval: scenarios.ChunkInterval(c.Program),
 		Stream:        scenarios.Stream(c.Program),
+		Races:         metrics.Races(c.Program),
 	}
 }
 
