@@ -415,8 +415,11 @@ func TestDefinitionsCoverEveryMetric(t *testing.T) {
 			t.Errorf("%s defined twice", d.Name)
 		}
 		seen[d.Name] = true
-		if d.Short == "" || d.Title == "" || d.Definition == "" || d.Sample == "" || d.Unit != Microseconds {
+		if d.Short == "" || d.Title == "" || d.Definition == "" || d.Sample == "" || d.Unit != Microseconds || d.Why == "" {
 			t.Errorf("%s: incomplete definition %+v", d.Name, d)
+		}
+		if d.Better != Lower && d.Better != Informational {
+			t.Errorf("%s: better is %q, want %q or %q", d.Name, d.Better, Lower, Informational)
 		}
 	}
 	for _, n := range names {
@@ -426,5 +429,14 @@ func TestDefinitionsCoverEveryMetric(t *testing.T) {
 	}
 	if len(Definitions) != len(names) {
 		t.Errorf("%d definitions for %d names", len(Definitions), len(names))
+	}
+}
+
+func TestBetterOf(t *testing.T) {
+	for name, want := range map[string]Direction{TTLS: Lower, WO: Lower, Skew: Informational, SkewOffset: Informational,
+		ReadRate: Informational, "op.run_get": Lower} {
+		if got := BetterOf(name); got != want {
+			t.Errorf("BetterOf(%q) = %q; want %q", name, got, want)
+		}
 	}
 }
