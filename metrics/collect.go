@@ -55,6 +55,9 @@ type Config struct {
 	// Stream is the program's stream stage, for write_slip (the chunks'
 	// due offsets) and for the sizes of chunks a target did not report.
 	Stream *engine.StreamSpec
+	// Races are the program's race stages (Races), which end, for STSO
+	// and WO, when their first step ends.
+	Races []int
 }
 
 // ProgressBins is how many equal slices of a stream (by chunk index over
@@ -201,9 +204,8 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 				okTTLS = append(okTTLS, d)
 			}
 		}
-		steps := Steps(t)
-		sts := stages(steps)
-		for _, g := range stepGaps(sts) {
+		sts := stages(Steps(t))
+		for _, g := range stepGaps(sts, cfg.Races) {
 			add(STSO, g.Value)
 			if g.Inline {
 				add(STSOInline, g.Value)
@@ -245,7 +247,7 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		for _, d := range branchOffsets(sts) {
 			add(SkewOffset, d)
 		}
-		if d, ok := workflowOverhead(t.T0, steps); ok {
+		if d, ok := workflowOverhead(t.T0, sts, cfg.Races); ok {
 			add(WO, d)
 		}
 		if d, ok := StreamOverhead(t, cfg.ChunkInterval); ok {

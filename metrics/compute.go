@@ -144,20 +144,19 @@ type Gap struct {
 }
 
 // stepGaps is STSO: for each stage i whose predecessor i−1 also ran, the
-// earliest body start in stage i − the latest step end in stage i−1. In a
-// sequential run (stages of one step) that is step[i].start − step[i−1].end.
-// A gap is tagged by how the earliest step of stage i was reached.
-func stepGaps(st [][]Step) []Gap {
+// earliest body start in stage i − the end of stage i−1: its latest step
+// end, or for a race (races holds the race stages) its earliest, the end
+// the run went on from. In a sequential run (stages of one step) that is
+// step[i].start − step[i−1].end. A gap is tagged by how the earliest step
+// of stage i was reached.
+func stepGaps(st [][]Step, races []int) []Gap {
 	var out []Gap
 	for k := 1; k < len(st); k++ {
 		prev, cur := st[k-1], st[k]
 		if cur[0].Stage != prev[0].Stage+1 {
 			continue
 		}
-		end := prev[0].End
-		for _, s := range prev[1:] {
-			end = max(end, s.End)
-		}
+		end := stageEnd(prev, slices.Contains(races, prev[0].Stage))
 		first := cur[0]
 		for _, s := range cur[1:] {
 			if s.Start < first.Start {
@@ -169,20 +168,91 @@ func stepGaps(st [][]Step) []Gap {
 	return out
 }
 
-// workflowOverhead is WO: (latest step end − t0) − Σ step
-// durations, each step counted once from its first start to its last end.
-// ok is false when no step body ran.
-func workflowOverhead(t0 time.Duration, steps []Step) (d time.Duration, ok bool) {
-	if len(steps) == 0 {
+// stageEnd is when a stage let the run go on: its latest step end, or a
+// race's earliest. A race's losers still run and end later, but nothing
+// after the race waits for them.
+func stageEnd(st []Step, race bool) time.Duration {
+	end := st[0].End
+	for _, s := range st[1:] {
+		if race {
+			end = min(end, s.End)
+		} else {
+			end = max(end, s.End)
+		}
+	}
+	return end
+}
+
+// Races lists the stages of p that complete with their first step
+// (engine.Stage.Race): Config.Races.
+func Races(p engine.Program) []int {
+	var out []int
+	for i, s := range p.Stages {
+		if s.Race {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// workflowOverhead is WO: the time on [t0, latest step end] when none of
+// the run's critical steps is executing. The critical steps are the step
+// that ended last and, for each earlier stage, the step whose end let the
+// run go on (stageEnd: its last to end, a race's first); their intervals,
+// from first body start to last end, are merged where they overlap and
+// clipped to the span. In a sequence every step is critical, and WO is the
+// span less the sum of the step durations.
+//
+// A fan-out's branches are not all critical: the run waited for the last
+// one, so WO is the time until that branch's body started. Counting every
+// branch (a span less their sum, or less their union) would let a branch
+// that merely took longer hide dispatch time that the last branch still
+// waited: a slower engine would read as less overhead. ok is false when no
+// step body ran.
+func workflowOverhead(t0 time.Duration, sts [][]Step, races []int) (d time.Duration, ok bool) {
+	if len(sts) == 0 {
 		return 0, false
 	}
-	var last, sum time.Duration
-	last = steps[0].End
-	for _, s := range steps {
-		last = max(last, s.End)
-		sum += s.End - s.Start
+	crit := criticalSteps(sts, races)
+	last := crit[0].End
+	if last <= t0 {
+		return last - t0, true // a clock step: Collect counts it as negative
 	}
-	return last - t0 - sum, true
+	slices.SortFunc(crit, func(a, b Step) int { return cmp.Compare(a.Start, b.Start) })
+	// covered sums the union of the intervals within [t0, last]; at is the
+	// covered frontier, so no time is counted twice.
+	var covered time.Duration
+	at := t0
+	for _, s := range crit {
+		lo, hi := max(s.Start, at), min(s.End, last)
+		if hi > lo {
+			covered += hi - lo
+			at = hi
+		}
+	}
+	return last - t0 - covered, true
+}
+
+// criticalSteps are the steps the run waited for, the last first: the step
+// that ended last, then for each earlier stage (of sts, in stage order, not
+// empty) the step whose end let the run go on.
+func criticalSteps(sts [][]Step, races []int) []Step {
+	var lastSt, lastI int
+	for k, st := range sts {
+		for i, s := range st {
+			if s.End > sts[lastSt][lastI].End {
+				lastSt, lastI = k, i
+			}
+		}
+	}
+	out := []Step{sts[lastSt][lastI]}
+	for k := lastSt - 1; k >= 0; k-- {
+		race := slices.Contains(races, sts[k][0].Stage)
+		end := stageEnd(sts[k], race)
+		i := slices.IndexFunc(sts[k], func(s Step) bool { return s.End == end })
+		out = append(out, sts[k][i])
+	}
+	return out
 }
 
 // TimeToCompletion is TTC: the run's terminal event − t0; for a run that has

@@ -94,8 +94,9 @@ func TestPerRunMetrics(t *testing.T) {
 	}{
 		{name: "fanout", tl: tlFanout,
 			ttfs: opt{dms(1), true}, ttls: opt{dms(10), true},
-			// (20 − 10) − (1 + 1 + 9) = −1: parallel bodies exceed the wall.
-			wo: opt{dms(-1), true}, ttc: dms(15),
+			// the run waited for branch 2 (the last to end), which started
+			// at 11.
+			wo: opt{dms(1), true}, ttc: dms(15),
 			skews: []time.Duration{dms(4)}, offsets: []time.Duration{dms(1), dms(4), 0},
 		},
 		{name: "sequential", tl: tlSeq,
@@ -111,12 +112,14 @@ func TestPerRunMetrics(t *testing.T) {
 		},
 		{name: "multistage fan-out", tl: tlMulti,
 			ttfs: opt{dms(1), true}, ttls: opt{dms(11), true},
-			wo: opt{dms(11 - (5 + 2 + 1 + 1)), true}, ttc: dms(12),
+			// [0, 11] less the last to end of each stage: [1, 6] and [10, 11]
+			wo: opt{dms(11 - (5 + 1)), true}, ttc: dms(12),
 			skews: []time.Duration{dms(1), dms(1)}, offsets: []time.Duration{0, dms(1), dms(1), 0},
 			gaps: []Gap{{1, dms(3), true}},
 		},
 		{name: "negative TTFS", tl: tlNegative,
-			ttfs: opt{dms(-1), true}, ttls: opt{dms(3), true}, wo: opt{dms(-1), true}, ttc: dms(4),
+			// the body covers all of [t0, 8]: WO is 0 (TTFS reports the clock step)
+			ttfs: opt{dms(-1), true}, ttls: opt{dms(3), true}, wo: opt{0, true}, ttc: dms(4),
 		},
 		{name: "stream", tl: tlStream, interval: dms(5),
 			ttls: opt{0, false}, wo: opt{0, false}, ttc: dms(30),
@@ -173,6 +176,84 @@ func TestPerRunMetrics(t *testing.T) {
 	}
 }
 
+// TestRaceGapFromTheWinner: the stage after a race starts when its first
+// step ends; the losers end later, and a slower loser must not shrink (or
+// turn negative) the gap the run waited.
+func TestRaceGapFromTheWinner(t *testing.T) {
+	tl := RunTimeline{T0: 0, Finished: true, Done: dms(13), Steps: []engine.StepSpan{
+		sp(0, 0, 0, 1, 3, true, 1),
+		sp(0, 1, 1, 2, 8, false, 1),
+		sp(0, 2, 2, 2, 12, false, 1),
+		sp(1, 0, 3, 5, 6, true, 1),
+	}}
+	if got, want := StepGaps(&tl, 0), []Gap{{1, dms(5 - 3), true}}; !slices.Equal(got, want) {
+		t.Errorf("STSO after a race = %v; want %v", got, want)
+	}
+	if got, want := StepGaps(&tl), []Gap{{1, dms(5 - 12), true}}; !slices.Equal(got, want) {
+		t.Errorf("STSO after a stage that waits for all = %v; want %v", got, want)
+	}
+	if got := Races(engine.Program{Stages: []engine.Stage{{Kind: engine.StageSteps, Steps: 4, Race: true}, {Kind: engine.StageSteps, Steps: 1}}}); !slices.Equal(got, []int{0}) {
+		t.Errorf("Races = %v; want [0]", got)
+	}
+}
+
+// TestWorkflowOverheadOffTheCriticalSteps: WO is the time on [t0, latest
+// step end] that the critical steps' intervals leave uncovered — every step
+// of a sequence; in a stage of parallel steps only the one the run waited
+// for (the last to end; a race's first, when a stage follows it). Times in
+// ms; steps are given in stage order.
+func TestWorkflowOverheadOffTheCriticalSteps(t *testing.T) {
+	type iv struct {
+		stage      int
+		start, end float64
+	}
+	tests := []struct {
+		name  string
+		t0    float64
+		steps []iv
+		races []int
+		want  float64
+	}{
+		{"sequence with gaps: the span less the bodies", 0,
+			[]iv{{0, 1, 2}, {1, 4, 5}, {2, 8, 9}, {3, 13, 14}}, nil, 14 - 4},
+		{"one step", 3, []iv{{0, 5, 9}}, nil, 2},
+		{"full overlap counts once", 0, []iv{{0, 2, 10}, {0, 2, 10}, {0, 2, 10}}, nil, 2},
+		{"a fan-out waits for its last branch: the time until it started", 0,
+			[]iv{{0, 1, 5}, {0, 3, 8}, {0, 7, 9}, {0, 12, 14}}, nil, 12},
+		{"the same branches reported out of order", 0,
+			[]iv{{0, 12, 14}, {0, 7, 9}, {0, 1, 5}, {0, 3, 8}}, nil, 12},
+		{"a branch that took longer but not last changes nothing", 0,
+			[]iv{{0, 1, 11}, {0, 3, 8}, {0, 7, 9}, {0, 12, 14}}, nil, 12},
+		{"nested intervals: the outer one ended last", 0, []iv{{0, 1, 10}, {0, 2, 3}, {0, 4, 9}}, nil, 1},
+		{"stages: the last to end of each", 0,
+			[]iv{{0, 1, 6}, {0, 2, 4}, {1, 9, 10}, {1, 10, 11}}, nil, 11 - (5 + 1)},
+		{"a critical step overlapping the one before counts once", 0,
+			[]iv{{0, 1, 6}, {1, 5, 7}}, nil, 7 - 6},
+		{"after a race, its first to end", 0,
+			[]iv{{0, 1, 3}, {0, 1, 4.5}, {1, 5, 7}}, []int{0}, 7 - (2 + 2)},
+		{"the same stage waited for in full: its last to end", 0,
+			[]iv{{0, 1, 3}, {0, 1, 4.5}, {1, 5, 7}}, nil, 7 - (3.5 + 2)},
+		{"a race loser that ended last is the critical step", 0,
+			[]iv{{0, 1, 3}, {0, 2, 12}, {1, 5, 6}}, []int{0}, 2},
+		{"a body starting before t0 counts from t0", 5, []iv{{0, 2, 7}, {1, 9, 10}}, nil, 5 - (2 + 1)},
+		{"a body over before t0 covers nothing", 5, []iv{{0, 1, 3}, {1, 6, 8}}, nil, 3 - 2},
+		{"zero-length bodies cover nothing", 0, []iv{{0, 2, 2}, {1, 5, 5}}, nil, 5},
+		{"a zero-length body between two", 0, []iv{{0, 1, 3}, {1, 4, 4}, {2, 6, 8}}, nil, 8 - 4},
+		{"every step ended before t0: negative, a clock step", 10, []iv{{0, 2, 4}}, nil, -6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := RunTimeline{T0: dms(tc.t0), Finished: true}
+			for i, s := range tc.steps {
+				tl.Steps = append(tl.Steps, sp(s.stage, i, i, s.start, s.end, false, 1))
+			}
+			if d, ok := WorkflowOverhead(&tl, tc.races...); d != dms(tc.want) || !ok {
+				t.Errorf("WO = %v, %v; want %v", d, ok, dms(tc.want))
+			}
+		})
+	}
+}
+
 func TestStepsMergesRedeliveries(t *testing.T) {
 	got := Steps(&tlRedeliver)
 	want := []Step{
@@ -202,8 +283,8 @@ func TestCollect(t *testing.T) {
 		// fanout, seq, redeliver, neg (clamped), hook, stuck
 		TTFS: {Values: us(1, 1, 1, 0, 2, 1), Negative: 1},
 		TTLS: {Values: us(10, 14, 13, 3, 8, 100)},
-		// fanout clamped; stuck left out (unfinished)
-		WO:         {Values: us(0, 10, 3, 0, 6), Negative: 2},
+		// fanout, seq, redeliver, neg, hook; stuck left out (unfinished)
+		WO:         {Values: us(1, 10, 3, 0, 6)},
 		TTC:        {Values: us(15, 15, 14, 4, 30, 9, 100)},
 		Skew:       {Values: us(4)},
 		SkewOffset: {Values: us(1, 4, 0)},
@@ -334,8 +415,11 @@ func TestDefinitionsCoverEveryMetric(t *testing.T) {
 			t.Errorf("%s defined twice", d.Name)
 		}
 		seen[d.Name] = true
-		if d.Short == "" || d.Title == "" || d.Definition == "" || d.Sample == "" || d.Unit != Microseconds {
+		if d.Short == "" || d.Title == "" || d.Definition == "" || d.Sample == "" || d.Unit != Microseconds || d.Why == "" {
 			t.Errorf("%s: incomplete definition %+v", d.Name, d)
+		}
+		if d.Better != Lower && d.Better != Informational {
+			t.Errorf("%s: better is %q, want %q or %q", d.Name, d.Better, Lower, Informational)
 		}
 	}
 	for _, n := range names {
@@ -345,5 +429,14 @@ func TestDefinitionsCoverEveryMetric(t *testing.T) {
 	}
 	if len(Definitions) != len(names) {
 		t.Errorf("%d definitions for %d names", len(Definitions), len(names))
+	}
+}
+
+func TestBetterOf(t *testing.T) {
+	for name, want := range map[string]Direction{TTLS: Lower, WO: Lower, Skew: Informational, SkewOffset: Informational,
+		ReadRate: Informational, "op.run_get": Lower} {
+		if got := BetterOf(name); got != want {
+			t.Errorf("BetterOf(%q) = %q; want %q", name, got, want)
+		}
 	}
 }

@@ -59,53 +59,100 @@ type Def struct {
 	// Sample says what one sample is (one per run, per branch, ...).
 	Sample string
 	Unit   Unit
+	// Better is which way a change is an improvement: Lower, or
+	// Informational for a metric that can fall when the engine only got
+	// slower. Compare's verdicts and the reports' marks follow it.
+	Better Direction
+	// Why says why a slower engine cannot lower the metric (Lower), or
+	// how it can (Informational).
+	Why string
 }
+
+// Direction is which way a change of a metric is an improvement.
+type Direction string
+
+const (
+	// Lower: lower is better. The metric is a time from an anchor that a
+	// slower engine cannot move later (t0, a hook's resume, a chunk's
+	// write), or a gap that ends at the event its start causes: a delay
+	// before the gap moves both ends. (One op made slower can still make
+	// another path truly faster — less contention for a shared pool, a
+	// shorter log to load — and such a metric shows it; the definition
+	// adds no gain of its own.)
+	Lower Direction = "lower"
+	// Informational: shown, never judged better or worse. The metric is a
+	// difference between two events neither of which waits for the other
+	// (two branches' starts, two chunks' reads): a delay of the earlier
+	// one alone lowers it, so it can fall when the engine only got slower.
+	Informational Direction = "informational"
+)
 
 // Definitions lists every metric in report order. All times are engine-side
 // on the world's Runtime clock; t0 is the run's scheduled start.
 var Definitions = []Def{
 	{TTFS, "TTFS", "time to first step",
-		"earliest step body start − t0", "run", Microseconds},
+		"earliest step body start − t0", "run", Microseconds,
+		Lower, "a time since t0: a slower engine starts the first body no earlier"},
 	{TTLS, "TTLS", "time to last step",
-		"latest step end (step_completed written) − t0; a run unfinished at the cell timeout counts the elapsed time (timeout − t0)", "run", Microseconds},
+		"latest step end (step_completed written) − t0; a run unfinished at the cell timeout counts the elapsed time (timeout − t0)", "run", Microseconds,
+		Lower, "a time since t0"},
 	{FirstEnd, "first end", "time to first step end",
-		"earliest step end (step_completed written) − t0: a fan-out's or race's first branch to finish (TTFS is the first to start)", "run", Microseconds},
+		"earliest step end (step_completed written) − t0: a fan-out's or race's first branch to finish (TTFS is the first to start)", "run", Microseconds,
+		Lower, "a time since t0"},
 	{Skew, "skew", "branch start skew",
-		"latest branch body start − earliest branch body start, per parallel stage (a stage of ≥ 2 steps)", "run × parallel stage", Microseconds},
+		"latest branch body start − earliest branch body start, per parallel stage (a stage of ≥ 2 steps)", "run × parallel stage", Microseconds,
+		Informational, "two branches' starts, neither waiting for the other: delaying the earliest branch alone lowers it (a slower step_created holds back the inline branch: −25 % on the sim world)"},
 	{SkewOffset, "skew offset", "branch start offset",
-		"each branch's body start − the earliest branch body start of its stage", "branch", Microseconds},
+		"each branch's body start − the earliest branch body start of its stage", "branch", Microseconds,
+		Informational, "as skew: a delay of the stage's earliest branch lowers every other branch's offset"},
 	{STSO, "STSO", "step-to-step overhead",
-		"earliest body start of stage i − latest step end of stage i−1 (sequential: step[i].start − step[i−1].end); its least-squares slope over i is reported as µs per step", "stage transition", Microseconds},
+		"earliest body start of stage i − the end of stage i−1: its latest step end, a race's earliest (the end the run went on from; sequential: step[i].start − step[i−1].end); its least-squares slope over i is reported as µs per step", "stage transition", Microseconds,
+		Lower, "stage i starts after the end it waits for, so a delay before that end moves both"},
 	{STSOInline, "STSO inline", "step-to-step overhead, inline",
-		"STSO where step[i] ran inline in the orchestrator right after dispatch", "stage transition", Microseconds},
+		"STSO where step[i] ran inline in the orchestrator right after dispatch", "stage transition", Microseconds,
+		Lower, "as STSO, over the inline transitions (a shift between inline and queue-hop shows in STSO)"},
 	{STSOQueue, "STSO queue-hop", "step-to-step overhead, queue hop",
-		"STSO where step[i] was reached through a queue delivery", "stage transition", Microseconds},
+		"STSO where step[i] was reached through a queue delivery", "stage transition", Microseconds,
+		Lower, "as STSO, over the queue-hop transitions (a shift between inline and queue-hop shows in STSO)"},
 	{WO, "WO", "workflow overhead",
-		"(latest step end − t0) − Σ step durations (body start → step_completed written)", "run", Microseconds},
+		"time in [t0, latest step end] when none of the steps the run waited for is executing: the step that ended last and, for each earlier stage, the step whose end let the run go on (its last to end; a race's first), their intervals (body start → step_completed written) merged where they overlap (a sequence: (latest step end − t0) − Σ step durations; a fan-out: the last branch's body start − t0)", "run", Microseconds,
+		Lower, "the time before and between the steps the run waited for, each of which waits for the one before: a slower step moves its end and what waits for it alike"},
 	{TTC, "TTC", "time to completion",
-		"run's terminal event written − t0; a run unfinished at the cell timeout counts the elapsed time", "run", Microseconds},
+		"run's terminal event written − t0; a run unfinished at the cell timeout counts the elapsed time", "run", Microseconds,
+		Lower, "a time since t0"},
 	{SL, "SL", "stream latency",
-		"chunk read − chunk written", "chunk", Microseconds},
+		"chunk read − chunk written", "chunk", Microseconds,
+		Lower, "the read follows the write it reads, timed from the write call"},
 	{SO, "SO", "stream overhead",
-		"(last chunk read − first chunk written) − chunks × pacing interval", "run", Microseconds},
+		"(last chunk read − first chunk written) − chunks × pacing interval", "run", Microseconds,
+		Lower, "the reads follow the writes, and the pacing is fixed"},
 	{CRTTFirst, "CRTT 0", "chunk round trip, first chunk",
-		"chunk read − chunk written, for chunk 0", "run", Microseconds},
+		"chunk read − chunk written, for chunk 0", "run", Microseconds,
+		Lower, "as SL"},
 	{CRTTEarly, "CRTT 1–20", "chunk round trip, chunks 1–20",
-		"chunk read − chunk written, for chunks 1 to 20", "chunk", Microseconds},
+		"chunk read − chunk written, for chunks 1 to 20", "chunk", Microseconds,
+		Lower, "as SL"},
 	{CRTTLate, "CRTT 21+", "chunk round trip, chunks 21 on",
-		"chunk read − chunk written, for chunks 21 and later", "chunk", Microseconds},
+		"chunk read − chunk written, for chunks 21 and later", "chunk", Microseconds,
+		Lower, "as SL"},
 	{CDV, "CDV", "chunk delay variation",
-		"max over i ≥ 1 of CRTT[i] − CRTT[i−1], chunks in index order, at least 0: one stalled chunk is its run's CDV", "run", Microseconds},
+		"max over i ≥ 1 of CRTT[i] − CRTT[i−1], chunks in index order, at least 0: one stalled chunk is its run's CDV", "run", Microseconds,
+		Lower, "a rise of the round trip from one chunk to the next, read after it: a slowdown of every chunk leaves it, a stall raises it"},
 	{WriteSlip, "write slip", "writer lateness",
-		"max over chunks of chunk written − (writer body start + the chunk's due offset at the cadence's speed, or index × interval)", "run", Microseconds},
+		"max over chunks of chunk written − (writer body start + the chunk's due offset at the cadence's speed, or index × interval)", "run", Microseconds,
+		Lower, "each write against the writer's own schedule, from its body start"},
 	{ReadRate, "read µs/KiB", "sustained read rate (inverse)",
-		"(read of the window's last chunk − read of its first) × 1024 / bytes of the window's chunks after its first; the window drops the first and last 10% of chunks (⌊n/10⌋ each); lower is faster: KiB/s = 10⁶ / value", "run", Microseconds},
+		"(read of the window's last chunk − read of its first) × 1024 / bytes of the window's chunks after its first; the window drops the first and last 10% of chunks (⌊n/10⌋ each); lower is faster: KiB/s = 10⁶ / value", "run", Microseconds,
+		Informational, "a time between two chunks of the window: a stream that falls behind before the window and catches up within it reads faster (a slower stream_read: −0.2 % on the sim world)"},
 	{WriteRate, "write µs/KiB", "sustained write rate (inverse)",
-		"as read µs/KiB, on the chunks' write times", "run", Microseconds},
+		"as read µs/KiB, on the chunks' write times", "run", Microseconds,
+		Informational, "as read µs/KiB: a writer late at the window's start that catches up within it writes faster"},
 	{ResumeToStep, "resume→step", "hook resume to next step",
-		"earliest step body start at or after the hook's resume − the resume", "hook", Microseconds},
+		"earliest step body start at or after the hook's resume − the resume", "hook", Microseconds,
+		Lower, "a time since the resume, which the driver makes"},
 	{DriverLag, "driver lag", "driver start lag",
-		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind). Through the protocol the run starts when its start leaves the driver: a batched start's wait for one of the session's senders, or a streamed start's for the stream, counts here", "run", Microseconds},
+		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind). Through the protocol the run starts when its start leaves the driver: a batched start's wait for one of the session's senders, or a streamed start's for the stream, counts here", "run", Microseconds,
+		Lower, "a time since the scheduled start"},
 }
 
 // Conventions are the rules shared by every metric, printed under the table.
@@ -196,6 +243,15 @@ func (s Statistic) Of(values []int64) (v int64, ok bool) {
 		return Quantile(sorted, 50), true
 	}
 	return values[0], true
+}
+
+// BetterOf is the direction of the metric name (Def.Better); a name
+// without a definition is taken to be a latency: Lower.
+func BetterOf(name string) Direction {
+	if d, ok := Lookup(name); ok && d.Better != "" {
+		return d.Better
+	}
+	return Lower
 }
 
 // Lookup returns the definition of name.

@@ -16,7 +16,8 @@ func TestDocsQuoteTheDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range metrics.Definitions {
-		row := "| " + d.Short + " (" + d.Title + ") | `" + d.Name + "` | " + d.Definition + " | " + d.Sample + " |"
+		row := "| " + d.Short + " (" + d.Title + ") | `" + d.Name + "` | " + d.Definition + " | " + d.Sample + " | " +
+			string(d.Better) + ": " + d.Why + " |"
 		if !strings.Contains(string(doc), row+"\n") {
 			t.Errorf("docs/engine.md has no row\n%s", row)
 		}

@@ -22,8 +22,8 @@ func BranchSkews(t *RunTimeline) []time.Duration { return branchSkews(stages(Ste
 
 func BranchOffsets(t *RunTimeline) []time.Duration { return branchOffsets(stages(Steps(t))) }
 
-func StepGaps(t *RunTimeline) []Gap { return stepGaps(stages(Steps(t))) }
+func StepGaps(t *RunTimeline, races ...int) []Gap { return stepGaps(stages(Steps(t)), races) }
 
-func WorkflowOverhead(t *RunTimeline) (d time.Duration, ok bool) {
-	return workflowOverhead(t.T0, Steps(t))
+func WorkflowOverhead(t *RunTimeline, races ...int) (d time.Duration, ok bool) {
+	return workflowOverhead(t.T0, stages(Steps(t)), races)
 }

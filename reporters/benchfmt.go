@@ -38,15 +38,20 @@ func Benchfmt(w io.Writer, f *results.File) error {
 	for _, kv := range benchfmtConfig(f) {
 		fmt.Fprintf(&b, "%s: %s\n", kv[0], kv[1])
 	}
-	// Unit metadata: every latency is better lower, and no distribution
-	// is assumed (benchstat then uses the median and Mann-Whitney U, as
-	// durabench compare does).
+	// Unit metadata: a metric whose lower is better says so (an
+	// informational one, which a slower engine can lower, names no
+	// direction), and no distribution is assumed (benchstat then uses the
+	// median and Mann-Whitney U, as durabench compare does).
 	units := map[string]bool{}
 	for i := range f.Cells {
 		for _, m := range benchfmtMetrics(&f.Cells[i]) {
 			if !units[m] {
 				units[m] = true
-				fmt.Fprintf(&b, "Unit %s-ns better=lower assume=nothing\n", m)
+				better := ""
+				if metrics.BetterOf(m) == metrics.Lower {
+					better = " better=lower"
+				}
+				fmt.Fprintf(&b, "Unit %s-ns%s assume=nothing\n", m, better)
 			}
 		}
 	}

@@ -32,8 +32,9 @@ func benchfmtFile() *results.File {
 				Scenario: "hook-stream", Options: map[string]string{"chunks": "10"}, Version: "baseline",
 				Switches: []string{"resilient-step-dispatch=0", "guard=on"}, World: "sim", Profile: "cloud", Runs: 2,
 				Metrics: map[string]results.Metric{
-					"ttc": results.NewMetric([]int64{50000, 51000}, 0),
-					"sl":  results.NewMetric([]int64{10, 11, 12, 13}, 0),
+					"ttc":       results.NewMetric([]int64{50000, 51000}, 0),
+					"sl":        results.NewMetric([]int64{10, 11, 12, 13}, 0),
+					"read_rate": results.NewMetric([]int64{300, 310}, 0),
 				},
 			},
 		},
@@ -92,8 +93,8 @@ func TestBenchfmt(t *testing.T) {
 		{fan, map[string]float64{"ttfs-ns": 1200e3, "ttls-ns": 2345e3}},
 		{fan, map[string]float64{"ttfs-ns": 1500e3, "ttls-ns": 2400e3}},
 		{fan, map[string]float64{"ttls-ns": 300000000e3}},
-		{hook, map[string]float64{"ttc-ns": 50000e3}},
-		{hook, map[string]float64{"ttc-ns": 51000e3}},
+		{hook, map[string]float64{"ttc-ns": 50000e3, "read_rate-ns": 300e3}},
+		{hook, map[string]float64{"ttc-ns": 51000e3, "read_rate-ns": 310e3}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parsed\n%v\nwant\n%v", got, want)
@@ -103,6 +104,11 @@ func TestBenchfmt(t *testing.T) {
 		if units.GetBetter(u) != -1 {
 			t.Errorf("unit %s: better = %d, want lower (-1)", u, units.GetBetter(u))
 		}
+	}
+	// An informational metric (a slower engine can lower it) names no
+	// direction.
+	if units.GetBetter("read_rate-ns") != 0 {
+		t.Errorf("unit read_rate-ns: better = %d, want none (0)", units.GetBetter("read_rate-ns"))
 	}
 
 	// The name's sub-benchmark parts are the cell key, so benchstat can

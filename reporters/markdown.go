@@ -363,6 +363,7 @@ func (m *markdown) fastShares(sb *strings.Builder, g scenarioGroup, names []stri
 			if r.Significant {
 				delta = fmt.Sprintf("%+.0f pp", r.DeltaPP)
 				switch {
+				case metrics.BetterOf(name) != metrics.Lower:
 				case r.DeltaPP < 0:
 					delta += " " + markWorse
 				case r.DeltaPP > 0:
@@ -410,6 +411,9 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 	}
 	targets := m.opt.targetsFor(m.f, c)
 	target, hasTarget := targets[name]
+	// An informational metric's change is shown, never marked better or
+	// worse: a slower engine can lower it.
+	judged := metrics.BetterOf(name) == metrics.Lower
 	cell := func(v int64, bv func(*results.Metric) int64, ti int) string {
 		s := fmtUS(v)
 		if hasTarget && ti >= 0 && float64(v)/1000 > target[ti] {
@@ -421,7 +425,7 @@ func (m *markdown) row(c *results.Cell, name string, mt results.Metric) string {
 		if bm != nil && bv != nil {
 			base := float64(bv(bm))
 			s += " " + deltaText(base, float64(v))
-			if mk := deltaMark(base, float64(v)); mk != "" && (sig == nil || sig.Significant) {
+			if mk := deltaMark(base, float64(v)); mk != "" && (sig == nil || sig.Significant) && judged {
 				s += " " + mk
 			}
 		}
@@ -884,13 +888,19 @@ func (m *markdown) footer(sb *strings.Builder) {
 			present[driverLagRow] = true
 		}
 	}
+	var informational []string
 	for _, d := range metrics.Definitions {
 		if present[d.Name] {
 			tested := ""
 			if st := d.Tested(); st != metrics.RunValue {
 				tested = "; compared on the " + string(st) // the unit of a test is the run
 			}
-			fmt.Fprintf(sb, "- **%s** (%s) — %s; one sample per %s%s.\n", d.Short, d.Title, d.Definition, d.Sample, tested)
+			judged := ""
+			if d.Better == metrics.Informational {
+				judged = "; informational, never marked better or worse: " + d.Why
+				informational = append(informational, d.Short)
+			}
+			fmt.Fprintf(sb, "- **%s** (%s) — %s; one sample per %s%s%s.\n", d.Short, d.Title, d.Definition, d.Sample, tested, judged)
 		}
 	}
 	sb.WriteString("\n")
@@ -910,6 +920,10 @@ func (m *markdown) footer(sb *strings.Builder) {
 		"The best column shows the fastest sample without Δ or marks: one run's luck is not a change. "+
 		"%s in the n column: the change is not statistically significant (Mann-Whitney U over runs — per-run values, or one aggregate per run for a metric with several samples per run — α = %.2f), and its marks are dropped.\n\n",
 		markOver, markWorse, markThreshold, markBetter, markThreshold, markNoise, stats.Alpha)
+	if len(informational) > 0 {
+		fmt.Fprintf(sb, "%s: informational, their Δ%% carries no %s or %s (a slower engine can lower them).\n\n",
+			strings.Join(informational, ", "), markWorse, markBetter)
+	}
 	if m.null != nil {
 		sb.WriteString("The null Δ column is a second sweep of the baseline against the baseline (the median of the tested per-run statistic): " +
 			"the change noise alone makes. A significant change no larger than it counts as noise: " + markNoise + ", no marks.\n\n")

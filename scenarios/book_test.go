@@ -105,7 +105,7 @@ func runCellErrs(t *testing.T, w cellWorld, name string, opts scenarios.Values, 
 		t.Fatalf("%s on %s: %v", name, w.Name(), derr)
 	}
 	id := results.Cell{Scenario: name, Version: v.Name, Switches: sw.List(), World: w.Name(), Steps: full.Int("steps")}
-	c := cell{res.Summarize(id, metrics.Config{ChunkInterval: scenarios.ChunkInterval(prog), Stream: scenarios.Stream(prog)}, false), res}
+	c := cell{res.Summarize(id, metrics.Config{ChunkInterval: scenarios.ChunkInterval(prog), Stream: scenarios.Stream(prog), Races: metrics.Races(prog)}, false), res}
 	if len(res.Timelines) != reps || res.TimedOut {
 		t.Fatalf("%s on %s (%s): %d of %d runs, timed out %v", name, w.Name(), v.Name, len(res.Timelines), reps, res.TimedOut)
 	}

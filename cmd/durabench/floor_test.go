@@ -132,7 +132,7 @@ func TestDetectionFloor(t *testing.T) {
 					if r.Test.Significant {
 						fr.sig++
 					}
-					if r.Verdict == stats.VerdictWorse || r.Verdict == stats.VerdictBetter {
+					if r.Verdict == stats.VerdictWorse || r.Verdict == stats.VerdictBetter || r.Verdict == stats.VerdictChanged {
 						fr.beyond++
 					}
 				}

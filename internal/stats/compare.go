@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -481,8 +482,8 @@ type MetricRow struct {
 	InNull       bool
 	Null         Summary
 	NullDeltaPct float64
-	// Verdict is VerdictSame, VerdictNoise, VerdictWorse, VerdictBetter or
-	// VerdictNone.
+	// Verdict is VerdictSame, VerdictNoise, VerdictWorse, VerdictBetter,
+	// VerdictChanged or VerdictNone.
 	Verdict string
 }
 
@@ -566,13 +567,17 @@ func shortCommit(c string) string {
 	return c
 }
 
-// rowVerdict judges a row with values on both sides.
-func rowVerdict(r MetricRow) string {
+// rowVerdict judges a row of the metric name with values on both sides:
+// up is worse for a metric whose lower is better, and an informational
+// metric's change is only a change (metrics.Def.Better).
+func rowVerdict(name string, r MetricRow) string {
 	switch {
 	case !r.Test.Significant:
 		return VerdictSame
 	case !math.IsNaN(r.DeltaPct) && !beyondNull(r.DeltaPct, r.NullDeltaPct):
 		return VerdictNoise
+	case metrics.BetterOf(name) == metrics.Informational:
+		return VerdictChanged
 	case r.Head.Median > r.Base.Median:
 		return VerdictWorse
 	}
@@ -730,7 +735,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 			if row.InBase && row.InHead && len(bv) > 0 && len(hv) > 0 {
 				row.Test = MannWhitney(bv, hv, opt.Alpha)
 				row.DeltaPct = deltaPct(row.Base.Median, row.Head.Median)
-				row.Verdict = rowVerdict(row)
+				row.Verdict = rowVerdict(name, row)
 				if row.Base.Median > 0 && row.Head.Median > 0 {
 					gb = append(gb, row.Base.Median)
 					gh = append(gh, row.Head.Median)

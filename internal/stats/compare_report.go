@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -104,6 +105,9 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		"Medians of that per-run statistic with their %.0f%% confidence interval; Δ is the change of the medians, `~` where the Mann-Whitney U test finds no significant difference (α = %g).", 100*c.Confidence, c.Alpha)
 	if c.HasNull {
 		fmt.Fprintf(bw, " The null Δ is %s against %s, a second sweep of the baseline: a significant Δ no larger than it is noise (`~ … ≤ null`).", mdEscape(c.Null.Label), mdEscape(c.Base.Label))
+	}
+	if slices.ContainsFunc(c.Metrics, func(m MetricComparison) bool { return metrics.BetterOf(m.Metric) == metrics.Informational }) {
+		bw.WriteString(" An informational metric can fall when the engine only got slower (see its definition): its Δ is a change, never a gain or a loss.")
 	}
 	bw.WriteString("\n")
 	for _, m := range c.Metrics {
@@ -285,14 +289,24 @@ func nullCell(r MetricRow) string {
 }
 
 // metricStatNote names the per-run statistic a metric's rows test when it
-// is an aggregate of several samples per run, e.g. " (run mean)".
+// is an aggregate of several samples per run, and says when the metric is
+// informational (its changes are not judged), e.g. " (run median;
+// informational)".
 func metricStatNote(m MetricComparison) string {
+	var notes []string
 	for _, r := range m.Rows {
 		if r.Statistic != "" && r.Statistic != "run value" {
-			return " (" + r.Statistic + ")"
+			notes = append(notes, r.Statistic)
+			break
 		}
 	}
-	return ""
+	if metrics.BetterOf(m.Metric) == metrics.Informational {
+		notes = append(notes, "informational")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
 }
 
 func pctCell(pct float64) string {

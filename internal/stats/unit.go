@@ -85,10 +85,14 @@ const (
 	// (the change an A/A pair of the baseline shows).
 	VerdictNoise = "within null"
 	// VerdictWorse and VerdictBetter: a significant change beyond the null
-	// Δ (when there is a null sweep); every metric is a latency, so up is
-	// worse.
+	// Δ (when there is a null sweep) of a metric whose lower is better
+	// (metrics.Lower), so up is worse.
 	VerdictWorse  = "worse"
 	VerdictBetter = "better"
+	// VerdictChanged: such a change of an informational metric
+	// (metrics.Informational), which can fall when the engine only got
+	// slower: never called better or worse.
+	VerdictChanged = "changed"
 	// VerdictNone: one side lacks the metric or its values.
 	VerdictNone = "not compared"
 )

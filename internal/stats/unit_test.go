@@ -534,3 +534,45 @@ func TestGateRunRatio(t *testing.T) {
 		t.Errorf("the per-run ratio is not in the text and JSON:\n%s\n%s", text.String(), js.String())
 	}
 }
+
+// TestCompareJudgesByDirection: a significant fall of a metric whose lower
+// is better is "better", a rise "worse"; an informational metric (skew,
+// which a slower engine can lower) is only "changed" either way, and the
+// reports say it is informational.
+func TestCompareJudgesByDirection(t *testing.T) {
+	side := func(seed uint64, factor float64) *results.File {
+		f := synthFile(seed, 30, 0.05, factor, synthMatrix[:1])
+		rng := rand.New(rand.NewPCG(seed, 0x5e3))
+		skew := synthMetric(lognormal(rng, 30, 40000, 0.05, factor))
+		skew.PerRun, skew.PerRunStat = skew.Values, string(metrics.RunMedian)
+		f.Cells[0].Metrics[metrics.Skew] = skew
+		return f
+	}
+	base := side(1, 1)
+	for _, tc := range []struct {
+		factor     float64
+		ttls, skew string
+	}{{0.7, VerdictBetter, VerdictChanged}, {1.3, VerdictWorse, VerdictChanged}} {
+		c, err := Compare(base, side(2, tc.factor), CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, m := range c.Metrics {
+			got[m.Metric] = m.Rows[0].Verdict
+		}
+		if got["ttls"] != tc.ttls || got["skew"] != tc.skew {
+			t.Errorf("head %.1fx: ttls %q, skew %q; want %q, %q", tc.factor, got["ttls"], got["skew"], tc.ttls, tc.skew)
+		}
+		var text, md bytes.Buffer
+		if err := c.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "skew (run median; informational)") || !strings.Contains(md.String(), "never a gain or a loss") {
+			t.Errorf("the reports do not say skew is informational:\n%s\n%s", text.String(), md.String())
+		}
+	}
+}

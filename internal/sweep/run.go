@@ -354,12 +354,13 @@ func (r *sweepRun) driverConfig(c CellPlan, w world.World, prefix string) driver
 }
 
 // metricsConfig is how the timelines of prog become metrics: the plan's stall
-// rule and the stream pacing SO is measured against.
+// rule, the stream pacing SO is measured against and the race stages.
 func (p *Plan) metricsConfig(prog engine.Program) metrics.Config {
 	return metrics.Config{
 		Stall:         metrics.StallRule{Threshold: p.StallThreshold, VisibilityTimeout: p.VisibilityTimeout},
 		ChunkInterval: scenarios.ChunkInterval(prog),
 		Stream:        scenarios.Stream(prog),
+		Races:         metrics.Races(prog),
 	}
 }
 
