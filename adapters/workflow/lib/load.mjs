@@ -18,12 +18,24 @@ import { packCheckout } from "./pack.mjs";
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 /**
+ * isRelease reports whether --sdk names a version under sdk/ rather than
+ * a path: a bare name (no slash, no leading dot) is a version unless
+ * there is no such version and a directory of that name is here
+ * (`--sdk=head-tgz`).
+ * @param {string} sdk
+ */
+export function isRelease(sdk) {
+  if (sdk.includes("/") || sdk.startsWith(".")) return false;
+  return existsSync(join(root, "sdk", sdk)) || !existsSync(resolve(sdk));
+}
+
+/**
  * sdkDir resolves --sdk: a version under sdk/, or a directory.
  * @param {string} sdk
  * @returns {string}
  */
 export function sdkDir(sdk) {
-  const dir = sdk.includes("/") || sdk.startsWith(".") ? resolve(sdk) : join(root, "sdk", sdk);
+  const dir = isRelease(sdk) ? join(root, "sdk", sdk) : resolve(sdk);
   if (!existsSync(join(dir, "node_modules", "workflow", "package.json"))) {
     throw new Error(`--sdk ${sdk}: ${dir} has no installed workflow package (make engines builds sdk/<version>/; a path needs npm install there)`);
   }
@@ -46,7 +58,7 @@ export function sdkDir(sdk) {
  * @returns {Promise<ResolvedSDK>}
  */
 export async function resolveSDK(sdk, log) {
-  if (!(sdk.includes("/") || sdk.startsWith("."))) return { dir: sdkDir(sdk), kind: "version", build: null };
+  if (isRelease(sdk)) return { dir: sdkDir(sdk), kind: "version", build: null };
   const dir = resolve(sdk);
   const kind = sdkKind(sdk, dir);
   if (kind === "installed") return { dir: sdkDir(sdk), kind, build: null };

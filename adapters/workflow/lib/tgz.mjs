@@ -137,10 +137,28 @@ export function readPackage(file) {
 }
 
 /**
+ * canonical is JSON with every object's keys sorted: package.json as it
+ * means, whatever order its packer wrote the keys in (pnpm pack writes a
+ * package's rewritten dependencies in an order that changes from one pack
+ * to the next).
+ * @param {unknown} v
+ * @returns {string}
+ */
+export function canonical(v) {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v && typeof v === "object") {
+    const o = /** @type {Record<string, unknown>} */ (v);
+    return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
  * digest is the sha256 of a tarball's files, in path order: each one's
- * path under the top directory, mode and bytes. Two packs of the same
- * files have one digest whatever their times or compression; one byte
- * changed changes it.
+ * path under the top directory, mode and bytes (the package's own
+ * package.json as canonical JSON). Two packs of the same files have one
+ * digest whatever their times, compression or package.json key order;
+ * one byte changed changes it.
  * @param {Entry[]} entries
  * @returns {string}
  */
@@ -148,8 +166,16 @@ export function digest(entries) {
   const h = createHash("sha256");
   const sorted = [...entries].sort((a, b) => (inner(a.path) < inner(b.path) ? -1 : inner(a.path) > inner(b.path) ? 1 : 0));
   for (const e of sorted) {
-    h.update(`${inner(e.path)}\0${e.mode.toString(8)}\0${e.data.length}\0`);
-    h.update(e.data);
+    let data = e.data;
+    if (inner(e.path) === "package.json") {
+      try {
+        data = Buffer.from(canonical(JSON.parse(data.toString("utf8"))));
+      } catch {
+        // not JSON: its bytes
+      }
+    }
+    h.update(`${inner(e.path)}\0${e.mode.toString(8)}\0${data.length}\0`);
+    h.update(data);
   }
   return h.digest("hex");
 }

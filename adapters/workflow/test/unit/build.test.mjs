@@ -13,7 +13,7 @@ import { gzipSync } from "node:zlib";
 import { buildHash, manifest, patchLock, readTarballs, sdkKind, tgzName, workloads } from "../../lib/build.mjs";
 import { locked } from "../../lib/exec.mjs";
 import { needed, unbuilt, workspacePackages } from "../../lib/pack.mjs";
-import { readPackage, readTgz } from "../../lib/tgz.mjs";
+import { canonical, readPackage, readTgz } from "../../lib/tgz.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "durabench-workflow-build-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,6 +84,10 @@ test("a tarball is read without a tar tool: its files, its package.json, npm's i
   assert.throws(() => readPackage(join(dir, "read", "junk.tgz")), { message: /junk\.tgz: not a gzipped tarball/ });
 });
 
+test("canonical JSON sorts every object's keys", () => {
+  assert.equal(canonical({ b: 1, a: [{ d: 2, c: "x" }, null] }), '{"a":[{"c":"x","d":2},null],"b":1}');
+});
+
 test("--sdk DIR is a checkout, an installed SDK, a directory of tarballs, or an error naming --sdk and DIR", () => {
   const k = join(dir, "kinds");
   mkdirSync(join(k, "checkout", "packages", "core"), { recursive: true });
@@ -131,6 +135,10 @@ test("the hash: same inputs, same hash (whatever packed them when); one byte cha
   wf(b);
   core(b, undefined, { mtime: 1700000000, level: 1 }); // packed again, another time and compression
   assert.equal(hash(b), h, "the same files packed again");
+  const r = join(dir, "hash-reordered");
+  wf(r);
+  pkg(join(r, "workflow-core-1.0.0.tgz"), { version: "1.0.0", name: "@workflow/core", dependencies: { ms: "2.1.3", "@workflow/errors": "1.0.0" } }, { "dist/index.js": "export const x = 1;\n" });
+  assert.equal(hash(r), h, "package.json's keys in another order (pnpm pack's dependencies)");
   const c = join(dir, "hash-c");
   wf(c);
   core(c, "export const x = 2;\n"); // one byte of one file
