@@ -44,8 +44,9 @@ export async function main(argv) {
     process.exit(0);
   }
   // --sdk: a build from tarballs or a checkout is made here, before the
-  // adapter listens (durabench waits 2 minutes for its URL; --build-only
-  // makes it beforehand). Stopped mid-build, it leaves nothing half made.
+  // adapter listens (durabench waits for its URL while it writes to stderr,
+  // which the build does every 20 s; --build-only makes it beforehand).
+  // Stopped mid-build, it leaves nothing half made.
   const stopBuild = () => {
     abortBuilds();
     process.exit(143);

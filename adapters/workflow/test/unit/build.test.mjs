@@ -5,12 +5,12 @@
 // checkout's packages — on small tarballs made here (no npm, no SDK).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, test } from "node:test";
 import { gzipSync } from "node:zlib";
-import { buildHash, manifest, patchLock, readTarballs, sdkKind, tgzName, workloads } from "../../lib/build.mjs";
+import { BuildError, buildHash, ensureBuild, manifest, patchLock, readTarballs, sdkKind, tgzName, workloads } from "../../lib/build.mjs";
 import { locked } from "../../lib/exec.mjs";
 import { needed, unbuilt, workspacePackages } from "../../lib/pack.mjs";
 import { canonical, readPackage, readTgz } from "../../lib/tgz.mjs";
@@ -248,4 +248,23 @@ test("readTarballs names --sdk in a bad tarball's error", () => {
   writeFileSync(join(d, "broken.tgz"), gzipSync(Buffer.from("not a tar")));
   assert.throws(() => readTarballs("./bad", d), { message: /^--sdk \.\/bad: .*broken\.tgz: no package\.json in the tarball/ });
   assert.equal(readFileSync(join(d, "workflow-1.0.0.tgz")).subarray(0, 2).toString("hex"), "1f8b", "gzip");
+});
+
+test("a failed build leaves no directory a later run would take as good, no lock, no temporary directory", { timeout: 120_000 }, async () => {
+  const d = join(dir, "fails");
+  // Packages with no dependencies (npm installs them offline) and no
+  // workflow bin: npm install passes, workflow build fails.
+  pkg(join(d, "workflow-1.0.0.tgz"), { name: "workflow", version: "1.0.0" });
+  pkg(join(d, "workflow-core-1.0.0.tgz"), { name: "@workflow/core", version: "1.0.0" });
+  const cache = join(dir, "cache");
+  process.env.DURABENCH_WORKFLOW_CACHE = cache;
+  try {
+    /** @type {string[]} */
+    const said = [];
+    await assert.rejects(ensureBuild(readTarballs(".", d), (m) => said.push(m)), (e) => e instanceof BuildError && /building the SDK from 2 tarballs: npx --no-install workflow build/.test(e.message));
+    assert.match(said[0], /^building SDK workflow 1\.0\.0\+[0-9a-f]{12} from 2 package tarballs .*; other dependencies' versions from npm \(no release lockfile under sdk\/ for this version\)$/);
+    assert.deepEqual(readdirSync(join(cache, "sdk")), [], "nothing left in the cache");
+  } finally {
+    delete process.env.DURABENCH_WORKFLOW_CACHE;
+  }
 });
