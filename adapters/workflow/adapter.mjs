@@ -5,6 +5,10 @@
 //
 //	durabench-target-workflow --addr 127.0.0.1:0 [--world local|postgres] [--sdk VERSION|PATH] [--env NAME=VALUE]…
 //
+// --sdk PATH may be a directory of the SDK's package tarballs or a checkout
+// of its monorepo: the adapter then builds the SDK directory first, once
+// per content hash (lib/build.mjs), and its cells carry the hash.
+//
 // It serves the protocol on the main thread (lib/front.mjs) and runs the SDK
 // on a worker thread (lib/worker.mjs), prints its URL once it listens, and
 // removes what it started (the world-local data dir, a throwaway PostgreSQL)
@@ -17,7 +21,8 @@ import { Worker } from "node:worker_threads";
 import { parseFlags, label, USAGE } from "./lib/flags.mjs";
 import { Front } from "./lib/front.mjs";
 import { close, listen, urlOf } from "./lib/http.mjs";
-import { pkgVersion, sdkDir, whyUnavailable } from "./lib/load.mjs";
+import { abortBuilds, BuildError } from "./lib/build.mjs";
+import { pkgVersion, resolveSDK, whyUnavailable } from "./lib/load.mjs";
 import { Cleanups, fail, NAME, stopOn, warn } from "./lib/process.mjs";
 import { protocol, unavailable } from "./lib/protocol.mjs";
 import { setUpWorld } from "./lib/world.mjs";
@@ -38,13 +43,32 @@ export async function main(argv) {
     process.stdout.write(USAGE);
     process.exit(0);
   }
-  /** @type {string} */
-  let dir;
+  // --sdk: a build from tarballs or a checkout is made here, before the
+  // adapter listens (durabench waits for its URL while it writes to stderr,
+  // which the build does every 20 s; --build-only makes it beforehand).
+  // Stopped mid-build, it leaves nothing half made.
+  const stopBuild = () => {
+    abortBuilds();
+    process.exit(143);
+  };
+  process.once("SIGTERM", stopBuild).once("SIGINT", stopBuild);
+  /** @type {import("./lib/load.mjs").ResolvedSDK} */
+  let sdk;
   try {
-    dir = sdkDir(flags.sdk);
+    sdk = await resolveSDK(flags.sdk, warn);
   } catch (e) {
-    fail(2, /** @type {Error} */ (e).message);
+    fail(e instanceof BuildError ? 1 : 2, /** @type {Error} */ (e).message);
   }
+  process.off("SIGTERM", stopBuild).off("SIGINT", stopBuild);
+  const { dir, build } = sdk;
+  const hash = build?.hash;
+  if (flags.buildOnly) {
+    process.stdout.write(`${dir}${build ? ` workflow ${build.version}+${build.hash}` : ""}\n`);
+    process.exit(0);
+  }
+  // /v1/info of a build names its content hash (sdk_hash, and in the label).
+  /** @param {any} info */
+  const withHash = (info) => (hash ? { ...info, sdk_hash: hash, label: label(info.version, switches, flags.world, hash) } : info);
   // The SDK resolves its world package (WORKFLOW_TARGET_WORLD) from the
   // working directory (which a worker thread cannot change: set here).
   process.chdir(dir);
@@ -66,7 +90,9 @@ export async function main(argv) {
   if (why) {
     warn(why);
     const version = pkgVersion(dir, "workflow");
-    return serve(unavailable(why, label(version, switches, flags.world), version));
+    const ep = unavailable(why, label(version, switches, flags.world, hash), version);
+    const info = withHash(ep.info());
+    return serve({ ...ep, info: () => info });
   }
   Object.assign(process.env, switches);
   let world;
@@ -95,7 +121,7 @@ export async function main(argv) {
     fail(1, `loading the SDK from ${dir}: ${/** @type {Error} */ (e).message}`);
   }
   cleanups.push(() => front.close());
-  serve(front.endpoints(info));
+  serve(front.endpoints(withHash(info)));
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

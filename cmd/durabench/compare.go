@@ -37,7 +37,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := stats.CompareOptions{Null: null, NullLabel: "null"}
 	if *engines.base != "" {
-		opt.BaseLabel, opt.HeadLabel = *engines.base, *engines.head
+		opt.BaseLabel, opt.HeadLabel = stats.EngineTitle(base, *engines.base), stats.EngineTitle(head, *engines.head)
 	}
 	if base, head, err = engines.apply(base, head); err != nil {
 		return err

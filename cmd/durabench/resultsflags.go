@@ -69,7 +69,7 @@ type engineFlags struct{ base, head *string }
 
 func addEngineFlags(fs *flag.FlagSet) engineFlags {
 	return engineFlags{
-		base: fs.String("base-engine", "", "compare only this engine's cells of the base file: a target name, reference/VERSION, or reference (with --head-engine)"),
+		base: fs.String("base-engine", "", "compare only this engine's cells of the base file: a target name (its label, or the target as --targets gave it), reference/VERSION, or reference (with --head-engine)"),
 		head: fs.String("head-engine", "", "compare only this engine's cells of the head file (with --base-engine)"),
 	}
 }

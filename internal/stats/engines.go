@@ -23,7 +23,10 @@ func EngineLabel(c *results.Cell) string {
 }
 
 // SelectEngine returns a copy of f with only the cells of one engine —
-// a target's name, "reference/VERSION", or "reference" when the file has one
+// a target's name (its label), the target as the plan gave it (its
+// TargetSpec: "workflow --sdk=head-tgz" selects the cells labelled
+// "workflow 4.8.9+1f0c2a9e4b7d · local", whose hash CI cannot know
+// beforehand), "reference/VERSION", or "reference" when the file has one
 // version of the built-in engine — keyed by their point in the matrix alone
 // (scenario, size, options): no target, version, switches, world or profile.
 // Two files (or one file twice) selected for two engines then compare and
@@ -40,7 +43,7 @@ func SelectEngine(f *results.File, engine string) (*results.File, error) {
 		if !slices.Contains(engines, label) {
 			engines = append(engines, label)
 		}
-		if label != engine && !(engine == "reference" && c.Target == "") {
+		if label != engine && (c.TargetSpec == "" || c.TargetSpec != engine) && !(engine == "reference" && c.Target == "") {
 			continue
 		}
 		if c.Skipped != "" {
@@ -70,4 +73,18 @@ func sizeOf(c *results.Cell) string {
 		return fmt.Sprintf("steps=%d", c.Steps)
 	}
 	return "-"
+}
+
+// EngineTitle names the engine SelectEngine(f, engine) selects as reports
+// show it: engine itself or, selected by a target's spec, the spec and the
+// label its cells carry ("workflow --sdk=head-tgz (workflow
+// 4.8.9+1f0c2a9e4b7d · local)"), so that two builds are never confused.
+func EngineTitle(f *results.File, engine string) string {
+	for i := range f.Cells {
+		c := &f.Cells[i]
+		if c.TargetSpec == engine && c.Target != "" && c.Target != engine {
+			return fmt.Sprintf("%s (%s)", engine, c.Target)
+		}
+	}
+	return engine
 }

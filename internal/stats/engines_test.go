@@ -56,3 +56,28 @@ func TestSelectEngine(t *testing.T) {
 		t.Errorf("unknown engine: %v", err)
 	}
 }
+
+// A target that labels its own cells (the workflow adapter's label carries
+// its SDK build's content hash, unknown before the sweep) is selected by
+// its label or by the spec the plan gave it.
+func TestSelectEngineBySpec(t *testing.T) {
+	f := synthFile(1, 5, 0.05, 1, synthMatrix[3:6])
+	for i := range f.Cells {
+		f.Cells[i].Target, f.Cells[i].TargetSpec, f.Cells[i].Version, f.Cells[i].World = "workflow 4.8.9+1f0c2a9e4b7d · local", "workflow --sdk=head-tgz", "", ""
+	}
+	for _, e := range []string{"workflow --sdk=head-tgz", "workflow 4.8.9+1f0c2a9e4b7d · local"} {
+		s, err := SelectEngine(f, e)
+		if err != nil || len(s.Cells) != 3 {
+			t.Errorf("SelectEngine(%q): %v", e, err)
+		}
+	}
+	if _, err := SelectEngine(f, "workflow --sdk=base-tgz"); err == nil {
+		t.Error("another spec selected cells")
+	}
+	if got, want := EngineTitle(f, "workflow --sdk=head-tgz"), "workflow --sdk=head-tgz (workflow 4.8.9+1f0c2a9e4b7d · local)"; got != want {
+		t.Errorf("EngineTitle by spec: %q, want %q", got, want)
+	}
+	if got := EngineTitle(f, "workflow 4.8.9+1f0c2a9e4b7d · local"); got != "workflow 4.8.9+1f0c2a9e4b7d · local" {
+		t.Errorf("EngineTitle by label: %q", got)
+	}
+}

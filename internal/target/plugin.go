@@ -70,8 +70,24 @@ type Plugin struct {
 }
 
 // StartTimeout bounds how long an adapter may take to print its URL
-// (starting an embedded Temporal server or PostgreSQL takes seconds).
-const StartTimeout = 2 * time.Minute
+// (starting an embedded Temporal server or PostgreSQL takes seconds),
+// counted from its start or from the last line it wrote to stderr: an
+// adapter that says what it is doing (the workflow adapter building an SDK
+// from tarballs, minutes, prints a line every 20 s) is given StartTimeout
+// again from each line. A variable for the tests.
+var StartTimeout = 2 * time.Minute
+
+// signalWriter signals on ch (without blocking) that something was
+// written: the adapter is alive and saying so.
+type signalWriter chan struct{}
+
+func (s signalWriter) Write(b []byte) (int, error) {
+	select {
+	case s <- struct{}{}:
+	default:
+	}
+	return len(b), nil
+}
 
 // Launch starts the adapter at path with args and waits until it prints
 // its URL. Its stderr goes to logw (and its last lines into errors).
@@ -81,7 +97,8 @@ func Launch(ctx context.Context, name, path string, args []string, logw io.Write
 	if logw == nil {
 		logw = io.Discard
 	}
-	cmd.Stderr = io.MultiWriter(logw, p.log)
+	progress := make(signalWriter, 1)
+	cmd.Stderr = io.MultiWriter(logw, p.log, progress)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -108,29 +125,34 @@ func Launch(ctx context.Context, name, path string, args []string, logw io.Write
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	timer := time.NewTimer(StartTimeout)
 	defer timer.Stop()
-	select {
-	case u, ok := <-urls:
-		if ok && strings.HasPrefix(u, "http") {
-			p.URL = u
-			return p, nil
-		}
-		if !ok { // stdout closed: it is exiting
-			select {
-			case <-p.done:
-				return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
-			case <-time.After(5 * time.Second):
+	for {
+		select {
+		case <-progress:
+			timer.Reset(StartTimeout)
+			continue
+		case u, ok := <-urls:
+			if ok && strings.HasPrefix(u, "http") {
+				p.URL = u
+				return p, nil
 			}
+			if !ok { // stdout closed: it is exiting
+				select {
+				case <-p.done:
+					return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
+				case <-time.After(5 * time.Second):
+				}
+			}
+			_ = p.Stop()
+			return nil, fmt.Errorf("target %s: %s printed %q, not its URL%s", name, path, u, p.log.tail())
+		case <-p.done:
+			return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
+		case <-timer.C:
+			_ = p.Stop()
+			return nil, fmt.Errorf("target %s: %s not ready: no URL and nothing on stderr for %v%s", name, path, StartTimeout, p.log.tail())
+		case <-ctx.Done():
+			_ = p.Stop()
+			return nil, ctx.Err()
 		}
-		_ = p.Stop()
-		return nil, fmt.Errorf("target %s: %s printed %q, not its URL%s", name, path, u, p.log.tail())
-	case <-p.done:
-		return nil, fmt.Errorf("target %s: %s exited before it was ready (%v)%s", name, path, p.err, p.log.tail())
-	case <-timer.C:
-		_ = p.Stop()
-		return nil, fmt.Errorf("target %s: %s not ready after %v%s", name, path, StartTimeout, p.log.tail())
-	case <-ctx.Done():
-		_ = p.Stop()
-		return nil, ctx.Err()
 	}
 }
 

@@ -27,6 +27,7 @@ export function parseFlags(argv) {
       "max-branches": { type: "string", default: "1024" },
       "max-steps": { type: "string", default: "1024" },
       "max-chunks": { type: "string", default: "10000" },
+      "build-only": { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -50,6 +51,7 @@ export function parseFlags(argv) {
   if (!m) throw new Error(`--addr ${values.addr}: want host:port`);
   return {
     help: values.help ?? false,
+    buildOnly: values["build-only"],
     host: m[1] || "127.0.0.1",
     port: Number(m[2]),
     world,
@@ -63,13 +65,18 @@ export function parseFlags(argv) {
   };
 }
 
-export const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-url URL] [--sdk VERSION|PATH] [--env NAME=VALUE]…
+export const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-url URL] [--sdk VERSION|PATH] [--env NAME=VALUE]… [--build-only]
   --addr          address to listen on (port 0: a free port; default 127.0.0.1:0)
   --world         local (default: world-local, a fresh data dir under a temp dir) or postgres
   --pg-url        world-postgres database (default: a throwaway PostgreSQL from the system's binaries)
   --pg-no-fsync   turn fsync off in the throwaway PostgreSQL (default on, as a user's server runs)
-  --sdk           SDK version built by make engines (sdk/VERSION: ${DEFAULT_SDK} by default), or the path
-                  of a directory laid out like one (package.json, node_modules, workflow build's output)
+  --sdk           SDK version built by make engines (sdk/VERSION: ${DEFAULT_SDK} by default); the path
+                  of a directory laid out like one (package.json, node_modules, workflow build's output);
+                  a directory of the SDK's package tarballs (npm pack, pnpm pack: *.tgz, at least
+                  workflow and @workflow/core); or a checkout of the SDK's monorepo with its packages
+                  built (pnpm-workspace.yaml, packages/*): the adapter builds those itself, once per
+                  content hash, under .cache/sdk/HASH (DURABENCH_WORKFLOW_CACHE)
+  --build-only    make the --sdk build (tarballs, a checkout), print its directory and hash, and exit
   --env           an SDK switch, NAME=VALUE (repeatable), e.g. WORKFLOW_RESILIENT_STEP_DISPATCH=1
   --max-branches  largest fanout declared in /v1/info (default 1024)
   --max-steps     longest sequential declared in /v1/info (default 1024)
@@ -88,13 +95,16 @@ const SHORT = {
 
 /**
  * label is how reports name the adapter's cells: `workflow 5.0.0-beta.55 ·
- * rsd=1 · local`.
+ * rsd=1 · local`; an SDK the adapter built from tarballs or a checkout
+ * carries its content hash after its version, `workflow 4.8.9+1f0c2a9e4b7d
+ * · local`, so two builds of one version are never taken for each other.
  * @param {string} version
  * @param {Record<string, string>} switches
  * @param {string} world
+ * @param {string} [hash] the build's content hash
  * @returns {string}
  */
-export function label(version, switches, world) {
+export function label(version, switches, world, hash) {
   const sw = Object.entries(switches).map(([k, v]) => `${SHORT[k] ?? k.replace(/^WORKFLOW_/, "").toLowerCase()}=${v}`);
-  return ["workflow " + version, ...sw, world].join(" · ");
+  return ["workflow " + version + (hash ? "+" + hash : ""), ...sw, world].join(" · ");
 }

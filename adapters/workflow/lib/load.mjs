@@ -1,17 +1,33 @@
 // @ts-check
 // Finding and loading the SDK: --sdk resolved to a directory (a version
-// under sdk/, or a path laid out like one), whether that SDK can run what
-// was asked, and its packages and `workflow build` output loaded (on the
-// worker thread). The SDK's packages are not installed here: they are
-// loaded at run time from that directory, and typed `any`.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+// under sdk/, a path laid out like one, or one built from a directory of
+// package tarballs or a checkout of the SDK's monorepo: lib/build.mjs),
+// whether that SDK can run what was asked, and its packages and `workflow
+// build` output loaded (on the worker thread). The SDK's packages are not
+// installed here: they are loaded at run time from that directory, and
+// typed `any`.
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { cacheDir, ensureBuild, readTarballs, sdkKind } from "./build.mjs";
 import { SCENARIOS } from "./options.mjs";
+import { packCheckout } from "./pack.mjs";
 
 // root is adapters/workflow (the adapter's directory).
 const root = fileURLToPath(new URL("..", import.meta.url));
+
+/**
+ * isRelease reports whether --sdk names a version under sdk/ rather than
+ * a path: a bare name (no slash, no leading dot) is a version unless
+ * there is no such version and a directory of that name is here
+ * (`--sdk=head-tgz`).
+ * @param {string} sdk
+ */
+export function isRelease(sdk) {
+  if (sdk.includes("/") || sdk.startsWith(".")) return false;
+  return existsSync(join(root, "sdk", sdk)) || !existsSync(resolve(sdk));
+}
 
 /**
  * sdkDir resolves --sdk: a version under sdk/, or a directory.
@@ -19,11 +35,43 @@ const root = fileURLToPath(new URL("..", import.meta.url));
  * @returns {string}
  */
 export function sdkDir(sdk) {
-  const dir = sdk.includes("/") || sdk.startsWith(".") ? resolve(sdk) : join(root, "sdk", sdk);
+  const dir = isRelease(sdk) ? join(root, "sdk", sdk) : resolve(sdk);
   if (!existsSync(join(dir, "node_modules", "workflow", "package.json"))) {
     throw new Error(`--sdk ${sdk}: ${dir} has no installed workflow package (make engines builds sdk/<version>/; a path needs npm install there)`);
   }
   return dir;
+}
+
+/**
+ * The SDK --sdk names: its directory and, for one the adapter built from
+ * tarballs or a checkout, the build (its content hash).
+ * @typedef {{ dir: string, kind: "version" | "installed" | "tarballs" | "checkout", build: import("./build.mjs").Build | null }} ResolvedSDK
+ */
+
+/**
+ * resolveSDK resolves --sdk: a version under sdk/ or an installed
+ * directory as they are; a directory of package tarballs or a checkout of
+ * the SDK's monorepo built (or found built) under the cache. Bad input is
+ * an error naming --sdk and the path.
+ * @param {string} sdk
+ * @param {(msg: string) => void} log progress, on stderr
+ * @returns {Promise<ResolvedSDK>}
+ */
+export async function resolveSDK(sdk, log) {
+  if (isRelease(sdk)) return { dir: sdkDir(sdk), kind: "version", build: null };
+  const dir = resolve(sdk);
+  const kind = sdkKind(sdk, dir);
+  if (kind === "installed") return { dir: sdkDir(sdk), kind, build: null };
+  // A checkout is packed first, into a directory of its own.
+  const out = kind === "checkout" ? join(cacheDir(), "pack", `${process.pid}-${Date.now()}`) : "";
+  try {
+    if (out) await packCheckout(sdk, dir, out, log);
+    const build = await ensureBuild(readTarballs(sdk, out || dir), log);
+    if (build.cached) log(`SDK workflow ${build.version}+${build.hash}: the build in ${build.dir}`);
+    return { dir: build.dir, kind, build };
+  } finally {
+    if (out) rmSync(out, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -8,6 +8,7 @@
  * worker thread as they are (workerData).
  * @typedef {object} Flags
  * @property {boolean} help
+ * @property {boolean} buildOnly make the --sdk build, print it and exit
  * @property {string} host
  * @property {number} port
  * @property {"local" | "postgres"} world

@@ -290,3 +290,9 @@ describe(`SDK ${sdk}: a new SDK for every cell`, { skip: built ? false : `sdk/${
     }
   });
 });
+
+// --sdk DIR of package tarballs, built by the adapter (test/sdkbuild.mjs):
+// it installs from the registry, so it runs in make test-targets (which
+// names the SDK: WORKFLOW_TEST_SDK), once, with 4.8.9. `node --test test/`
+// runs test/sdkbuild.mjs itself.
+if (process.env.WORKFLOW_TEST_SDK === "4.8.9") await import("./sdkbuild.mjs");

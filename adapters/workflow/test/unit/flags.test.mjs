@@ -6,7 +6,7 @@ import { DEFAULT_SDK, label, parseFlags } from "../../lib/flags.mjs";
 
 test("no flags: world-local on the default SDK, on a free loopback port", () => {
   assert.deepEqual(parseFlags([]), {
-    help: false, host: "127.0.0.1", port: 0, world: "local", pgURL: undefined, pgNoFsync: false,
+    help: false, buildOnly: false, host: "127.0.0.1", port: 0, world: "local", pgURL: undefined, pgNoFsync: false,
     sdk: DEFAULT_SDK, env: {}, maxBranches: 1024, maxSteps: 1024, maxChunks: 10000,
   });
 });
@@ -15,9 +15,10 @@ test("every flag is read", () => {
   const f = parseFlags([
     "--addr", "[::1]:8080", "--world=postgres", "--pg-url", "postgres://x", "--pg-no-fsync", "--sdk", "5.0.0-beta.55",
     "--env", "WORKFLOW_TURBO=0", "--env", "WORKFLOW_VM=quickjs=x", "--max-branches", "8", "--max-steps", "9", "--max-chunks", "10", "-h",
+    "--build-only",
   ]);
   assert.deepEqual(f, {
-    help: true, host: "[::1]", port: 8080, world: "postgres", pgURL: "postgres://x", pgNoFsync: true, sdk: "5.0.0-beta.55",
+    help: true, buildOnly: true, host: "[::1]", port: 8080, world: "postgres", pgURL: "postgres://x", pgNoFsync: true, sdk: "5.0.0-beta.55",
     env: { WORKFLOW_TURBO: "0", WORKFLOW_VM: "quickjs=x" }, maxBranches: 8, maxSteps: 9, maxChunks: 10,
   });
   assert.equal(parseFlags(["--addr", ":9"]).host, "127.0.0.1", "an address without a host is loopback");
@@ -46,4 +47,9 @@ test("the label names the SDK, its switches (short) and the world", () => {
     label("5.0.0-beta.55", { WORKFLOW_RESILIENT_STEP_DISPATCH: "1", WORKFLOW_MAX_INLINE_STEPS: "4", WORKFLOW_NOT_A_SWITCH: "x" }, "postgres"),
     "workflow 5.0.0-beta.55 · rsd=1 · max-inline=4 · not_a_switch=x · postgres",
   );
+});
+
+test("the label of a build names its content hash after the version", () => {
+  assert.equal(label("4.8.9", {}, "local", "1f0c2a9e4b7d"), "workflow 4.8.9+1f0c2a9e4b7d · local");
+  assert.equal(label("4.8.9", { WORKFLOW_TURBO: "0" }, "postgres", ""), "workflow 4.8.9 · turbo=0 · postgres");
 });

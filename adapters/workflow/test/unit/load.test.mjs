@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, test } from "node:test";
-import { bundles, pkgVersion, sdkDir, unreadSwitches, whyUnavailable, workflowIds } from "../../lib/load.mjs";
+import { bundles, isRelease, pkgVersion, sdkDir, unreadSwitches, whyUnavailable, workflowIds } from "../../lib/load.mjs";
 import { SCENARIOS } from "../../lib/options.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "durabench-workflow-load-"));
@@ -32,6 +32,20 @@ test("--sdk is a version under sdk/ or a path with the workflow package installe
   assert.equal(sdkDir(dir), dir);
   assert.throws(() => sdkDir("0.0.0-none"), { message: /^--sdk 0\.0\.0-none: .*sdk\/0\.0\.0-none has no installed workflow package/ });
   assert.throws(() => sdkDir(join(dir, "node_modules")), { message: /^--sdk .*: .* has no installed workflow package/ });
+});
+
+test("a bare --sdk is a version under sdk/, unless none is and a directory of that name is here", () => {
+  assert.equal(isRelease("4.8.9"), true);
+  assert.equal(isRelease("0.0.0-none"), true, "neither: a version, whose error says make engines");
+  assert.equal(isRelease("./4.8.9"), false);
+  assert.equal(isRelease("/abs/dir"), false);
+  const cwd = process.cwd();
+  process.chdir(dir);
+  try {
+    assert.equal(isRelease("node_modules"), false, "a directory here, no such version");
+  } finally {
+    process.chdir(cwd);
+  }
 });
 
 test("a package's version is its package.json's, or none", () => {
