@@ -41,7 +41,7 @@ tidy-check:
 # installed). It is a tool of the separate tools module (tools/go.mod), so it
 # stays out of durabench's own module graph.
 lint-workflows:
-	cd tools && $(GO) tool actionlint ../.github/workflows/*.yml
+	cd tools && $(GO) tool actionlint ../.github/workflows/*.yml ../examples/sdk-pr-workflow.yml
 
 # Target adapters (docs/targets.md): each adapters/NAME/ is a Go module of its
 # own (an engine's dependencies never enter durabench's module or binary) that
