@@ -71,6 +71,9 @@ export async function main(argv) {
   const withHash = (info) => (hash ? { ...info, sdk_hash: hash, label: label(info.version, switches, flags.world, hash) } : info);
   // The SDK resolves its world package (WORKFLOW_TARGET_WORLD) from the
   // working directory (which a worker thread cannot change: set here).
+  // The one it was started in (durabench's) is where an option's relative
+  // path (stream-replay's cadence file) is.
+  const cwd = process.cwd();
   process.chdir(dir);
   const cleanups = new Cleanups();
   const server = await listen(flags.port, flags.host);
@@ -111,7 +114,7 @@ export async function main(argv) {
   // The SDK, its routes' server and the history reader, on a worker
   // thread (it inherits this environment); a new one for every cell.
   /** @type {import("./lib/types.mjs").WorkerData} */
-  const workerData = { dir, flags, switches };
+  const workerData = { dir, flags, switches, cwd };
   const front = new Front(() => new Worker(new URL("./lib/worker.mjs", import.meta.url), { workerData }), world);
   let info;
   try {

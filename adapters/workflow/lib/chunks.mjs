@@ -6,17 +6,24 @@
 // and a chunk reported under its position in the read would carry another
 // chunk's write time and size. The writer (workflows/bench.js, chunk())
 // makes every chunk tell its index: "token N " in text, {id: "N"} when
-// structured, and for stream-sizes bytes whose first ones follow from N.
+// structured, and for sized chunks (stream-sizes, stream-replay,
+// stream-pipeline) bytes whose first ones follow from N, upper-cased by
+// stream-pipeline's transform. A sized chunk shorter than its prefix may
+// look like another of its size (stream-replay's 3-byte tokens): of the
+// chunks it may be, it is the first not read yet.
 
-// sizedPrefix is the first bytes of stream-sizes' chunk i, as
+// sizedPrefix is the first bytes of a sized chunk i, as
 // workflows/bench.js's chunk() writes them (same generator: keep the two
-// in step; the adapter's stream-sizes test fails if they part).
+// in step; the adapter's stream-sizes test fails if they part), upper-cased
+// when upper.
 /**
  * @param {number} i
  * @param {number} n
+ * @param {boolean} upper
  * @returns {string}
  */
-function sizedPrefix(i, n) {
+function sizedPrefix(i, n, upper) {
+  const a = upper ? 65 : 97;
   let x = (Math.imul(i, 2654435761) + 1) >>> 0;
   let s = "";
   for (let j = 0; j < n; j++) {
@@ -25,7 +32,7 @@ function sizedPrefix(i, n) {
     x ^= x >>> 17;
     x ^= x << 5;
     x >>>= 0;
-    s += String.fromCharCode(97 + (x % 26));
+    s += String.fromCharCode(a + (x % 26));
   }
   return s;
 }
@@ -36,23 +43,34 @@ const PREFIX = 12;
  * chunkIndexer returns a function from a chunk as read to the index its
  * writer gave it, or -1 when it is none of the run's chunks.
  * @param {number} chunks how many chunks the writer writes
- * @param {number[]} sizes stream-sizes' sizes (none: text or objects)
+ * @param {number[]} sizes the chunks' sizes, rotated (none: text or objects)
+ * @param {boolean} [upper] the sized chunks are read upper-cased (stream-pipeline)
  * @returns {(c: unknown) => number}
  */
-export function chunkIndexer(chunks, sizes) {
-  /** @type {Map<string, number> | null} */
+export function chunkIndexer(chunks, sizes, upper = false) {
+  /** @type {Map<string, number[]> | null} each signature's chunks, in index order */
   let bySig = null;
+  /** @type {Set<number>} the sized chunks already named */
+  const named = new Set();
   /** @param {ArrayBufferView} c */
   const sized = (c) => {
     if (!bySig) {
       bySig = new Map();
       for (let i = 0; i < chunks; i++) {
         const size = sizes[i % sizes.length];
-        bySig.set(`${size}:${sizedPrefix(i, Math.min(PREFIX, size))}`, i);
+        const sig = `${size}:${sizedPrefix(i, Math.min(PREFIX, size), upper)}`;
+        const same = bySig.get(sig);
+        if (same) same.push(i);
+        else bySig.set(sig, [i]);
       }
     }
     const head = Buffer.from(c.buffer, c.byteOffset, Math.min(PREFIX, c.byteLength)).toString("latin1");
-    return bySig.get(`${c.byteLength}:${head}`) ?? -1;
+    const may = bySig.get(`${c.byteLength}:${head}`);
+    if (!may) return -1;
+    // The first of them not read yet; all read: the first (read twice).
+    const i = may.find((j) => !named.has(j)) ?? may[0];
+    named.add(i);
+    return i;
   };
   return (c) => {
     let i = -1;

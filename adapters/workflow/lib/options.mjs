@@ -5,6 +5,7 @@
 // two when bin/durabench is built), the option bounded by the adapter's
 // limit (--max-…, declared in /v1/info), and how its options become the
 // workflow's arguments (plan).
+import { loadCadence } from "./cadence.mjs";
 import { parseWait } from "./timeline.mjs";
 
 // Unsupported is what the SDK cannot run (a start answered 422).
@@ -23,7 +24,9 @@ const LIMIT = { branches: "maxBranches", steps: "maxSteps", chunks: "maxChunks" 
  * @property {any[]} args the workflow's arguments
  * @property {number} steps how many steps the run completes (the history check's count)
  * @property {number} [chunks] a stream scenario: how many chunks its writer writes
- * @property {number[]} sizes stream-sizes: the chunks' sizes, rotated
+ * @property {number[]} sizes the chunks' sizes, rotated (stream-sizes; stream-replay: each chunk's;
+ *   stream-pipeline: its one size), none for text chunks
+ * @property {boolean} [transform] stream-pipeline: the chunks read are the writer's upper-cased
  * @property {boolean} hook the run awaits a hook
  */
 
@@ -117,7 +120,58 @@ export const SCENARIOS = {
   "stream-latency": stream({ chunks: "20", interval: "10ms" }),
   "stream-overhead": stream({ chunks: "300", interval: "10ms", shape: "text" }),
   "stream-sizes": stream({ sizes: "64/1KB/16KB/64KB", chunks: "60", interval: "10ms" }),
+  // stream-replay: one writer step writes chunk i of the cadence at its
+  // offset / speed after the body's start, with its size (the adapter's
+  // --max-chunks bounds the cadence's length: it has no option to declare).
+  "stream-replay": {
+    workflow: "replay",
+    defaults: { cadence: "steady", speed: "1" },
+    plan(o, run) {
+      const name = String(o.given("cadence") ?? o.defaults.cadence);
+      let c;
+      try {
+        c = loadCadence(name, { cwd: o.cwd });
+      } catch (e) {
+        throw new Unsupported(/** @type {Error} */ (e).message);
+      }
+      const speed = o.int("speed");
+      const chunks = c.bytes.length;
+      if (chunks > o.limits.maxChunks) throw new Unsupported(`option cadence=${name}: ${chunks} chunks, over the limit ${o.limits.maxChunks} (--max-chunks)`);
+      return { args: [run, dues(c.offsets, speed), c.bytes], steps: 1, chunks, sizes: c.bytes };
+    },
+  },
+  // stream-pipeline: the SDK suite's stream through a transform step. The
+  // writer step returns a stream of `chunks` chunks of `size` bytes, the
+  // transform step takes it, upper-cases each chunk (a TransformStream) and
+  // writes it to the run's stream, which the adapter reads.
+  "stream-pipeline": {
+    workflow: "pipeline",
+    max: "chunks",
+    defaults: { chunks: "64", size: "16KB", interval: "0s" },
+    plan(o, run) {
+      const chunks = o.int("chunks");
+      const sizes = o.sizes("size");
+      if (sizes.length !== 1) throw new Unsupported(`option size=${o.given("size")}: want one size such as 16KB`);
+      return { args: [run, chunks, o.duration("interval"), sizes[0]], steps: 2, chunks, sizes, transform: true };
+    },
+  },
 };
+
+/**
+ * dues are the cadence's chunks' due times at speed, in ms after the
+ * writer's start: each offset (ns) divided by speed and truncated to the
+ * ns, as durabench's StreamSpec.Due divides a time.Duration.
+ * @param {number[]} offsets ns
+ * @param {number} speed
+ * @returns {number[]}
+ */
+export function dues(offsets, speed) {
+  return offsets.map((ns) => {
+    let q = Math.trunc(ns / speed);
+    if (q * speed > ns) q--; // a quotient the division rounded up
+    return q / 1e6;
+  });
+}
 
 /**
  * plan reads a start's options: what to start, or Unsupported (422).
@@ -125,12 +179,13 @@ export const SCENARIOS = {
  * @param {Record<string, any> | undefined} options
  * @param {Limits} limits
  * @param {string} run
+ * @param {string} [cwd] where an option's relative path is (stream-replay's cadence file)
  * @returns {Plan}
  */
-export function plan(scenario, options, limits, run) {
+export function plan(scenario, options, limits, run, cwd = process.cwd()) {
   const s = Object.hasOwn(SCENARIOS, scenario) ? SCENARIOS[scenario] : undefined;
   // body is read first, whatever the scenario (0 where it has none).
-  const o = new Options(options, s?.defaults ?? {}, limits);
+  const o = new Options(options, s?.defaults ?? {}, limits, cwd);
   if (!s) throw new Unsupported(`workflow does not run scenario ${scenario}`);
   return { sizes: [], hook: false, ...s.plan(o, run), workflow: s.workflow };
 }
@@ -151,11 +206,13 @@ export class Options {
    * @param {Record<string, any> | undefined} options
    * @param {Record<string, string>} defaults
    * @param {Limits} limits
+   * @param {string} [cwd] where an option's relative path is
    */
-  constructor(options, defaults, limits) {
+  constructor(options, defaults, limits, cwd = process.cwd()) {
     this.options = options;
     this.defaults = defaults;
     this.limits = limits;
+    this.cwd = cwd;
     // body: each step's fixed duration, ms.
     this.body = this.duration("body");
   }
@@ -171,8 +228,9 @@ export class Options {
   }
 
   /**
-   * int reads an integer option within [1, the adapter's limit].
-   * @param {Bounded} name
+   * int reads an integer option of at least 1, within the adapter's limit
+   * when it has one (branches, steps, chunks).
+   * @param {Bounded | "speed"} name
    * @returns {number}
    */
   int(name) {
@@ -180,7 +238,7 @@ export class Options {
     if (raw === undefined) return Number(this.defaults[name]);
     const v = Number(raw);
     if (!Number.isInteger(v) || v < 1) throw new Unsupported(`option ${name}=${raw}: want a positive integer`);
-    const max = this.limits[LIMIT[name]];
+    const max = name === "speed" ? Infinity : this.limits[LIMIT[name]];
     if (v > max) throw new Unsupported(`option ${name}=${v} is over its limit ${max}`);
     return v;
   }

@@ -51,10 +51,10 @@ export class LogSink {
 export class Run {
   /**
    * @param {string} run durabench's run id
-   * @param {Pick<Plan, "steps" | "chunks" | "sizes" | "hook">} plan
+   * @param {Pick<Plan, "steps" | "chunks" | "sizes" | "hook" | "transform">} plan
    * @param {LogSink} sink
    */
-  constructor(run, { steps, chunks, sizes, hook }, sink) {
+  constructor(run, { steps, chunks, sizes, hook, transform }, sink) {
     this.run = run;
     /** @type {LogSink | null} its timeline, until the run is reported over */
     this.sink = sink;
@@ -63,9 +63,12 @@ export class Run {
     this.hook = hook; // the run awaits a hook
     this.hookDone = false; // its hook was received
     // The stream scenarios: the chunks the writer writes, their sizes,
-    // each one's write time by index, the reader and what it found.
+    // whether the reader reads them upper-cased (stream-pipeline's
+    // transform), each one's write time by index, the reader and what it
+    // found.
     this.chunks = chunks;
     this.sizes = sizes;
+    this.transform = transform ?? false;
     /** @type {number[]} */
     this.written = [];
     /** @type {Promise<void> | null} */

@@ -53,12 +53,14 @@ export class Adapter {
    * @param {Flags} flags
    * @param {Record<string, string>} switches the SDK's switches (--env)
    * @param {(m: FromWorker) => void} post tells the main thread
+   * @param {string} [cwd] where an option's relative path is (the adapter's starting directory)
    */
-  constructor(sdk, flags, switches, post) {
+  constructor(sdk, flags, switches, post, cwd = process.cwd()) {
     this.sdk = sdk;
     this.flags = flags;
     this.switches = switches;
     this.post = post;
+    this.cwd = cwd;
     /** @type {Map<string, Run>} durabench run id -> the run, while it runs */
     this.runs = new Map();
     /** @type {Map<string, string>} SDK run id -> durabench run id */
@@ -193,7 +195,7 @@ export class Adapter {
   async startRun(run, scenario, options) {
     let p;
     try {
-      p = plan(scenario, options, this.flags, run);
+      p = plan(scenario, options, this.flags, run, this.cwd);
     } catch (e) {
       if (e instanceof Unsupported) return { code: 422, error: e.message };
       throw e;

@@ -31,7 +31,7 @@ export function readStream(st, sdkRun) {
   const log = st.sink;
   if (!log) return;
   const chunks = st.chunks ?? 0;
-  const indexOf = chunkIndexer(chunks, st.sizes);
+  const indexOf = chunkIndexer(chunks, st.sizes, st.transform);
   const order = new ChunkOrder();
   st.reader = (async () => {
     log.add({ kind: "step_started", at: abs(performance.now()), source: "sdk", stage: 0, index: 1, attempt: 1 });

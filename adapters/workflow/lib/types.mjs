@@ -74,8 +74,10 @@
  */
 
 /**
- * What a worker thread is started with (workerData).
- * @typedef {{ dir: string, flags: Flags, switches: Record<string, string> }} WorkerData
+ * What a worker thread is started with (workerData): the SDK's directory
+ * (the process's working directory), and the directory the adapter was
+ * started in, where an option's relative path is.
+ * @typedef {{ dir: string, flags: Flags, switches: Record<string, string>, cwd: string }} WorkerData
  */
 
 export {};

@@ -18,14 +18,14 @@ import { Adapter } from "./sdk.mjs";
  * @param {import("node:worker_threads").MessagePort} port
  * @param {WorkerData} data
  */
-async function main(port, { dir, flags, switches }) {
+async function main(port, { dir, flags, switches, cwd }) {
   const server = await listen(0, "127.0.0.1");
   const base = urlOf(server);
   process.env.WORKFLOW_LOCAL_BASE_URL = base;
   const sdk = await openSDK(dir);
   /** @param {FromWorker} m */
   const post = (m) => port.postMessage(m);
-  const adapter = new Adapter(sdk, flags, switches, post);
+  const adapter = new Adapter(sdk, flags, switches, post, cwd);
   server.on("request", adapter.routes(base));
   port.on("message", async (/** @type {ToWorker & { id: number }} */ m) => {
     /** @param {Reply} r */

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -93,7 +93,8 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.equal(body.version, sdk);
     assert.match(body.world, /^world-local \d/);
     assert.match(body.label, new RegExp(`^workflow ${sdk.replace(/\./g, "\\.")} · local$`));
-    assert.deepEqual(/** @type {{ name: string }[]} */ (body.scenarios).map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "race", "payload", "stream-latency", "stream-overhead", "stream-sizes"]);
+    assert.deepEqual(/** @type {{ name: string }[]} */ (body.scenarios).map((s) => s.name), ["fanout", "sequential", "step", "hook-step", "race", "payload", "stream-latency", "stream-overhead", "stream-sizes", "stream-replay", "stream-pipeline"]);
+    assert.deepEqual(body.scenarios.find((/** @type {any} */ s) => s.name === "stream-pipeline").max, { chunks: 10000 });
   });
 
   test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
@@ -128,7 +129,8 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
 
   test("a repeated run id is 409, an unknown scenario or an option over its limit 422", async () => {
     assert.equal((await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout" })).status, 409);
-    assert.equal((await call("POST", "/v1/runs", { run: "t-x", scenario: "stream-pipeline" })).status, 422);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-x", scenario: "stream-nope" })).status, 422);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-w", scenario: "stream-replay", options: { cadence: "/no/such/cadence.json" } })).status, 422);
     assert.equal((await call("POST", "/v1/runs", { run: "t-z", scenario: "stream-sizes", options: { sizes: "1KB/huge" } })).status, 422);
     assert.equal((await call("POST", "/v1/runs", { run: "t-y", scenario: "fanout", options: { branches: "100000" } })).status, 422);
     assert.equal((await call("GET", "/v1/runs/t-x/timeline?after=0")).status, 404);
@@ -161,6 +163,66 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     assert.deepEqual(steps, ["0:history", "1:sdk"]);
     // the terminal event comes after the last chunk read
     assert.equal(tl.events.at(-1).kind, "run_completed");
+  });
+
+  /**
+   * checkStream checks a stream run's timeline: each chunk written once
+   * and read once, under its writer's index, with its size and its write
+   * time; out of order only as an anomaly; the steps and the terminal
+   * event last.
+   * @param {Timeline} tl
+   * @param {number[]} sizes each chunk's size
+   * @param {string[]} steps the steps completed, index:source, sorted
+   */
+  const checkStream = (tl, sizes, steps) => {
+    assert.equal(tl.status, "completed");
+    const written = tl.events.filter((e) => e.kind === "chunk_written");
+    const read = tl.events.filter((e) => e.kind === "chunk_read");
+    const all = sizes.map((_, i) => i);
+    assert.deepEqual(written.map((e) => e.index), all);
+    assert.deepEqual(read.map((e) => e.index).sort((a, b) => a - b), all);
+    const outOfPlace = read.findIndex((e, at) => e.index !== at);
+    const anomalies = tl.anomalies ?? [];
+    if (outOfPlace < 0) assert.deepEqual(anomalies, []);
+    else assert.deepEqual(anomalies, [{ kind: "stream_order", detail: `chunk ${read[outOfPlace].index} read at position ${outOfPlace}` }]);
+    assert.deepEqual(read.map((e) => e.bytes), read.map((e) => sizes[e.index]));
+    for (const r of read) {
+      assert.equal(r.written, written[r.index].at, `chunk ${r.index} carries its write time`);
+      assert.ok(r.at >= r.written, `chunk ${r.index} read before it was written`);
+    }
+    assert.deepEqual(tl.events.filter((e) => e.kind === "step_completed").map((e) => `${e.index}:${e.source}`).sort(), steps);
+    assert.equal(tl.events.at(-1).kind, "run_completed");
+    return { written, read };
+  };
+
+  test("a stream-replay run writes the cadence: chunk i at its offset / speed after the writer's start, with its size", async () => {
+    const { loadCadence } = await import("../lib/cadence.mjs");
+    const bursty = loadCadence("bursty");
+    const speed = 4;
+    // bursty's file by a path relative to the directory the adapter was started in (this one), as durabench names it
+    const file = relative(process.cwd(), join(here, "..", "..", "..", "examples", "cadences", "bursty.json"));
+    const start = await call("POST", "/v1/runs", { run: "t-replay", scenario: "stream-replay", options: { cadence: file, speed: String(speed) } });
+    assert.equal(start.status, 202);
+    const tl = await follow("t-replay");
+    const { written } = checkStream(tl, bursty.bytes, ["0:history", "1:sdk"]);
+    const writer = tl.events.find((e) => e.kind === "step_started" && e.index === 0);
+    // (the last one 700 ms after the writer's start: bursty's 2.8 s at speed 4)
+    for (const w of written) {
+      const due = writer.at + bursty.offsets[w.index] / speed;
+      assert.ok(w.at >= due - 1e5, `chunk ${w.index} written ${(due - w.at) / 1e6} ms before it is due`);
+    }
+  });
+
+  test("a stream-pipeline run: the writer's stream through the transform step, read upper-cased with the writer's times", async () => {
+    const start = await call("POST", "/v1/runs", { run: "t-pipe", scenario: "stream-pipeline", options: { chunks: "8", size: "4KB" } });
+    assert.equal(start.status, 202);
+    const tl = await follow("t-pipe");
+    // writer (0) and transform (2) are the SDK's steps, the reader (1) the run's readable
+    checkStream(tl, Array(8).fill(4096), ["0:history", "1:sdk", "2:history"]);
+    const transform = tl.events.find((e) => e.kind === "step_started" && e.index === 2);
+    assert.equal(transform.source, "worker");
+    const last = tl.events.filter((e) => e.kind === "chunk_read").at(-1);
+    assert.ok(last.at >= tl.events.filter((e) => e.kind === "chunk_written").at(-1).at);
   });
 
   test("a finished run's timeline stays until it is deleted", async () => {

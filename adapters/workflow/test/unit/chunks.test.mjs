@@ -27,6 +27,57 @@ test("a chunk read is known by its writer's index, and a read out of order, twic
   assert.deepEqual(orderOf([0, -1, 2]).map((a) => a.kind), ["stream_unknown_chunk"]);
 });
 
+/**
+ * sized is chunk i of n bytes as workflows/bench.js's chunk() writes it
+ * (and durabench's engine: engine/stream.go's sizedChunk).
+ * @param {number} i
+ * @param {number} n
+ */
+function sized(i, n) {
+  const b = new Uint8Array(n);
+  let x = (Math.imul(i, 2654435761) + 1) >>> 0;
+  for (let j = 0; j < n; j++) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    b[j] = 97 + (x % 26);
+  }
+  return b;
+}
+
+/** @param {Uint8Array} b */
+const upper = (b) => b.map((c) => (c >= 97 && c <= 122 ? c - 32 : c));
+
+test("a sized chunk is known by its size and first bytes, upper-cased by stream-pipeline's transform", () => {
+  const sizes = [10, 1024];
+  const plain = chunkIndexer(6, sizes);
+  for (let i = 0; i < 6; i++) assert.equal(plain(sized(i, sizes[i % 2])), i);
+  assert.equal(plain(upper(sized(2, 10))), -1, "an upper-cased chunk is none of a plain stream's");
+  const piped = chunkIndexer(4, [16384], true);
+  assert.deepEqual([3, 0, 2, 1].map((i) => piped(upper(sized(i, 16384)))), [3, 0, 2, 1]);
+  assert.equal(chunkIndexer(4, [16384], true)(sized(0, 16384)), -1, "a chunk the transform did not upper-case");
+});
+
+test("stream-replay's short chunks that look alike are named in order, the first not read yet", () => {
+  // every chunk 1 byte: 26 looks for 60 chunks, so each look is several chunks'
+  const n = 60;
+  const sizes = Array(n).fill(1);
+  const indexOf = chunkIndexer(n, sizes);
+  const got = Array.from({ length: n }, (_, i) => indexOf(sized(i, 1)));
+  assert.deepEqual(got, got.map((_, i) => i), "read in order: each chunk its own index");
+  // two that look alike: whichever is read first is the first of them
+  const j = got.findIndex((_, k) => k > 0 && sized(k, 1)[0] === sized(0, 1)[0]);
+  assert.ok(j > 0);
+  const pair = chunkIndexer(n, sizes);
+  assert.equal(pair(sized(j, 1)), 0);
+  assert.equal(pair(sized(0, 1)), j);
+  // read once more than there are of that look: the first again (a duplicate)
+  for (let k = j + 1; k < n; k++) if (sized(k, 1)[0] === sized(0, 1)[0]) pair(sized(k, 1));
+  assert.equal(pair(sized(0, 1)), 0);
+});
+
 test("a chunk's size is as read: a string's UTF-8 bytes, an array's bytes, an object's JSON", () => {
   assert.equal(chunkBytes("héllo"), 6);
   assert.equal(chunkBytes(new Uint8Array(10)), 10);

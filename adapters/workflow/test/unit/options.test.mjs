@@ -7,12 +7,14 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { Options, plan, SCENARIOS, scenariosInfo, unitHash, Unsupported } from "../../lib/options.mjs";
+import { loadCadence } from "../../lib/cadence.mjs";
+import { dues, Options, plan, SCENARIOS, scenariosInfo, unitHash, Unsupported } from "../../lib/options.mjs";
 
 const limits = { maxBranches: 1024, maxSteps: 1024, maxChunks: 10000 };
 
 test("a start without options runs the book's defaults", () => {
-  /** @type {Record<string, { workflow: string, args: any[], steps: number, chunks?: number, sizes?: number[], hook?: boolean }>} */
+  const steady = loadCadence("steady");
+  /** @type {Record<string, { workflow: string, args: any[], steps: number, chunks?: number, sizes?: number[], hook?: boolean, transform?: boolean }>} */
   const want = {
     fanout: { workflow: "fanout", args: ["r", 20, 0], steps: 20 },
     sequential: { workflow: "sequential", args: ["r", 50, 0], steps: 50 },
@@ -23,6 +25,10 @@ test("a start without options runs the book's defaults", () => {
     "stream-latency": { workflow: "stream", args: ["r", 20, 10, "text", []], steps: 1, chunks: 20 },
     "stream-overhead": { workflow: "stream", args: ["r", 300, 10, "text", []], steps: 1, chunks: 300 },
     "stream-sizes": { workflow: "stream", args: ["r", 60, 10, "text", [64, 1024, 16384, 65536]], steps: 1, chunks: 60, sizes: [64, 1024, 16384, 65536] },
+    // steady: a chunk every 20 ms at speed 1, each its own size
+    "stream-replay": { workflow: "replay", args: ["r", steady.offsets.map((_, i) => 20 * i), steady.bytes], steps: 1, chunks: 200, sizes: steady.bytes },
+    // 64 × 16 KB = 1 MB, as fast as the stream takes it; writer and transform are the SDK's steps
+    "stream-pipeline": { workflow: "pipeline", args: ["r", 64, 0, 16384], steps: 2, chunks: 64, sizes: [16384], transform: true },
   };
   assert.deepEqual(Object.keys(SCENARIOS), Object.keys(want));
   for (const [scenario, w] of Object.entries(want)) {
@@ -41,6 +47,30 @@ test("an option given overrides its default; an empty one is the default", () =>
   // shape is stream-overhead's option only
   assert.deepEqual(plan("stream-latency", { shape: "structured" }, limits, "r").args[3], "text");
   assert.deepEqual(plan("stream-sizes", { sizes: "10/1KB", chunks: "6" }, limits, "r").sizes, [10, 1024]);
+  assert.deepEqual(plan("stream-pipeline", { chunks: "8", size: "1MB", interval: "5ms" }, limits, "r").args, ["r", 8, 5, 1 << 20]);
+});
+
+test("stream-replay replays the cadence named, or the file given, at its speed", () => {
+  const bursty = loadCadence("bursty");
+  const p = plan("stream-replay", { cadence: "bursty", speed: "4" }, limits, "r");
+  assert.deepEqual(p.args, ["r", dues(bursty.offsets, 4), bursty.bytes]);
+  assert.equal(p.chunks, 200);
+  assert.equal(p.args[1][199], 2801 / 4, "bursty's last chunk, at 2.801 s, is due 700.25 ms in at speed 4");
+  // a file, by its path: the same cadence as its built-in name
+  const file = fileURLToPath(new URL("../../../../examples/cadences/pauses.json", import.meta.url));
+  assert.deepEqual(plan("stream-replay", { cadence: file }, limits, "r").args, plan("stream-replay", { cadence: "pauses" }, limits, "r").args);
+  // a relative path is where the adapter was started (durabench's directory), not the SDK's where it runs
+  const repo = fileURLToPath(new URL("../../../../", import.meta.url));
+  assert.deepEqual(plan("stream-replay", { cadence: "examples/cadences/pauses.json" }, limits, "r", repo).args, plan("stream-replay", { cadence: "pauses" }, limits, "r").args);
+});
+
+test("a cadence's offsets at a speed are due as durabench divides a duration: truncated to the ns", () => {
+  assert.deepEqual(dues([0, 1_000_000, 1_500_001], 1), [0, 1, 1.500001]);
+  assert.deepEqual(dues([1_000_000, 1_500_001, 7], 3), [0.333333, 0.5, 0.000002]);
+  // a quotient the float division would round up is truncated all the same
+  const big = 86_400_000_000_000 - 1; // 24 h − 1 ns
+  assert.equal(dues([big], 1000)[0], Math.floor(big / 1000) / 1e6);
+  assert.ok(dues([big], 1000)[0] * 1e6 * 1000 <= big);
 });
 
 test("race's jitter draws are the run's own, in [0, jitter)", () => {
@@ -62,7 +92,7 @@ test("what the SDK cannot run is Unsupported, with the option and why", () => {
     }
     assert.fail(`${scenario} ${JSON.stringify(options)} planned`);
   };
-  assert.equal(why("stream-pipeline", {}), "workflow does not run scenario stream-pipeline");
+  assert.equal(why("stream-nope", {}), "workflow does not run scenario stream-nope");
   assert.equal(why("__proto__", {}), "workflow does not run scenario __proto__");
   assert.equal(why("constructor", {}), "workflow does not run scenario constructor");
   assert.equal(why("fanout", { branches: "100000" }), "option branches=100000 is over its limit 1024");
@@ -76,6 +106,12 @@ test("what the SDK cannot run is Unsupported, with the option and why", () => {
   assert.equal(why("stream-overhead", { shape: "json" }), "option shape=json: want text or structured");
   assert.equal(why("stream-sizes", { sizes: "1KB/huge" }), "option sizes=1KB/huge: want sizes such as 64/1KB/16KB, each 1 B to 16 MB");
   assert.equal(why("stream-sizes", { sizes: "17MB" }), "option sizes=17MB: want sizes such as 64/1KB/16KB, each 1 B to 16 MB");
+  assert.equal(why("stream-replay", { speed: "0" }), "option speed=0: want a positive integer");
+  assert.equal(why("stream-replay", { speed: "fast" }), "option speed=fast: want a positive integer");
+  assert.match(why("stream-replay", { cadence: "/no/such.json" }), /^option cadence: "\/no\/such.json" is neither a built-in cadence \(steady, bursty, pauses\) nor a readable file: ENOENT/);
+  assert.equal(why("stream-replay", { cadence: "steady" }, { ...limits, maxChunks: 100 }), "option cadence=steady: 200 chunks, over the limit 100 (--max-chunks)");
+  assert.equal(why("stream-pipeline", { chunks: "65" }, { ...limits, maxChunks: 64 }), "option chunks=65 is over its limit 64");
+  assert.equal(why("stream-pipeline", { size: "1KB/2KB" }), "option size=1KB/2KB: want one size such as 16KB");
   // body is read whatever the scenario, before the scenario is known
   assert.equal(why("nope", { body: "x" }), "option body=x: want a duration such as 10ms");
 });
@@ -97,6 +133,8 @@ test("info lists the scenarios in order, each with its bounded option's limit", 
     { name: "stream-latency", max: { chunks: 3 } },
     { name: "stream-overhead", max: { chunks: 3 } },
     { name: "stream-sizes", max: { chunks: 3 } },
+    { name: "stream-replay" },
+    { name: "stream-pipeline", max: { chunks: 3 } },
   ]);
 });
 
