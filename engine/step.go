@@ -155,6 +155,7 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	if err := e.body(ctx, inv, s, idx); err != nil {
 		return false, err
 	}
+	e.spans.body(ctx, s, idx, span.Start)
 	inv.prevStep = true
 
 	names := inv.prog.step(s, idx)
@@ -170,7 +171,9 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	span.End = e.rt.Now()
 	e.obs.StepBody(inv.run, span)
 	if held, at, failed := e.end.end(inv.run, since); held {
+		e.spans.finished(inv.run)
 		e.obs.RunFinished(inv.run, at, failed)
+		e.spans.forget(inv.run)
 	}
 	switch {
 	case err == nil:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,7 +44,7 @@ type runRecord struct {
 	done func()
 }
 
-var _ engine.Observer = (*Recorder)(nil)
+var _ engine.SpanObserver = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
@@ -99,6 +100,41 @@ func (r *Recorder) StepBody(run string, sp engine.StepSpan) {
 	rec.mu.Lock()
 	rec.tl.Steps = append(rec.tl.Steps, sp)
 	rec.mu.Unlock()
+}
+
+// Spans records a task's spans (engine.SpanObserver): where the run's time
+// went.
+func (r *Recorder) Spans(run string, spans []engine.Span) {
+	rec := r.lookup(run)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	rec.tl.Spans = FromEngine(rec.tl.Spans, spans)
+	rec.mu.Unlock()
+}
+
+// Started records that the driver started run at at (its actual start):
+// the run's driver lag, from its scheduled start, is the first part of
+// its critical path. A later call moves the start (a start that waited in
+// a target session's queue left the driver when it was sent).
+func (r *Recorder) Started(run string, at time.Duration) {
+	rec := r.lookup(run)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i := range rec.tl.Spans {
+		if rec.tl.Spans[i].Category == CatDriverLag {
+			// A snapshot may share the slice: change a copy.
+			rec.tl.Spans = slices.Clone(rec.tl.Spans)
+			rec.tl.Spans[i].End = max(at, rec.tl.Spans[i].Start)
+			return
+		}
+	}
+	rec.tl.Spans = append(rec.tl.Spans, Span{Category: CatDriverLag, Name: "driver", Start: rec.tl.T0,
+		End: max(at, rec.tl.T0), Stage: -1, Index: -1})
 }
 
 // HookCreated records that run's hook token was registered at at.

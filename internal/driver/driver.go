@@ -417,6 +417,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 				st.mu.Lock()
 				st.lag[i] = actual - sched
 				st.mu.Unlock()
+				d.rec.Started(id, actual)
 				err := d.eng.StartRun(d.runCtx, id, d.cfg.Program)
 				if err != nil {
 					d.rec.Fail(id, rt.Now(), err)
@@ -428,6 +429,7 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 						st.mu.Lock()
 						st.lag[i] = sent - sched
 						st.mu.Unlock()
+						d.rec.Started(id, sent)
 					}
 				}
 			}

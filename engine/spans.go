@@ -1,0 +1,481 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/durabench/durabench/world"
+)
+
+// Spans: where a run's time went.
+//
+// Besides its step executions, the engine can report every interval it
+// spends on a run, timed with the world's Runtime clock (virtual on sim),
+// so that a run's time to last step can be split along its critical path
+// (metrics.CriticalPath, DESIGN.md §12). An observer that implements
+// SpanObserver receives them; any other observer costs nothing: the
+// engine then neither wraps its world nor reads the clock more.
+//
+// The engine's work on a run happens in tasks: the run's start
+// (StartRun), the handling of one queue delivery (an orchestrator
+// activation or a step consumer, with the inline steps and the inline
+// continuation it runs), and a hook resume. A task's spans are its world
+// calls (each with its wait for backend capacity, when the world reports
+// it), its step bodies and, for a delivery, the message's wait in the
+// queue. The task's own span covers it from start to end; its time outside
+// every span under it is the engine's own work — replaying the log,
+// deciding what to dispatch, decoding. Happens-before edges between tasks
+// are explicit: a delivery's task follows its queue span (After), which
+// follows the publish call that enqueued the message (After).
+
+// SpanKind is what a Span is.
+type SpanKind uint8
+
+// Span kinds.
+const (
+	// SpanStart is a run's start: StartRun creating the run and publishing
+	// its first orchestrator message (a task).
+	SpanStart SpanKind = iota + 1
+	// SpanTask is the handling of one queue delivery (a task): an
+	// orchestrator activation, or a step consumer with the continuation
+	// it may run.
+	SpanTask
+	// SpanResume is a hook resume (ResumeHook, called by the driver): a
+	// task.
+	SpanResume
+	// SpanCall is one world call of a task; Op names it.
+	SpanCall
+	// SpanQueue is a message's wait in the queue: from its publish
+	// returning to its delivery's handler starting (Op is deliver). For
+	// a redelivery it runs from the first publish, so a delivery that
+	// waited for a visibility timeout shows it.
+	SpanQueue
+	// SpanBody is a step body.
+	SpanBody
+)
+
+var spanKindNames = [...]string{SpanStart: "start", SpanTask: "task", SpanResume: "resume",
+	SpanCall: "call", SpanQueue: "queue", SpanBody: "body"}
+
+func (k SpanKind) String() string {
+	if int(k) < len(spanKindNames) && spanKindNames[k] != "" {
+		return spanKindNames[k]
+	}
+	return "unknown"
+}
+
+// Task reports whether spans of kind k are tasks (they hold other spans).
+func (k SpanKind) Task() bool { return k == SpanStart || k == SpanTask || k == SpanResume }
+
+// Span is one interval the engine spent on a run.
+type Span struct {
+	Kind SpanKind
+	// Op is the world operation of a SpanCall (an append's event kind,
+	// log_load, publish, run_get, ...), deliver for a SpanQueue.
+	Op world.Op
+	// Start and End are on the world's Runtime clock.
+	Start, End time.Duration
+	// Wait is the part of the span, from its Start, spent waiting for
+	// backend capacity (a profile's capacity limit) rather than being
+	// served: for a call, its wait for a permit; for a queue span, its
+	// delivery's. 0 when the world reports none.
+	Wait time.Duration
+	// Stage and Index name the step the span is about (a step event's
+	// append, a step message's publish or delivery, a body); -1 when it
+	// is about none.
+	Stage, Index int32
+	// ID identifies the span within the engine (never 0); Parent is the
+	// task it ran in (0 for tasks and queue spans); After is the span it
+	// happens after, across tasks: a delivery's task is after its queue
+	// span, a queue span after the publish call (0: none known).
+	ID, Parent, After uint64
+}
+
+// SpanObserver is an Observer that also receives spans. The engine checks
+// for it once, in New.
+type SpanObserver interface {
+	Observer
+	// Spans reports a task's spans when the task ends, its own span last.
+	// The slice is reused after the call returns: copy what is kept.
+	Spans(run string, spans []Span)
+}
+
+// spanRec records spans for a SpanObserver. A nil *spanRec records
+// nothing, and every method is a no-op on it.
+type spanRec struct {
+	obs SpanObserver
+	rt  world.Runtime
+	// waits: the world reports each call's wait for capacity.
+	waits bool
+	ids   atomic.Uint64
+	// runs holds, per run until it finishes, its tasks in progress and
+	// when each of its messages' first successful publish returned.
+	runs sync.Map // run -> *runSpans
+	bufs sync.Pool
+}
+
+type runSpans struct {
+	mu   sync.Mutex // short critical sections, never held across a wait
+	pubs map[string]published
+	open map[*spanTask]struct{}
+}
+
+type published struct {
+	end  time.Duration
+	span uint64
+}
+
+func newSpanRec(obs Observer, w world.World) *spanRec {
+	so, ok := obs.(SpanObserver)
+	if !ok {
+		return nil
+	}
+	r := &spanRec{obs: so, rt: w.Runtime(), waits: w.Capabilities().CapacityWaits}
+	r.bufs.New = func() any { s := make([]Span, 0, 16); return &s }
+	return r
+}
+
+func (r *spanRec) id() uint64 { return r.ids.Add(1) }
+
+// spanTask is one task of a run, collecting its spans until it ends.
+type spanTask struct {
+	rec  *spanRec
+	self Span
+	mu   sync.Mutex // short critical sections, never held across a wait
+	run  string
+	buf  *[]Span
+	done bool
+}
+
+type taskKey struct{}
+
+// taskOf returns the task ctx runs in, or nil.
+func taskOf(ctx context.Context) *spanTask {
+	t, _ := ctx.Value(taskKey{}).(*spanTask)
+	return t
+}
+
+// begin starts a task of kind for run (which may be set later, setRun).
+func (r *spanRec) begin(ctx context.Context, kind SpanKind, run string) (context.Context, *spanTask) {
+	if r == nil {
+		return ctx, nil
+	}
+	t := r.newTask(kind, run, r.rt.Now())
+	return context.WithValue(ctx, taskKey{}, t), t
+}
+
+func (r *spanRec) newTask(kind SpanKind, run string, at time.Duration) *spanTask {
+	t := &spanTask{rec: r, buf: r.bufs.Get().(*[]Span),
+		self: Span{Kind: kind, Start: at, Stage: -1, Index: -1, ID: r.id()}}
+	t.setRun(run)
+	return t
+}
+
+// runOf returns what the recorder keeps about run until it finishes.
+func (r *spanRec) runOf(run string) *runSpans {
+	if v, ok := r.runs.Load(run); ok {
+		return v.(*runSpans)
+	}
+	v, _ := r.runs.LoadOrStore(run, &runSpans{pubs: map[string]published{}, open: map[*spanTask]struct{}{}})
+	return v.(*runSpans)
+}
+
+// setRun names the task's run once it is known (a hook resume learns it
+// from the hook) and registers the task as in progress in it.
+func (t *spanTask) setRun(run string) {
+	if t == nil || run == "" {
+		return
+	}
+	t.mu.Lock()
+	t.run = run
+	t.mu.Unlock()
+	rs := t.rec.runOf(run)
+	rs.mu.Lock()
+	rs.open[t] = struct{}{}
+	rs.mu.Unlock()
+}
+
+// add records s as a span of the task. After the task ended (nothing the
+// engine does today), s is reported on its own.
+func (t *spanTask) add(s Span) {
+	t.mu.Lock()
+	if !t.done {
+		*t.buf = append(*t.buf, s)
+		t.mu.Unlock()
+		return
+	}
+	run := t.run
+	t.mu.Unlock()
+	if run != "" {
+		t.rec.obs.Spans(run, []Span{s})
+	}
+}
+
+// end closes the task and reports its spans, its own last.
+func (t *spanTask) end() {
+	if t == nil {
+		return
+	}
+	now := t.rec.rt.Now()
+	t.mu.Lock()
+	t.done = true
+	t.self.End = now
+	buf := t.buf
+	*buf = append(*buf, t.self)
+	run := t.run
+	t.mu.Unlock()
+	if run != "" {
+		if v, ok := t.rec.runs.Load(run); ok {
+			rs := v.(*runSpans)
+			rs.mu.Lock()
+			delete(rs.open, t)
+			rs.mu.Unlock()
+		}
+		t.rec.obs.Spans(run, *buf)
+	}
+	*buf = (*buf)[:0]
+	t.rec.bufs.Put(buf)
+}
+
+// flush reports what the task recorded so far, and its own span as it
+// stands (ending now); the rest follows when it ends, its own span again
+// (the later report of a span ID supersedes the earlier).
+func (t *spanTask) flush() {
+	now := t.rec.rt.Now()
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return
+	}
+	self := t.self
+	self.End = now
+	*t.buf = append(*t.buf, self)
+	out := slices.Clone(*t.buf)
+	*t.buf = (*t.buf)[:0]
+	run := t.run
+	t.mu.Unlock()
+	t.rec.obs.Spans(run, out)
+}
+
+// finished is called just before the engine reports run finished: the
+// tasks of the run still in progress (the one finishing it among them)
+// report what they recorded so far, so that a snapshot of the finished
+// run holds every span up to its last step end.
+func (r *spanRec) finished(run string) {
+	if r == nil {
+		return
+	}
+	v, ok := r.runs.Load(run)
+	if !ok {
+		return
+	}
+	rs := v.(*runSpans)
+	rs.mu.Lock()
+	open := make([]*spanTask, 0, len(rs.open))
+	for t := range rs.open {
+		open = append(open, t)
+	}
+	rs.mu.Unlock()
+	slices.SortFunc(open, func(a, b *spanTask) int { return cmp.Compare(a.self.ID, b.self.ID) })
+	for _, t := range open {
+		t.flush()
+	}
+}
+
+// body records a step body of the task ctx runs in, from start to now.
+func (r *spanRec) body(ctx context.Context, s, idx int, start time.Duration) {
+	if r == nil {
+		return
+	}
+	if t := taskOf(ctx); t != nil {
+		t.add(Span{Kind: SpanBody, Start: start, End: r.rt.Now(), Stage: int32(s), Index: int32(idx),
+			ID: r.id(), Parent: t.self.ID})
+	}
+}
+
+// forget drops what the recorder keeps about a finished run (a task of it
+// still in progress reports its spans when it ends all the same).
+func (r *spanRec) forget(run string) {
+	if r == nil {
+		return
+	}
+	r.runs.Delete(run)
+}
+
+func (r *spanRec) published(run, msg string, end time.Duration, span uint64) {
+	v, ok := r.runs.Load(run) // registered by the run's start task
+	if !ok {
+		return // finished (or started by another engine)
+	}
+	rs := v.(*runSpans)
+	rs.mu.Lock()
+	if _, seen := rs.pubs[msg]; !seen {
+		rs.pubs[msg] = published{end: end, span: span}
+	}
+	rs.mu.Unlock()
+}
+
+func (r *spanRec) publishOf(run, msg string) (published, bool) {
+	v, ok := r.runs.Load(run)
+	if !ok {
+		return published{}, false
+	}
+	rs := v.(*runSpans)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	pub, ok := rs.pubs[msg]
+	return pub, ok
+}
+
+// spanWorld is the engine's world while spans are recorded: every call
+// made in a task is timed and reported as a span of it, and every
+// delivery's handler runs as a task.
+type spanWorld struct {
+	world.World
+	r *spanRec
+}
+
+// Unwrap returns the world spans are recorded on.
+func (w *spanWorld) Unwrap() world.World { return w.World }
+
+// call is one call in flight.
+type call struct {
+	t     *spanTask
+	start time.Duration
+	wait  *world.CallWait
+}
+
+// begin starts timing a call made with ctx; ok is false outside a task.
+func (w *spanWorld) begin(ctx context.Context) (context.Context, call, bool) {
+	t := taskOf(ctx)
+	if t == nil {
+		return ctx, call{}, false
+	}
+	c := call{t: t, start: w.r.rt.Now()}
+	if w.r.waits {
+		c.wait = &world.CallWait{}
+		ctx = world.WithCallWait(ctx, c.wait)
+	}
+	return ctx, c, true
+}
+
+// done reports the call as a span of its task and returns the span's ID.
+func (w *spanWorld) done(c call, op world.Op, stage, index int) uint64 {
+	s := Span{Kind: SpanCall, Op: op, Start: c.start, End: w.r.rt.Now(), Stage: int32(stage), Index: int32(index),
+		ID: w.r.id(), Parent: c.t.self.ID}
+	if c.wait != nil {
+		s.Wait = min(c.wait.D, s.End-s.Start)
+	}
+	c.t.add(s)
+	return s.ID
+}
+
+// CreateRun times run_create.
+func (w *spanWorld) CreateRun(ctx context.Context, r world.Run) error {
+	ctx, c, ok := w.begin(ctx)
+	err := w.World.CreateRun(ctx, r)
+	if ok {
+		w.done(c, world.OpCreateRun, -1, -1)
+	}
+	return err
+}
+
+// GetRun times run_get.
+func (w *spanWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
+	ctx, c, ok := w.begin(ctx)
+	r, err := w.World.GetRun(ctx, id)
+	if ok {
+		w.done(c, world.OpGetRun, -1, -1)
+	}
+	return r, err
+}
+
+// Append times the append by its event kind; a step event names its step.
+func (w *spanWorld) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	ctx, c, ok := w.begin(ctx)
+	res, err := w.World.Append(ctx, run, ev, pre)
+	if ok {
+		stage, index := -1, -1
+		switch ev.Kind {
+		case world.StepCreated, world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying:
+			if s, i, ok := parseStepID(ev.Entity); ok {
+				stage, index = s, i
+			}
+		}
+		w.done(c, world.AppendOp(ev.Kind), stage, index)
+	}
+	return res, err
+}
+
+// Load times log_load.
+func (w *spanWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
+	ctx, c, ok := w.begin(ctx)
+	evs, err := w.World.Load(ctx, run)
+	if ok {
+		w.done(c, world.OpLoad, -1, -1)
+	}
+	return evs, err
+}
+
+// HookRun times hook_lookup.
+func (w *spanWorld) HookRun(ctx context.Context, token string) (string, error) {
+	ctx, c, ok := w.begin(ctx)
+	run, err := w.World.HookRun(ctx, token)
+	if ok {
+		w.done(c, world.OpHookRun, -1, -1)
+	}
+	return run, err
+}
+
+// Publish times publish and remembers when the message was first
+// published, for its delivery's queue span.
+func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
+	ctx, c, ok := w.begin(ctx)
+	dup, err := w.World.Publish(ctx, m, opt)
+	if ok {
+		stage, index := messageStep(m.ID)
+		id := w.done(c, world.OpPublish, stage, index)
+		if err == nil {
+			w.r.published(m.Run, m.ID, w.r.rt.Now(), id)
+		}
+	}
+	return dup, err
+}
+
+// Consume runs every delivery's handler as a task, after the message's
+// queue span.
+func (w *spanWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
+	return w.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
+		now := w.r.rt.Now()
+		t := w.r.newTask(SpanTask, d.Run, now)
+		stage, index := messageStep(d.ID)
+		t.self.Stage, t.self.Index = int32(stage), int32(index)
+		if pub, ok := w.r.publishOf(d.Run, d.ID); ok && pub.end <= now {
+			q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: pub.end, End: now, Stage: int32(stage), Index: int32(index),
+				ID: w.r.id(), After: pub.span}
+			q.Wait = min(world.DeliveryWait(ctx), q.End-q.Start)
+			*t.buf = append(*t.buf, q)
+			t.self.After = q.ID
+		}
+		err := h(context.WithValue(ctx, taskKey{}, t), d)
+		t.end()
+		return err
+	})
+}
+
+// messageStep is the step a step message ID ("step/<run>/<stage>.<index>")
+// names; -1, -1 for other messages.
+func messageStep(id string) (stage, index int) {
+	if !IsStepMessage(id) {
+		return -1, -1
+	}
+	if s, i, ok := parseStepID(id[strings.LastIndexByte(id, '/')+1:]); ok {
+		return s, i
+	}
+	return -1, -1
+}
