@@ -116,7 +116,37 @@ type spanRec struct {
 	// runs holds, per run until it finishes, its tasks in progress and
 	// when each of its messages' first successful publish returned.
 	runs sync.Map // run -> *runSpans
-	bufs sync.Pool
+	// free holds the span buffers of ended tasks for the next ones (not a
+	// sync.Pool: a collection would empty it, and a 256-branch burst has
+	// a task in every delivery slot).
+	freeMu sync.Mutex // short critical sections, never held across a wait
+	free   []*[]Span
+}
+
+// maxKeptBuf bounds the capacity of a buffer kept for reuse.
+const maxKeptBuf = 4096
+
+func (r *spanRec) getBuf() *[]Span {
+	r.freeMu.Lock()
+	if n := len(r.free); n > 0 {
+		b := r.free[n-1]
+		r.free = r.free[:n-1]
+		r.freeMu.Unlock()
+		return b
+	}
+	r.freeMu.Unlock()
+	b := make([]Span, 0, 16)
+	return &b
+}
+
+func (r *spanRec) putBuf(b *[]Span) {
+	if cap(*b) > maxKeptBuf {
+		return
+	}
+	*b = (*b)[:0]
+	r.freeMu.Lock()
+	r.free = append(r.free, b)
+	r.freeMu.Unlock()
 }
 
 type runSpans struct {
@@ -135,43 +165,66 @@ func newSpanRec(obs Observer, w world.World) *spanRec {
 	if !ok {
 		return nil
 	}
-	r := &spanRec{obs: so, rt: w.Runtime(), waits: w.Capabilities().CapacityWaits}
-	r.bufs.New = func() any { s := make([]Span, 0, 16); return &s }
-	return r
+	return &spanRec{obs: so, rt: w.Runtime(), waits: w.Capabilities().CapacityWaits}
 }
 
-func (r *spanRec) id() uint64 { return r.ids.Add(1) }
+// block returns the first ID of a fresh block of spanBlock IDs (never 0).
+func (r *spanRec) block() uint64 { return r.ids.Add(1) * spanBlock }
 
-// spanTask is one task of a run, collecting its spans until it ends.
+// spanTask is one task of a run, collecting its spans until it ends. It is
+// also the context the task runs in (its parent's, carrying the task), so
+// that a task costs one allocation, not two.
 type spanTask struct {
+	context.Context
 	rec  *spanRec
 	self Span
 	mu   sync.Mutex // short critical sections, never held across a wait
 	run  string
+	rs   *runSpans // run's, once it is known
 	buf  *[]Span
 	done bool
+	// next is the ID of the task's next span: its spans are numbered
+	// after its own, in a block of spanBlock IDs.
+	next uint64
 }
+
+// spanBlock is how many span IDs a task takes at once: task IDs are
+// multiples of it, so a task numbers its spans without an atomic.
+const spanBlock = 1 << 20
 
 type taskKey struct{}
 
+// Value returns the task for taskKey, else the parent context's value.
+func (t *spanTask) Value(key any) any {
+	if key == (taskKey{}) {
+		return t
+	}
+	return t.Context.Value(key)
+}
+
 // taskOf returns the task ctx runs in, or nil.
 func taskOf(ctx context.Context) *spanTask {
+	if t, ok := ctx.(*spanTask); ok {
+		return t
+	}
 	t, _ := ctx.Value(taskKey{}).(*spanTask)
 	return t
 }
 
-// begin starts a task of kind for run (which may be set later, setRun).
+// begin starts a task of kind for run (which may be set later, setRun);
+// the task is the context to run it with.
 func (r *spanRec) begin(ctx context.Context, kind SpanKind, run string) (context.Context, *spanTask) {
 	if r == nil {
 		return ctx, nil
 	}
-	t := r.newTask(kind, run, r.rt.Now())
-	return context.WithValue(ctx, taskKey{}, t), t
+	t := r.newTask(ctx, kind, run, r.rt.Now())
+	return t, t
 }
 
-func (r *spanRec) newTask(kind SpanKind, run string, at time.Duration) *spanTask {
-	t := &spanTask{rec: r, buf: r.bufs.Get().(*[]Span),
-		self: Span{Kind: kind, Start: at, Stage: -1, Index: -1, ID: r.id()}}
+func (r *spanRec) newTask(ctx context.Context, kind SpanKind, run string, at time.Duration) *spanTask {
+	id := r.block()
+	t := &spanTask{Context: ctx, rec: r, buf: r.getBuf(), next: id + 1,
+		self: Span{Kind: kind, Start: at, Stage: -1, Index: -1, ID: id}}
 	t.setRun(run)
 	return t
 }
@@ -191,19 +244,40 @@ func (t *spanTask) setRun(run string) {
 	if t == nil || run == "" {
 		return
 	}
-	t.mu.Lock()
-	t.run = run
-	t.mu.Unlock()
 	rs := t.rec.runOf(run)
+	t.mu.Lock()
+	t.run, t.rs = run, rs
+	t.mu.Unlock()
 	rs.mu.Lock()
 	rs.open[t] = struct{}{}
 	rs.mu.Unlock()
 }
 
-// add records s as a span of the task. After the task ended (nothing the
-// engine does today), s is reported on its own.
-func (t *spanTask) add(s Span) {
+// reserve returns an ID for a span of the task reported later (add).
+func (t *spanTask) reserve() uint64 {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nextID()
+}
+
+// nextID numbers the task's next span; t.mu is held.
+func (t *spanTask) nextID() uint64 {
+	if t.next%spanBlock == 0 {
+		t.next = t.rec.block() // a task of a million spans: a fresh block
+	}
+	t.next++
+	return t.next - 1
+}
+
+// add records s as a span of the task, its Parent and (unless reserved)
+// its ID set. After the task ended (nothing the engine does today), s is
+// reported on its own.
+func (t *spanTask) add(s Span) {
+	s.Parent = t.self.ID
+	t.mu.Lock()
+	if s.ID == 0 {
+		s.ID = t.nextID()
+	}
 	if !t.done {
 		*t.buf = append(*t.buf, s)
 		t.mu.Unlock()
@@ -227,19 +301,15 @@ func (t *spanTask) end() {
 	t.self.End = now
 	buf := t.buf
 	*buf = append(*buf, t.self)
-	run := t.run
+	run, rs := t.run, t.rs
 	t.mu.Unlock()
 	if run != "" {
-		if v, ok := t.rec.runs.Load(run); ok {
-			rs := v.(*runSpans)
-			rs.mu.Lock()
-			delete(rs.open, t)
-			rs.mu.Unlock()
-		}
+		rs.mu.Lock()
+		delete(rs.open, t)
+		rs.mu.Unlock()
 		t.rec.obs.Spans(run, *buf)
 	}
-	*buf = (*buf)[:0]
-	t.rec.bufs.Put(buf)
+	t.rec.putBuf(buf)
 }
 
 // flush reports what the task recorded so far, and its own span as it
@@ -287,14 +357,13 @@ func (r *spanRec) finished(run string) {
 	}
 }
 
-// body records a step body of the task ctx runs in, from start to now.
-func (r *spanRec) body(ctx context.Context, s, idx int, start time.Duration) {
+// body records a step body of the task ctx runs in, from start to end.
+func (r *spanRec) body(ctx context.Context, s, idx int, start, end time.Duration) {
 	if r == nil {
 		return
 	}
 	if t := taskOf(ctx); t != nil {
-		t.add(Span{Kind: SpanBody, Start: start, End: r.rt.Now(), Stage: int32(s), Index: int32(idx),
-			ID: r.id(), Parent: t.self.ID})
+		t.add(Span{Kind: SpanBody, Start: start, End: end, Stage: int32(s), Index: int32(idx)})
 	}
 }
 
@@ -307,25 +376,47 @@ func (r *spanRec) forget(run string) {
 	r.runs.Delete(run)
 }
 
-func (r *spanRec) published(run, msg string, end time.Duration, span uint64) {
-	v, ok := r.runs.Load(run) // registered by the run's start task
-	if !ok {
-		return // finished (or started by another engine)
+// publishing notes, before the call, that msg of the task's run is being
+// published by the span with ID span: a consumer may receive the message
+// before the publisher sees its call return. It returns whether this call
+// owns the note (the message's first publish).
+func (t *spanTask) publishing(msg string, span uint64) bool {
+	t.mu.Lock()
+	rs := t.rs
+	t.mu.Unlock()
+	if rs == nil {
+		return false
 	}
-	rs := v.(*runSpans)
 	rs.mu.Lock()
-	if _, seen := rs.pubs[msg]; !seen {
-		rs.pubs[msg] = published{end: end, span: span}
+	defer rs.mu.Unlock()
+	if _, seen := rs.pubs[msg]; seen {
+		return false
+	}
+	rs.pubs[msg] = published{end: -1, span: span}
+	return true
+}
+
+// published completes the note of publishing: the call returned at end,
+// or failed (the message was not published).
+func (t *spanTask) published(msg string, end time.Duration, ok bool) {
+	rs := t.rs
+	rs.mu.Lock()
+	if ok {
+		p := rs.pubs[msg]
+		p.end = end
+		rs.pubs[msg] = p
+	} else {
+		delete(rs.pubs, msg)
 	}
 	rs.mu.Unlock()
 }
 
-func (r *spanRec) publishOf(run, msg string) (published, bool) {
-	v, ok := r.runs.Load(run)
-	if !ok {
+// publishOf returns when msg of rs's run was first published (end -1:
+// its call has not returned yet).
+func (rs *runSpans) publishOf(msg string) (published, bool) {
+	if rs == nil {
 		return published{}, false
 	}
-	rs := v.(*runSpans)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	pub, ok := rs.pubs[msg]
@@ -364,15 +455,20 @@ func (w *spanWorld) begin(ctx context.Context) (context.Context, call, bool) {
 	return ctx, c, true
 }
 
-// done reports the call as a span of its task and returns the span's ID.
-func (w *spanWorld) done(c call, op world.Op, stage, index int) uint64 {
-	s := Span{Kind: SpanCall, Op: op, Start: c.start, End: w.r.rt.Now(), Stage: int32(stage), Index: int32(index),
-		ID: w.r.id(), Parent: c.t.self.ID}
+// done reports the call as a span of its task.
+func (w *spanWorld) done(c call, op world.Op, stage, index int) {
+	w.doneAs(c, 0, op, stage, index)
+}
+
+// doneAs reports the call as a span of its task, with ID id when it is
+// not 0 (reserved), and returns its end.
+func (w *spanWorld) doneAs(c call, id uint64, op world.Op, stage, index int) time.Duration {
+	s := Span{Kind: SpanCall, Op: op, Start: c.start, End: w.r.rt.Now(), Stage: int32(stage), Index: int32(index), ID: id}
 	if c.wait != nil {
 		s.Wait = min(c.wait.D, s.End-s.Start)
 	}
 	c.t.add(s)
-	return s.ID
+	return s.End
 }
 
 // CreateRun times run_create.
@@ -436,13 +532,16 @@ func (w *spanWorld) HookRun(ctx context.Context, token string) (string, error) {
 // published, for its delivery's queue span.
 func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
 	ctx, c, ok := w.begin(ctx)
+	if !ok {
+		return w.World.Publish(ctx, m, opt)
+	}
+	id := c.t.reserve()
+	first := c.t.publishing(m.ID, id)
 	dup, err := w.World.Publish(ctx, m, opt)
-	if ok {
-		stage, index := messageStep(m.ID)
-		id := w.done(c, world.OpPublish, stage, index)
-		if err == nil {
-			w.r.published(m.Run, m.ID, w.r.rt.Now(), id)
-		}
+	stage, index := messageStep(m.ID)
+	end := w.doneAs(c, id, world.OpPublish, stage, index)
+	if first {
+		c.t.published(m.ID, end, err == nil)
 	}
 	return dup, err
 }
@@ -452,17 +551,24 @@ func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.Publ
 func (w *spanWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
 	return w.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
 		now := w.r.rt.Now()
-		t := w.r.newTask(SpanTask, d.Run, now)
+		t := w.r.newTask(ctx, SpanTask, d.Run, now)
 		stage, index := messageStep(d.ID)
 		t.self.Stage, t.self.Index = int32(stage), int32(index)
-		if pub, ok := w.r.publishOf(d.Run, d.ID); ok && pub.end <= now {
-			q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: pub.end, End: now, Stage: int32(stage), Index: int32(index),
-				ID: w.r.id(), After: pub.span}
+		if pub, ok := t.rs.publishOf(d.ID); ok {
+			// A delivery that came before its publisher saw the call
+			// return (end -1, or a later clock reading) waited for
+			// nothing: its queue span is empty, after the publish.
+			start := now
+			if pub.end >= 0 && pub.end <= now {
+				start = pub.end
+			}
+			q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: start, End: now, Stage: int32(stage), Index: int32(index),
+				ID: t.nextID(), After: pub.span}
 			q.Wait = min(world.DeliveryWait(ctx), q.End-q.Start)
 			*t.buf = append(*t.buf, q)
 			t.self.After = q.ID
 		}
-		err := h(context.WithValue(ctx, taskKey{}, t), d)
+		err := h(t, d)
 		t.end()
 		return err
 	})

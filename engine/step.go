@@ -155,12 +155,12 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	if err := e.body(ctx, inv, s, idx); err != nil {
 		return false, err
 	}
-	e.spans.body(ctx, s, idx, span.Start)
+	since := e.rt.Now()
+	e.spans.body(ctx, s, idx, span.Start, since)
 	inv.prevStep = true
 
 	names := inv.prog.step(s, idx)
 	id := names.id
-	since := e.rt.Now()
 	e.end.begin(inv.run, since)
 	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id,
 		Data: inv.prog.payload}, world.Precondition{})

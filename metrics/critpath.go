@@ -168,17 +168,23 @@ func CriticalPath(spans []Span, t0, end time.Duration, from uint64) []PathSegmen
 const top = -1 // the top-level container
 
 type walk struct {
-	spans   []Span
-	t0      time.Duration
-	byID    map[uint64]int
-	kids    map[int][]int // container -> children, by End, Start, position
+	spans []Span
+	t0    time.Duration
+	byID  map[uint64]int
+	// kids[from[k+1]:from[k+2]] are container k's children (k = top:
+	// -1), sorted by End, Start and position the first time the walk
+	// enters k (sorted[k+1]).
+	kids    []int32
+	from    []int32
+	sorted  []bool
 	visited []bool
 	segs    []PathSegment // backwards
 }
 
 func newWalk(spans []Span, t0 time.Duration) *walk {
-	w := &walk{spans: spans, t0: t0, byID: make(map[uint64]int, len(spans)), kids: map[int][]int{},
-		visited: make([]bool, len(spans))}
+	n := len(spans)
+	w := &walk{spans: spans, t0: t0, byID: make(map[uint64]int, n), visited: make([]bool, n),
+		from: make([]int32, n+2), sorted: make([]bool, n+1)}
 	// A span reported twice (a task still running when its run finished
 	// reports itself then, and again when it ends) is its last report.
 	for i := range spans {
@@ -186,20 +192,43 @@ func newWalk(spans []Span, t0 time.Duration) *walk {
 			w.byID[id] = i
 		}
 	}
+	// Children grouped by container with a counting sort: each container's
+	// are sorted only if the walk enters it.
+	in := make([]int32, n) // each span's container + 1
 	for i := range spans {
 		if id := spans[i].ID; id != 0 && w.byID[id] != i {
 			w.visited[i] = true // superseded
+			in[i] = -1
 			continue
 		}
-		k := w.containerOf(i)
-		w.kids[k] = append(w.kids[k], i)
+		in[i] = int32(w.containerOf(i) + 1)
+		w.from[in[i]+1]++
 	}
-	for _, k := range w.kids {
-		slices.SortFunc(k, func(a, b int) int {
-			return cmp.Or(cmp.Compare(spans[a].End, spans[b].End), cmp.Compare(spans[a].Start, spans[b].Start), cmp.Compare(a, b))
-		})
+	for k := 1; k < len(w.from); k++ {
+		w.from[k] += w.from[k-1]
+	}
+	w.kids = make([]int32, w.from[n+1])
+	next := slices.Clone(w.from[:n+1])
+	for i, k := range in {
+		if k >= 0 {
+			w.kids[next[k]] = int32(i)
+			next[k]++
+		}
 	}
 	return w
+}
+
+// children are container k's children, by End, Start and position.
+func (w *walk) children(k int) []int32 {
+	kids := w.kids[w.from[k+1]:w.from[k+2]]
+	if !w.sorted[k+1] {
+		w.sorted[k+1] = true
+		slices.SortFunc(kids, func(a, b int32) int {
+			sa, sb := &w.spans[a], &w.spans[b]
+			return cmp.Or(cmp.Compare(sa.End, sb.End), cmp.Compare(sa.Start, sb.Start), cmp.Compare(a, b))
+		})
+	}
+	return kids
 }
 
 // containerOf is the container of span i: its parent, or the top level.
@@ -212,12 +241,12 @@ func (w *walk) containerOf(i int) int {
 	return top
 }
 
-func (w *walk) holds(i int) bool { return i != top && len(w.kids[i]) > 0 }
+func (w *walk) holds(i int) bool { return i != top && w.from[i+2] > w.from[i+1] }
 
 // pick returns the unvisited child of k that ended last at or before t.
 func (w *walk) pick(k int, t time.Duration) int {
-	kids := w.kids[k]
-	j, _ := slices.BinarySearchFunc(kids, t, func(i int, t time.Duration) int {
+	kids := w.children(k)
+	j, _ := slices.BinarySearchFunc(kids, t, func(i int32, t time.Duration) int {
 		if w.spans[i].End <= t {
 			return -1
 		}
@@ -225,7 +254,7 @@ func (w *walk) pick(k int, t time.Duration) int {
 	})
 	for j--; j >= 0; j-- {
 		if !w.visited[kids[j]] {
-			return kids[j]
+			return int(kids[j])
 		}
 	}
 	return -1
@@ -368,15 +397,6 @@ func (t *RunTimeline) HasEngineSpans() bool {
 	return false
 }
 
-// appendOps are the world operations that append to a run's log.
-var appendOps = func() map[world.Op]bool {
-	m := map[world.Op]bool{}
-	for k := world.RunCreated; k <= world.StreamClosed; k++ {
-		m[world.AppendOp(k)] = true
-	}
-	return m
-}()
-
 // Classify is the category of the built-in engine's span s; in is the
 // kind of the task it ran in (0: none). A call made by a run's start is
 // the start's.
@@ -394,18 +414,19 @@ func Classify(s engine.Span, in engine.SpanKind) string {
 		if in == engine.SpanStart {
 			return CatStart
 		}
-		switch {
-		case s.Op == world.OpLoad:
+		switch s.Op {
+		case world.OpLoad:
 			return CatLogLoad
-		case s.Op == world.OpPublish:
+		case world.OpPublish:
 			return CatPublish
-		case s.Op == world.OpGetRun, s.Op == world.OpHookRun, s.Op == world.OpListRuns:
+		case world.OpGetRun, world.OpHookRun, world.OpListRuns:
 			return CatRunRead
-		case s.Op == world.OpCreateRun:
+		case world.OpCreateRun:
 			return CatStart
-		case appendOps[s.Op]:
-			return CatWrite
+		case world.OpDeliver, world.OpWriteChunk, world.OpReadChunks, world.OpCloseStream:
+			return CatUnattributed // not a call the engine times
 		}
+		return CatWrite // an append, named by its event kind
 	}
 	return CatUnattributed
 }

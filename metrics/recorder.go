@@ -42,7 +42,14 @@ type runRecord struct {
 	mu   sync.Mutex
 	tl   RunTimeline
 	done func()
+	// spanCap sizes the run's span slice the first time its engine
+	// reports spans (0 once it is sized).
+	spanCap int
 }
+
+// spansPerStep is about how many spans the built-in engine reports per
+// step (a 256-branch fan-out: ~9.1).
+const spansPerStep = 10
 
 var _ engine.SpanObserver = (*Recorder)(nil)
 
@@ -78,8 +85,9 @@ func (r *Recorder) lookup(run string) *runRecord {
 // and must not block.
 func (r *Recorder) Begin(run string, t0 time.Duration, expectedSteps int, done func()) error {
 	rec := &runRecord{
-		tl:   RunTimeline{ID: run, T0: t0, Steps: make([]engine.StepSpan, 0, max(expectedSteps, 0))},
-		done: done,
+		tl:      RunTimeline{ID: run, T0: t0, Steps: make([]engine.StepSpan, 0, max(expectedSteps, 0))},
+		done:    done,
+		spanCap: max(expectedSteps, 0)*spansPerStep + 16,
 	}
 	s := r.shard(run)
 	s.mu.Lock()
@@ -110,6 +118,11 @@ func (r *Recorder) Spans(run string, spans []engine.Span) {
 		return
 	}
 	rec.mu.Lock()
+	if rec.spanCap > 0 && cap(rec.tl.Spans)-len(rec.tl.Spans) < len(spans) {
+		// Sized once for the whole run, rather than grown by doubling.
+		rec.tl.Spans = append(make([]Span, 0, max(rec.spanCap, len(rec.tl.Spans)+len(spans))), rec.tl.Spans...)
+		rec.spanCap = 0
+	}
 	rec.tl.Spans = FromEngine(rec.tl.Spans, spans)
 	rec.mu.Unlock()
 }
