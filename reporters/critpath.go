@@ -71,8 +71,10 @@ func share(part, total float64) string {
 // pathTable is the "where the time went" table: a header row, then one
 // row per cell: its label, the TTLS mean of its finished runs, and per
 // category the mean per run and its share of that TTLS. With base, a
-// category's mean carries its change against the baseline's cell.
-func pathTable(cells []*results.Cell, lab labeler, base map[stats.CellKey]*results.Cell) [][]string {
+// category's mean carries its change against the baseline's cell, and
+// mark's verdict on it (nil: none).
+func pathTable(cells []*results.Cell, lab labeler, base map[stats.CellKey]*results.Cell,
+	mark func(c *results.Cell, cat string, base, cur float64) string) [][]string {
 	cols := pathColumns(cells)
 	head := []string{"cell", "TTLS mean*"}
 	head = append(head, cols...)
@@ -87,6 +89,11 @@ func pathTable(cells []*results.Cell, lab labeler, base map[stats.CellKey]*resul
 			if b != nil {
 				if bp, ok := b.Path(cat); ok && !(bp.Mean == 0 && pc.Mean == 0) {
 					v += " " + deltaText(bp.Mean, pc.Mean)
+					if mark != nil {
+						if mk := mark(c, cat, bp.Mean, pc.Mean); mk != "" {
+							v += " " + mk
+						}
+					}
 				}
 			}
 			row = append(row, v)
@@ -96,19 +103,18 @@ func pathTable(cells []*results.Cell, lab labeler, base map[stats.CellKey]*resul
 	return rows
 }
 
-// pathDetail is the per-cell, per-category mean, p50 and p90 (rows with
-// time in them only): a header row, then the rows.
+// pathDetail is the per-cell p50 and p90 of each category of pathTable's
+// columns: a header row, then one row per cell.
 func pathDetail(cells []*results.Cell, lab labeler) [][]string {
-	rows := [][]string{{"cell", "category", "mean", "p50", "p90", "share"}}
+	cols := pathColumns(cells)
+	rows := [][]string{append([]string{"cell"}, cols...)}
 	for _, c := range cells {
-		total := pathTotal(c)
-		for _, pc := range c.CriticalPath {
-			if pc.Mean <= 0 && pc.Category != metrics.CatUnattributed {
-				continue
-			}
-			rows = append(rows, []string{lab.label(c), pc.Category, stats.FormatMicros(pc.Mean),
-				fmtUS(pc.P50), fmtUS(pc.P90), share(pc.Mean, total)})
+		row := []string{lab.label(c)}
+		for _, cat := range cols {
+			pc, _ := c.Path(cat)
+			row = append(row, fmtUS(pc.P50)+" / "+fmtUS(pc.P90))
 		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -118,15 +124,17 @@ const pathNote = "each finished run's TTLS split along its critical path: per ca
 	"TTLS mean*, the TTLS mean of the finished runs (a run's categories add up exactly to its TTLS; docs/critical-path.md)"
 
 // writePathText writes the group's "where the time went" table for the
-// terminal, the cell column padded to width.
-func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int, base map[stats.CellKey]*results.Cell) error {
+// terminal, after a blank line, the cell column padded to width (changes
+// against a baseline are compare's: durabench compare tests each
+// category's).
+func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int) error {
 	pc := pathCells(cells)
 	if len(pc) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "where the time went: "+pathNote)
+	fmt.Fprintln(w, "\nwhere the time went: "+pathNote)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for i, row := range pathTable(pc, lab, base) {
+	for i, row := range pathTable(pc, lab, nil, nil) {
 		if i > 0 {
 			row[0] += strings.Repeat(" ", max(0, width-utf8.RuneCountInString(row[0])))
 		} else {
@@ -137,19 +145,51 @@ func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int, b
 	return tw.Flush()
 }
 
-// pathMarkdown writes the group's "where the time went" table and, with
-// detail, each cell's categories with their p50 and p90, collapsed.
-func (m *markdown) pathMarkdown(sb *strings.Builder, g scenarioGroup, detail bool) {
+// compactPath is a critical path without its per-run values (the
+// summaries the next comment's deltas need), for the embedded copy.
+func compactPath(path []results.PathCategory) []results.PathCategory {
+	if path == nil {
+		return nil
+	}
+	out := make([]results.PathCategory, len(path))
+	for i, pc := range path {
+		pc.Values = nil
+		out[i] = pc
+	}
+	return out
+}
+
+// pathMarkdown writes the group's "where the time went" table (at most
+// d.maxRows rows when set) and, with histograms, each cell's categories
+// with their p50 and p90, collapsed.
+func (m *markdown) pathMarkdown(sb *strings.Builder, g scenarioGroup, d detail) {
 	pc := pathCells(g.Cells)
 	if len(pc) == 0 {
 		return
 	}
+	omitted := 0
+	if d.maxRows > 0 && len(pc) > d.maxRows {
+		pc, omitted = pc[:d.maxRows], len(pc)-d.maxRows
+	}
+	detail := d.histograms
 	sb.WriteString("\n**Where the time went** — " + pathNote + ":\n\n")
 	base := m.base
 	if !m.comparable {
 		base = nil
 	}
-	for i, row := range pathTable(pc, m.lab, base) {
+	// The marks of the main tables: a large change that compare's per-run
+	// test finds significant, or noise.
+	mark := func(c *results.Cell, cat string, b, cur float64) string {
+		sig, ok := m.sig[sigKey{cellKey(c), metrics.PathMetricPrefix + cat}]
+		switch {
+		case ok && !sig.Significant:
+			return markNoise
+		case !ok || sig.Significant:
+			return deltaMark(b, cur)
+		}
+		return ""
+	}
+	for i, row := range pathTable(pc, m.lab, base, mark) {
 		if i > 0 {
 			row[0] = "`" + row[0] + "`"
 		}
@@ -158,17 +198,20 @@ func (m *markdown) pathMarkdown(sb *strings.Builder, g scenarioGroup, detail boo
 			sb.WriteString("|---" + strings.Repeat("|--:", len(row)-1) + "|\n")
 		}
 	}
+	if omitted > 0 {
+		fmt.Fprintf(sb, "\n_%d more row(s) left out to fit the comment; see the uploaded results._\n", omitted)
+	}
 	if !detail {
 		return
 	}
-	sb.WriteString("\n<details><summary>critical path per category: mean, p50, p90</summary>\n\n")
+	sb.WriteString("\n<details><summary>critical path per category: p50 / p90 per run</summary>\n\n")
 	for i, row := range pathDetail(pc, m.lab) {
 		if i > 0 {
-			row[0], row[1] = "`"+row[0]+"`", "`"+row[1]+"`"
+			row[0] = "`" + row[0] + "`"
 		}
 		sb.WriteString("| " + strings.Join(row, " | ") + " |\n")
 		if i == 0 {
-			sb.WriteString("|---|---" + strings.Repeat("|--:", len(row)-2) + "|\n")
+			sb.WriteString("|---" + strings.Repeat("|--:", len(row)-1) + "|\n")
 		}
 	}
 	sb.WriteString("\n</details>\n")

@@ -72,6 +72,11 @@ func (c *charts) criticalPath(g scenarioGroup) (*plot.Plot, error) {
 	}
 	p.NominalY(labels...)
 	p.X.Min = 0
+	var most float64
+	for _, cell := range cells {
+		most = max(most, pathTotal(cell))
+	}
+	p.X.Max = most / 1000 * 1.04 // room right of the longest bar
 	p.Y.Tick.Label.Font.Size = 10
 	return p, nil
 }

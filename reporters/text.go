@@ -142,7 +142,7 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		for _, l := range lagWarnings(g.Cells, lab) {
 			fmt.Fprintln(ew, "  warning: "+l)
 		}
-		if err := writePathText(ew, g.Cells, lab, width, base); err != nil {
+		if err := writePathText(ew, g.Cells, lab, width); err != nil {
 			return err
 		}
 		if sc := streamCells(g.Cells); len(sc) > 0 {
