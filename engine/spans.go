@@ -186,6 +186,9 @@ type spanTask struct {
 	// next is the ID of the task's next span: its spans are numbered
 	// after its own, in a block of spanBlock IDs.
 	next uint64
+	// last is the latest end among the task's spans: the task's own span
+	// ends there (the clock is not read again for it).
+	last time.Duration
 }
 
 // spanBlock is how many span IDs a task takes at once: task IDs are
@@ -278,6 +281,7 @@ func (t *spanTask) add(s Span) {
 	if s.ID == 0 {
 		s.ID = t.nextID()
 	}
+	t.last = max(t.last, s.End)
 	if !t.done {
 		*t.buf = append(*t.buf, s)
 		t.mu.Unlock()
@@ -290,15 +294,15 @@ func (t *spanTask) add(s Span) {
 	}
 }
 
-// end closes the task and reports its spans, its own last.
+// end closes the task and reports its spans, its own last. The task ends
+// with its last span: what it does after that is on no path.
 func (t *spanTask) end() {
 	if t == nil {
 		return
 	}
-	now := t.rec.rt.Now()
 	t.mu.Lock()
 	t.done = true
-	t.self.End = now
+	t.self.End = max(t.last, t.self.Start)
 	buf := t.buf
 	*buf = append(*buf, t.self)
 	run, rs := t.run, t.rs
@@ -313,17 +317,16 @@ func (t *spanTask) end() {
 }
 
 // flush reports what the task recorded so far, and its own span as it
-// stands (ending now); the rest follows when it ends, its own span again
-// (the later report of a span ID supersedes the earlier).
+// stands; the rest follows when it ends, its own span again (the later
+// report of a span ID supersedes the earlier).
 func (t *spanTask) flush() {
-	now := t.rec.rt.Now()
 	t.mu.Lock()
 	if t.done {
 		t.mu.Unlock()
 		return
 	}
 	self := t.self
-	self.End = now
+	self.End = max(t.last, self.Start)
 	*t.buf = append(*t.buf, self)
 	out := slices.Clone(*t.buf)
 	*t.buf = (*t.buf)[:0]
@@ -469,6 +472,32 @@ func (w *spanWorld) doneAs(c call, id uint64, op world.Op, stage, index int) tim
 	}
 	c.t.add(s)
 	return s.End
+}
+
+// appendFrom appends ev to run's log for an engine that read the clock
+// (start) just before the call and reads it again just after: with spans
+// recorded, the call's span is timed with those same readings rather
+// than two more (a step's completion: its body's end, its own end). It
+// returns the append's answer, the time it returned and its error.
+func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, start time.Duration) (world.AppendResult, time.Duration, error) {
+	sw, ok := e.w.(*spanWorld)
+	t := taskOf(ctx)
+	if !ok || t == nil {
+		res, err := e.w.Append(ctx, run, ev, world.Precondition{})
+		return res, e.rt.Now(), err
+	}
+	c := call{t: t, start: start}
+	if sw.r.waits {
+		c.wait = &world.CallWait{}
+		ctx = world.WithCallWait(ctx, c.wait)
+	}
+	res, err := sw.World.Append(ctx, run, ev, world.Precondition{})
+	stage, index := -1, -1
+	if s, i, ok := parseStepID(ev.Entity); ok {
+		stage, index = s, i
+	}
+	end := sw.doneAs(c, 0, world.AppendOp(ev.Kind), stage, index)
+	return res, end, err
 }
 
 // CreateRun times run_create.
