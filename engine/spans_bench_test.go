@@ -211,6 +211,7 @@ func BenchmarkSpansCPU256(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			s := newSpansSide(b, spans)
+			var ttls []time.Duration
 			one := func(id string) {
 				done := make(chan struct{})
 				if err := s.rec.Begin(id, s.rt.Now(), 256, func() { close(done) }); err != nil {
@@ -220,6 +221,9 @@ func BenchmarkSpansCPU256(b *testing.B) {
 					b.Fatal(err)
 				}
 				<-done
+				tl, _ := s.rec.Snapshot(id, s.rt.Now())
+				d, _ := metrics.TimeToLastStep(&tl)
+				ttls = append(ttls, d)
 				s.rec.Forget(id)
 			}
 			for i := range fanout.WarmupRuns {
@@ -233,6 +237,7 @@ func BenchmarkSpansCPU256(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(fanout.Micros(processCPU()-cpu0)/float64(b.N), "cpu-us/op")
+			b.ReportMetric(fanout.Micros(fanout.Median(ttls[fanout.WarmupRuns:])), "ttls-p50-us")
 		})
 	}
 }
