@@ -402,7 +402,9 @@ func (t *spanTask) publishing(msg string, span uint64) bool {
 // published completes the note of publishing: the call returned at end,
 // or failed (the message was not published).
 func (t *spanTask) published(msg string, end time.Duration, ok bool) {
+	t.mu.Lock()
 	rs := t.rs
+	t.mu.Unlock()
 	rs.mu.Lock()
 	if ok {
 		p := rs.pubs[msg]
