@@ -101,7 +101,11 @@ type Span struct {
 type SpanObserver interface {
 	Observer
 	// Spans reports a task's spans when the task ends, its own span last.
-	// The slice is reused after the call returns: copy what is kept.
+	// A task still running when its run finishes reports what it has so
+	// far just before RunFinished, its own span (ending with its latest
+	// span) last, and the rest when it ends: a span reported twice is its
+	// later report. The slice is reused after the call returns: copy what
+	// is kept.
 	Spans(run string, spans []Span)
 }
 
