@@ -64,6 +64,10 @@ type Engine struct {
 	// are reported (see endings).
 	end endings
 
+	// spans records the engine's spans when the observer takes them
+	// (SpanObserver); nil otherwise (spans.go).
+	spans *spanRec
+
 	// unconfirmed holds the runs whose terminal write by this engine failed
 	// transiently (run -> failed): the write may have landed with its answer
 	// lost (a connection reset after the commit). The redelivery that finds
@@ -215,7 +219,11 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Observer = nopObserver{}
 	}
 	caps := cfg.World.Capabilities()
-	return &Engine{cfg: cfg, w: cfg.World, rt: cfg.World.Runtime(),
+	w, spans := cfg.World, newSpanRec(cfg.Observer, cfg.World)
+	if spans != nil {
+		w = &spanWorld{World: w, r: spans} // every call of a task is timed
+	}
+	return &Engine{cfg: cfg, w: w, rt: cfg.World.Runtime(), spans: spans,
 		f: Effective(cfg.Features, caps), obs: cfg.Observer, inlineWindow: caps.VisibilityTimeout / 2,
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15)),
 		end: endings{seed: maphash.MakeSeed()}}, nil
@@ -267,6 +275,8 @@ func (e *Engine) StartRun(ctx context.Context, id string, p Program) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("engine: run %s: %w", id, err)
 	}
+	ctx, task := e.spans.begin(ctx, SpanStart, id)
+	defer task.end()
 	e.programs.Store(id, newProgramInfo(p))
 	err := e.w.CreateRun(ctx, world.Run{ID: id, Deployment: e.cfg.Deployment, SpecVersion: specVersion, Input: p.encode()})
 	if err != nil {
@@ -286,10 +296,13 @@ func (e *Engine) StartRun(ctx context.Context, id string, p Program) error {
 // failure is left for the consumer to re-ensure. Otherwise the write comes
 // first and the publish after it.
 func (e *Engine) ResumeHook(ctx context.Context, token, resumeID string, payload []byte) error {
+	ctx, task := e.spans.begin(ctx, SpanResume, "")
+	defer task.end()
 	run, err := e.w.HookRun(ctx, token)
 	if err != nil {
 		return fmt.Errorf("engine: resume hook %s: %w", token, err)
 	}
+	task.setRun(run)
 	ev := world.Event{Kind: world.HookReceived, ID: "h/" + resumeID, Entity: token, Data: payload}
 	key := "wf/" + run + "/hook/" + resumeID
 	if !e.f.LazyHookResume {

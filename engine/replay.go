@@ -328,6 +328,8 @@ func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState, eve
 func (e *Engine) finish(run string, failed bool) {
 	e.programs.Delete(run)
 	if at := e.rt.Now(); e.end.finish(run, at, failed) {
+		e.spans.finished(run)
 		e.obs.RunFinished(run, at, failed)
+		e.spans.forget(run)
 	}
 }

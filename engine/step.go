@@ -155,22 +155,25 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	if err := e.body(ctx, inv, s, idx); err != nil {
 		return false, err
 	}
+	since := e.rt.Now()
+	e.spans.body(ctx, s, idx, span.Start, since)
 	inv.prevStep = true
 
 	names := inv.prog.step(s, idx)
 	id := names.id
-	since := e.rt.Now()
 	e.end.begin(inv.run, since)
-	res, err := e.w.Append(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id,
-		Data: inv.prog.payload}, world.Precondition{})
 	// The step ends when its completion is written: until then a crash
 	// runs it again. Under a loaded backend that write waits its turn, and
 	// that wait is the step's (what the reference's step entities record,
 	// and what a target's step_completed is).
-	span.End = e.rt.Now()
+	res, end, err := e.appendFrom(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id,
+		Data: inv.prog.payload}, since)
+	span.End = end
 	e.obs.StepBody(inv.run, span)
 	if held, at, failed := e.end.end(inv.run, since); held {
+		e.spans.finished(inv.run)
 		e.obs.RunFinished(inv.run, at, failed)
+		e.spans.forget(inv.run)
 	}
 	switch {
 	case err == nil:

@@ -157,6 +157,11 @@ type Collection struct {
 	Stalls    []Stall
 	// Threshold is the stall threshold that was applied.
 	Threshold time.Duration
+	// CriticalPath is, per category (indexed like Categories), each
+	// finished run's exclusive time on its critical path in µs, in run
+	// order; one run's categories add up exactly to its TTLS sample. Nil
+	// when no run's engine reported spans (RunTimeline.HasEngineSpans).
+	CriticalPath [][]int64
 	// CRTTProgress is the mean chunk round trip per tenth of the stream,
 	// pooled over runs (empty bins are left out); CRTTBySize the same by
 	// chunk size in bytes, ascending. Both are empty without chunks.
@@ -182,6 +187,10 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 	}
 	var xs, ys []float64
 	var okTTLS []time.Duration
+	spans := false
+	for i := range tls {
+		spans = spans || tls[i].HasEngineSpans()
+	}
 	for i := range tls {
 		for _, s := range c.Samples {
 			s.endRun() // the previous run's samples
@@ -203,6 +212,7 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 			if t.Finished {
 				okTTLS = append(okTTLS, d)
 			}
+			c.addPath(t, d)
 		}
 		sts := stages(Steps(t))
 		for _, g := range stepGaps(sts, cfg.Races) {
@@ -260,6 +270,9 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 	}
 	for _, s := range c.Samples {
 		s.endRun()
+	}
+	if !spans {
+		c.CriticalPath = nil
 	}
 	c.CRTTProgress = nonEmpty(c.CRTTProgress)
 	slices.SortFunc(c.CRTTBySize, func(a, b CRTTBin) int { return a.Key - b.Key })
@@ -346,4 +359,20 @@ func Slope(xs, ys []float64) (slope float64, ok bool) {
 		return 0, false
 	}
 	return sxy / sxx, true
+}
+
+// addPath adds a finished run's critical path, its categories in whole
+// microseconds adding up to its TTLS sample ttls.
+func (c *Collection) addPath(t *RunTimeline, ttls time.Duration) {
+	segs, ok := RunPath(t)
+	if !ok {
+		return
+	}
+	if c.CriticalPath == nil {
+		c.CriticalPath = make([][]int64, NumCategories)
+	}
+	us := Totals(segs).Micros(max(ttls, 0).Microseconds())
+	for i, v := range us {
+		c.CriticalPath[i] = append(c.CriticalPath[i], v)
+	}
 }

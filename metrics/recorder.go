@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,9 +42,16 @@ type runRecord struct {
 	mu   sync.Mutex
 	tl   RunTimeline
 	done func()
+	// spanCap sizes the run's span slice the first time its engine
+	// reports spans (0 once it is sized).
+	spanCap int
 }
 
-var _ engine.Observer = (*Recorder)(nil)
+// spansPerStep is about how many spans the built-in engine reports per
+// step (a 256-branch fan-out: ~9.1).
+const spansPerStep = 10
+
+var _ engine.SpanObserver = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
@@ -77,8 +85,9 @@ func (r *Recorder) lookup(run string) *runRecord {
 // and must not block.
 func (r *Recorder) Begin(run string, t0 time.Duration, expectedSteps int, done func()) error {
 	rec := &runRecord{
-		tl:   RunTimeline{ID: run, T0: t0, Steps: make([]engine.StepSpan, 0, max(expectedSteps, 0))},
-		done: done,
+		tl:      RunTimeline{ID: run, T0: t0, Steps: make([]engine.StepSpan, 0, max(expectedSteps, 0))},
+		done:    done,
+		spanCap: max(expectedSteps, 0)*spansPerStep + 16,
 	}
 	s := r.shard(run)
 	s.mu.Lock()
@@ -99,6 +108,46 @@ func (r *Recorder) StepBody(run string, sp engine.StepSpan) {
 	rec.mu.Lock()
 	rec.tl.Steps = append(rec.tl.Steps, sp)
 	rec.mu.Unlock()
+}
+
+// Spans records a task's spans (engine.SpanObserver): where the run's time
+// went.
+func (r *Recorder) Spans(run string, spans []engine.Span) {
+	rec := r.lookup(run)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	if rec.spanCap > 0 && cap(rec.tl.Spans)-len(rec.tl.Spans) < len(spans) {
+		// Sized once for the whole run, rather than grown by doubling.
+		rec.tl.Spans = append(make([]Span, 0, max(rec.spanCap, len(rec.tl.Spans)+len(spans))), rec.tl.Spans...)
+		rec.spanCap = 0
+	}
+	rec.tl.Spans = FromEngine(rec.tl.Spans, spans)
+	rec.mu.Unlock()
+}
+
+// Started records that the driver started run at at (its actual start):
+// the run's driver lag, from its scheduled start, is the first part of
+// its critical path. A later call moves the start (a start that waited in
+// a target session's queue left the driver when it was sent).
+func (r *Recorder) Started(run string, at time.Duration) {
+	rec := r.lookup(run)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i := range rec.tl.Spans {
+		if rec.tl.Spans[i].Category == CatDriverLag {
+			// A snapshot may share the slice: change a copy.
+			rec.tl.Spans = slices.Clone(rec.tl.Spans)
+			rec.tl.Spans[i].End = max(at, rec.tl.Spans[i].Start)
+			return
+		}
+	}
+	rec.tl.Spans = append(rec.tl.Spans, Span{Category: CatDriverLag, Name: "driver", Start: rec.tl.T0,
+		End: max(at, rec.tl.T0), Stage: -1, Index: -1})
 }
 
 // HookCreated records that run's hook token was registered at at.

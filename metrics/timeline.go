@@ -31,6 +31,14 @@ type RunTimeline struct {
 	Hooks []HookSpan
 	// Error describes why the run failed, when known.
 	Error string
+	// Spans are where the run's time went (critpath.go): its engine's
+	// spans and its driver lag, in the order they were reported. They are
+	// not written with the timeline (a 256-branch run has thousands);
+	// its critical path is (Path).
+	Spans []Span `json:"-"`
+	// Path is the run's critical path, when a writer of timelines set it
+	// (RunPath): the segments that make up its TTLS.
+	Path []PathSegment `json:",omitempty"`
 }
 
 // HookSpan is one hook of a run.
@@ -58,5 +66,9 @@ func (t *RunTimeline) clone() RunTimeline {
 	c.Steps = append([]engine.StepSpan(nil), t.Steps...)
 	c.Chunks = append([]engine.ChunkSpan(nil), t.Chunks...)
 	c.Hooks = append([]HookSpan(nil), t.Hooks...)
+	// Spans are only ever appended to: the copy shares the ones reported
+	// so far (its capacity capped, so an append to either side never
+	// writes where the other reads).
+	c.Spans = t.Spans[:len(t.Spans):len(t.Spans)]
 	return c
 }

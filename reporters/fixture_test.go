@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,7 @@ func fixture(o fixtureOpts) *results.File {
 				"skew_offset": perRunOf("skew_offset", offsets, reps),
 				"ttc":         metricOf(addEach(ttlsV, 400)),
 			}
+			c.CriticalPath = pathOf(ttlsV, b, v, o.stall && v == "resilient" && b == 256)
 			c.ElapsedMS = float64(sum(ttlsV)) / 1000
 			f.Cells = append(f.Cells, c)
 		}
@@ -148,6 +150,49 @@ func fixture(o fixtureOpts) *results.File {
 		f.Cells = append(f.Cells, c)
 	}
 	return f
+}
+
+// pathOf splits each run's TTLS (µs) into critical-path categories, as a
+// sweep's cell keeps them: the queue wait grows with the branches for the
+// versions that load the log on every completion, and a stalled run's
+// time is queue wait (a redelivery after the visibility timeout).
+func pathOf(ttls []int64, branches int, version string, stall bool) []results.PathCategory {
+	weights := map[string]int64{metrics.CatStart: 3, metrics.CatQueueWait: 20, metrics.CatLogLoad: 6,
+		metrics.CatWrite: 14, metrics.CatPublish: 9, metrics.CatRunRead: 4, metrics.CatContention: 10}
+	if version != "pending-count" {
+		weights[metrics.CatQueueWait] += int64(branches) / 4
+		weights[metrics.CatContention] += int64(branches) / 8
+	}
+	var out []results.PathCategory
+	for _, def := range metrics.Categories {
+		out = append(out, results.PathCategory{Category: def.Name, Values: make([]int64, len(ttls))})
+	}
+	var total int64
+	for _, w := range weights {
+		total += w
+	}
+	for r, x := range ttls {
+		left := x
+		for i := range out {
+			w := weights[out[i].Category]
+			if stall && x > 100_000_000 {
+				w = 0 // the stalled run: all queue wait
+				if out[i].Category == metrics.CatQueueWait {
+					w = total
+				}
+			}
+			out[i].Values[r] = x * w / total
+			left -= out[i].Values[r]
+		}
+		i, _ := metrics.CategoryIndex(metrics.CatCompute)
+		out[i].Values[r] += left // the rounding: the engine's own time
+	}
+	for i := range out {
+		vs := slices.Sorted(slices.Values(out[i].Values))
+		out[i].P50, out[i].P90 = metrics.Quantile(vs, 50), metrics.Quantile(vs, 90)
+		out[i].Mean = float64(sum(vs)) / float64(len(vs))
+	}
+	return out
 }
 
 func addEach(vs []int64, d int64) []int64 {

@@ -122,6 +122,7 @@ func compact(f *results.File, keepHDR bool) *results.File {
 			lag.Values, lag.HDR = nil, ""
 			cell.DriverLag = &lag
 		}
+		cell.CriticalPath = compactPath(cell.CriticalPath)
 		c.Cells[i] = cell
 	}
 	return &c

@@ -336,6 +336,7 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	m.incidents(sb, g, d)
 	m.slopes(sb, g)
 	m.crtt(sb, g)
+	m.pathMarkdown(sb, g, d)
 	if d.histograms {
 		m.histograms(sb, g, d.widestOnly)
 	}

@@ -55,7 +55,9 @@ var palette = []color.Color{
 //   - ttls-vs-branches.png: TTLS p50 against the fan-out width, one line per
 //     version and switch set (where a cliff shows);
 //   - stso-*.png: step-to-step overhead histograms, inline against queue-hop;
-//   - skew-*.png: per-run skew as a box per version.
+//   - skew-*.png: per-run skew as a box per version;
+//   - critical-path-*.png: where the time went, a bar per cell stacked by
+//     critical-path category (pngpath.go).
 //
 // The directory is created when missing.
 func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) {
@@ -123,6 +125,10 @@ func PNG(dir string, f *results.File, baseline *results.File) ([]string, error) 
 			p, err := c.skew(g, fam)
 			save("skew-"+slug(g.Name, familyLabel(fam)+".png"), p, err)
 		}
+	}
+	for _, g := range c.groups {
+		p, err := c.criticalPath(g)
+		save(slug("critical-path", g.Name+".png"), p, err)
 	}
 	for _, g := range c.groups {
 		p, err := c.crttProgress(g)

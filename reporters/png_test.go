@@ -22,7 +22,8 @@ func TestPNG(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{"cdf-fanout-256-branches-mem-none.png": false, "ttls-vs-branches.png": false,
-		"stso-sequential-50-steps-baseline.png": false, "skew-fanout-256-branches-mem-none.png": false}
+		"stso-sequential-50-steps-baseline.png": false, "skew-fanout-256-branches-mem-none.png": false,
+		"critical-path-fanout.png": false}
 	for _, path := range files {
 		name := filepath.Base(path)
 		if _, ok := want[name]; ok {
@@ -36,8 +37,8 @@ func TestPNG(t *testing.T) {
 		}
 	}
 	// 4 CDFs (3 fan-out widths, 1 sequence), the cliff, 2 STSO histograms,
-	// 3 skew charts.
-	if len(files) != 10 {
+	// 3 skew charts, the fan-out's critical path.
+	if len(files) != 11 {
 		t.Errorf("%d charts: %v", len(files), files)
 	}
 }

@@ -143,6 +143,9 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		for _, l := range lagWarnings(g.Cells, lab) {
 			fmt.Fprintln(ew, "  warning: "+l)
 		}
+		if err := writePathText(ew, g.Cells, lab, width); err != nil {
+			return err
+		}
 		if sc := streamCells(g.Cells); len(sc) > 0 {
 			fmt.Fprintln(ew, "chunk round trips (CRTT) by chunk index")
 			tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -50,6 +50,9 @@ func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell 
 		}
 		c.Metrics[name] = m
 	}
+	if col.CriticalPath != nil {
+		c.CriticalPath = pathCategories(col.CriticalPath)
+	}
 	c.CRTTProgress, c.CRTTBySize = crttBins(col.CRTTProgress), crttBins(col.CRTTBySize)
 	if col.HasSlope {
 		c.STSOSlopeUS = &col.STSOSlope

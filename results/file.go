@@ -355,7 +355,7 @@ func validateCell(name, at string, c *Cell) error {
 			return err
 		}
 	}
-	return nil
+	return validatePath(name, at, c.CriticalPath)
 }
 
 func knownRunStat(s string) bool {

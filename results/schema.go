@@ -200,6 +200,12 @@ type Cell struct {
 	// "skew", "skew_offset", "stso", "stso_inline", "stso_queue", "wo",
 	// "ttc", ...) to its summary.
 	Metrics map[string]Metric `json:"metrics"`
+	// CriticalPath is where the time went: the runs' TTLS split along each
+	// run's critical path by category (metrics.Categories, in that order,
+	// unattributed included). One finished run's categories add up
+	// exactly to its TTLS, so the means add up to the TTLS mean of the
+	// finished runs. Absent when the engine reported no spans.
+	CriticalPath []PathCategory `json:"critical_path,omitempty"`
 	// STSOSlopeUS is the least-squares slope of STSO over the step index, in
 	// microseconds per step (sequential scenarios).
 	STSOSlopeUS *float64 `json:"stso_slope_us,omitempty"`

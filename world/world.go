@@ -59,6 +59,10 @@ type Capabilities struct {
 	// once per consumer (a deployment's function concurrency, from a
 	// profile): an engine not told otherwise asks Consume for that many.
 	Concurrency int
+	// CapacityWaits is true when some calls may wait for backend capacity
+	// and the world reports each call's wait through a CallWait in its
+	// context (and a delivery's through DeliveryWait): see waits.go.
+	CapacityWaits bool
 }
 
 // Options are the settings every world accepts. Zero values mean defaults.

@@ -483,6 +483,7 @@ func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, res
 	st.mu.Lock()
 	st.lag[i] = actual - sched
 	st.mu.Unlock()
+	d.rec.Started(id, actual)
 	err := d.eng.StartRun(d.runCtx, id, d.cfg.Program)
 	if err != nil {
 		d.rec.Fail(id, rt.Now(), err)
@@ -494,6 +495,7 @@ func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, res
 			st.mu.Lock()
 			st.lag[i] = sent - sched
 			st.mu.Unlock()
+			d.rec.Started(id, sent)
 		}
 	}
 }

@@ -52,7 +52,7 @@ type HookResumer struct {
 
 type hookRef struct{ run, token string }
 
-var _ engine.Observer = (*HookResumer)(nil)
+var _ engine.SpanObserver = (*HookResumer)(nil)
 
 // NewHookResumer returns a HookResumer that records on rec and spawns its
 // resume tasks on rt.
@@ -105,6 +105,9 @@ func (h *HookResumer) StepBody(run string, s engine.StepSpan) { h.rec.StepBody(r
 
 // StreamChunk forwards to the Recorder.
 func (h *HookResumer) StreamChunk(run string, c engine.ChunkSpan) { h.rec.StreamChunk(run, c) }
+
+// Spans passes the engine's spans on to the Recorder (engine.SpanObserver).
+func (h *HookResumer) Spans(run string, spans []engine.Span) { h.rec.Spans(run, spans) }
 
 // RunFinished forwards to the Recorder.
 func (h *HookResumer) RunFinished(run string, at time.Duration, failed bool) {

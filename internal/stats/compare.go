@@ -534,6 +534,9 @@ func metricRank(name string) int {
 	if i := slices.Index(metricOrder, name); i >= 0 {
 		return i
 	}
+	if i, ok := pathRank(name); ok {
+		return len(metricOrder) + 1 + i // after every other metric, in report order
+	}
 	return len(metricOrder)
 }
 
@@ -691,6 +694,11 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 			}
 			for m := range cell.Metrics {
 				if len(want) == 0 || want[m] {
+					names[m] = true
+				}
+			}
+			for _, m := range pathMetrics(cell) {
+				if len(want) == 0 || want[m] || want[pathAll] {
 					names[m] = true
 				}
 			}

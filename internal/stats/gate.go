@@ -32,6 +32,7 @@ func (e *inputError) Is(target error) bool { return target == results.ErrInvalid
 //
 //	ttls{scenario=fanout,branches=256}.p90 < 1.10x baseline
 //	ttfs.p75 < 200ms
+//	critical_path.queue_wait{branches=256}.p50 < 1.10x baseline
 //	stalls == 0
 //
 // A rule checks either a metric statistic (Metric and Stat set) or a cell
@@ -129,7 +130,8 @@ func (e *RuleError) Unwrap() error { return ErrRules }
 //	METRIC[{SELECTOR}].STAT OP NUMBER x baseline    relative: ttls.p90 < 1.10x baseline
 //	COUNT[{SELECTOR}] OP NUMBER                     count:    stalls == 0
 //
-// where METRIC is a metric key (ttfs, ttls, skew, stso_inline, ...), STAT is
+// where METRIC is a metric key (ttfs, ttls, skew, stso_inline, ...) or a
+// critical-path category (critical_path.queue_wait: metrics.Categories), STAT is
 // min, p50, p75, p90, p99, max or mean, COUNT is stalls, errors or runs, OP
 // is <, <=, >, >=, == or !=, and UNIT is ns, us, µs, ms or s. SELECTOR is a
 // comma-separated list of FIELD=VALUE over scenario, branches, steps,
@@ -258,6 +260,13 @@ func (p *ruleParser) rule() (Rule, error) {
 	} else {
 		r.Metric = name
 	}
+	if name == pathAll {
+		cat, err := p.pathCategory(start)
+		if err != nil {
+			return r, err
+		}
+		r.Metric = metrics.PathMetricPrefix + cat
+	}
 	if p.peek() == '{' {
 		sel, err := p.selector()
 		if err != nil {
@@ -285,7 +294,7 @@ func (p *ruleParser) rule() (Rule, error) {
 		r.Stat = stat
 	} else if !isCount {
 		if p.eol() || unicode.IsSpace(p.peek()) || strings.ContainsRune("<>=!", p.peek()) {
-			return r, p.errAt(p.pos, "%s needs a statistic, e.g. %s.p90", name, name)
+			return r, p.errAt(p.pos, "%s needs a statistic, e.g. %s.p90", r.Metric, r.Metric)
 		}
 		return r, p.errAt(p.pos, "unexpected %q after metric name", p.peek())
 	}
@@ -342,6 +351,31 @@ func (p *ruleParser) rule() (Rule, error) {
 		return r, p.errAt(p.pos, "unexpected %q after the rule", string(p.src[p.pos:]))
 	}
 	return r, nil
+}
+
+// pathCategory reads ".CATEGORY" after critical_path (at start).
+func (p *ruleParser) pathCategory(start int) (string, error) {
+	if p.peek() != '.' {
+		return "", p.errAt(start, "%s needs a category, e.g. %s.%s.p50 (%s)", pathAll, pathAll, metrics.CatQueueWait, categoryList())
+	}
+	p.pos++
+	cs := p.pos
+	cat := p.word()
+	if cat == "" {
+		return "", p.errAt(cs, "expected a category after '%s.' (%s)", pathAll, categoryList())
+	}
+	if _, ok := metrics.CategoryIndex(cat); !ok {
+		return "", p.errAt(cs, "unknown critical-path category %q (want %s)", cat, categoryList())
+	}
+	return cat, nil
+}
+
+func categoryList() string {
+	names := make([]string, len(metrics.Categories))
+	for i, c := range metrics.Categories {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // FastShareStat is the rule statistic of a bimodal metric's fast-mode

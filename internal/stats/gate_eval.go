@@ -275,10 +275,11 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 				rr.Checks = append(rr.Checks, checkCount(rule, k, cell))
 				continue
 			}
-			m, ok := cell.Metrics[rule.Metric]
-			if !ok {
+			mp := metricOf(cell, rule.Metric)
+			if mp == nil {
 				continue // the selector matched, the metric does not apply here
 			}
+			m := *mp
 			if rule.Stat == FastShareStat {
 				rr.Checks = append(rr.Checks, checkShare(rule, k, m, metricOf(bIdx[k], rule.Metric), metricOf(nIdx[k], rule.Metric), rep.Alpha))
 				continue
@@ -302,12 +303,17 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 	return rep, nil
 }
 
-// metricOf returns the metric name of cell, nil when either is missing.
+// metricOf returns the metric name of cell, nil when either is missing. A
+// critical-path category is a metric too (critical_path.queue_wait:
+// results.Cell.PathMetric).
 func metricOf(cell *results.Cell, name string) *results.Metric {
 	if cell == nil {
 		return nil
 	}
 	if m, ok := cell.Metrics[name]; ok {
+		return &m
+	}
+	if m, ok := cell.PathMetric(name); ok {
 		return &m
 	}
 	return nil

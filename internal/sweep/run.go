@@ -380,6 +380,9 @@ func (c CellPlan) summarize(res *driver.Result, id results.Cell) results.Cell {
 			delete(rc.Metrics, name)
 		}
 	}
+	if !slices.Contains(c.Scenario.Metrics, metrics.TTLS) {
+		rc.CriticalPath = nil // the split of a TTLS the cell does not report
+	}
 	return rc
 }
 

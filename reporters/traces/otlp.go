@@ -242,6 +242,7 @@ func runSpans(c CellInfo, tl *metrics.RunTimeline) []*tracepb.Span {
 			fail(hs, "never resumed")
 		}
 	}
+	pathSpans(b, root, tl)
 	if tl.Finished {
 		name := "run completed"
 		if tl.Failed {
@@ -414,4 +415,33 @@ func recodeIDs(raw []byte, conv func(string) (string, error)) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(doc)
+}
+
+// pathSpans adds the run's critical path (its Path, else metrics.RunPath
+// when its spans were recorded) under root: a "critical path" span from t0
+// to the last step end, holding one span per segment named by its
+// category, with the engine span it came from.
+func pathSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline) {
+	path := tl.Path
+	if path == nil && tl.HasEngineSpans() {
+		path, _ = metrics.RunPath(tl)
+	}
+	if len(path) == 0 {
+		return
+	}
+	cp := b.span(root, "critical path", path[0].Start, path[len(path)-1].End)
+	for _, seg := range path {
+		name := seg.Category
+		if seg.Name != "" {
+			name += ": " + seg.Name
+		}
+		attrs := []*commonpb.KeyValue{str("durabench.category", seg.Category)}
+		if seg.Step != "" {
+			attrs = append(attrs, str("durabench.step", seg.Step))
+		}
+		if seg.Span != 0 {
+			attrs = append(attrs, integer("durabench.span", int(seg.Span)))
+		}
+		b.span(cp, name, seg.Start, seg.End, attrs...)
+	}
 }

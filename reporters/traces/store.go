@@ -46,7 +46,8 @@ func AppendCell(path string, c CellInfo, runs []metrics.RunTimeline) error {
 	enc := json.NewEncoder(zw)
 	err = enc.Encode(record{Cell: &c})
 	for i := 0; err == nil && i < len(runs); i++ {
-		err = enc.Encode(record{Run: &runs[i]})
+		run := withPath(runs[i])
+		err = enc.Encode(record{Run: &run})
 	}
 	err = errors.Join(err, zw.Close(), bw.Flush(), f.Close())
 	if err != nil {
@@ -157,4 +158,14 @@ func ReadStore(path string, want func(id string) bool) ([]CellRuns, error) {
 // corrupt checksum or header after the last whole line).
 func isTorn(err error) bool {
 	return errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader)
+}
+
+// withPath returns run with its critical path (metrics.RunPath) set, when
+// it has one and its spans were recorded: the timeline keeps the path's
+// segments, not the thousands of spans they were found in.
+func withPath(run metrics.RunTimeline) metrics.RunTimeline {
+	if run.Path == nil && run.HasEngineSpans() {
+		run.Path, _ = metrics.RunPath(&run)
+	}
+	return run
 }

@@ -25,6 +25,9 @@ type World struct {
 	createRun, getRun, listRuns, load   *rule
 	publish, deliver, hookRun           *rule
 	writeChunk, readChunks, closeStream *rule
+	// waits is set when some rule has a capacity: calls then report their
+	// wait for it (world.CallWait).
+	waits bool
 }
 
 // rule is a Rule ready to apply: capacity as a semaphore, a fixed latency
@@ -94,6 +97,9 @@ func Wrap(w world.World, p *Profile, seed int64) world.World {
 		if r.Latency == nil && r.Transient <= 0 && sem == nil && r.PerEvent <= 0 {
 			return nil
 		}
+		if sem != nil {
+			pw.waits = true
+		}
 		ru := &rule{op: op, lat: r.Latency, transient: r.Transient, sem: sem, perEvent: r.PerEvent}
 		if f, ok := r.Latency.(Fixed); ok {
 			ru.lat, ru.fixed = nil, time.Duration(f)
@@ -137,13 +143,28 @@ func (w *World) draw(r *rule) (time.Duration, bool) {
 }
 
 // begin takes a permit, sleeps the latency and rolls the fault. On success
-// the caller holds the permit and must call end.
+// the caller holds the permit and must call end. The wait for the permit
+// is added to the call's world.CallWait, if its ctx carries one.
 func (w *World) begin(ctx context.Context, r *rule) error {
+	_, err := w.beginWait(ctx, r)
+	return err
+}
+
+// beginWait is begin, returning the wait for the permit as well.
+func (w *World) beginWait(ctx context.Context, r *rule) (wait time.Duration, err error) {
 	if r.sem != nil {
+		asked := w.rt.Now()
 		if err := r.sem.Acquire(ctx); err != nil {
-			return fmt.Errorf("%s: waiting for capacity: %w", r.op, err)
+			return 0, fmt.Errorf("%s: waiting for capacity: %w", r.op, err)
 		}
+		wait = w.rt.Now() - asked
+		world.AddCallWait(ctx, wait)
 	}
+	return wait, w.serve(ctx, r)
+}
+
+// serve sleeps the call's latency and rolls its fault, holding the permit.
+func (w *World) serve(ctx context.Context, r *rule) error {
 	d, fail := w.draw(r)
 	if d > 0 {
 		if err := w.rt.Sleep(ctx, d); err != nil {
@@ -173,6 +194,7 @@ func (w *World) Capabilities() world.Capabilities {
 	if n := w.prof.For(world.OpDeliver).Concurrency; n > 0 {
 		c.Concurrency = n
 	}
+	c.CapacityWaits = c.CapacityWaits || w.waits
 	return c
 }
 
@@ -279,10 +301,14 @@ func (w *World) Consume(ctx context.Context, opt world.ConsumeOptions, h world.H
 		return w.inner.Consume(ctx, opt, h)
 	}
 	return w.inner.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
-		if err := w.begin(ctx, r); err != nil {
+		wait, err := w.beginWait(ctx, r)
+		if err != nil {
 			return err
 		}
 		w.end(r)
+		if wait > 0 {
+			ctx = world.WithDeliveryWait(ctx, wait)
+		}
 		return h(ctx, d)
 	})
 }

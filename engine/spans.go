@@ -1,0 +1,622 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/durabench/durabench/world"
+)
+
+// Spans: where a run's time went.
+//
+// Besides its step executions, the engine can report every interval it
+// spends on a run, timed with the world's Runtime clock (virtual on sim),
+// so that a run's time to last step can be split along its critical path
+// (metrics.CriticalPath, DESIGN.md §12). An observer that implements
+// SpanObserver receives them; any other observer costs nothing: the
+// engine then neither wraps its world nor reads the clock more.
+//
+// The engine's work on a run happens in tasks: the run's start
+// (StartRun), the handling of one queue delivery (an orchestrator
+// activation or a step consumer, with the inline steps and the inline
+// continuation it runs), and a hook resume. A task's spans are its world
+// calls (each with its wait for backend capacity, when the world reports
+// it), its step bodies and, for a delivery, the message's wait in the
+// queue. The task's own span covers it from start to end; its time outside
+// every span under it is the engine's own work — replaying the log,
+// deciding what to dispatch, decoding. Happens-before edges between tasks
+// are explicit: a delivery's task follows its queue span (After), which
+// follows the publish call that enqueued the message (After).
+
+// SpanKind is what a Span is.
+type SpanKind uint8
+
+// Span kinds.
+const (
+	// SpanStart is a run's start: StartRun creating the run and publishing
+	// its first orchestrator message (a task).
+	SpanStart SpanKind = iota + 1
+	// SpanTask is the handling of one queue delivery (a task): an
+	// orchestrator activation, or a step consumer with the continuation
+	// it may run.
+	SpanTask
+	// SpanResume is a hook resume (ResumeHook, called by the driver): a
+	// task.
+	SpanResume
+	// SpanCall is one world call of a task; Op names it.
+	SpanCall
+	// SpanQueue is a message's wait in the queue: from its publish
+	// returning to its delivery's handler starting (Op is deliver). For
+	// a redelivery it runs from the first publish, so a delivery that
+	// waited for a visibility timeout shows it.
+	SpanQueue
+	// SpanBody is a step body.
+	SpanBody
+)
+
+var spanKindNames = [...]string{SpanStart: "start", SpanTask: "task", SpanResume: "resume",
+	SpanCall: "call", SpanQueue: "queue", SpanBody: "body"}
+
+func (k SpanKind) String() string {
+	if int(k) < len(spanKindNames) && spanKindNames[k] != "" {
+		return spanKindNames[k]
+	}
+	return "unknown"
+}
+
+// Task reports whether spans of kind k are tasks (they hold other spans).
+func (k SpanKind) Task() bool { return k == SpanStart || k == SpanTask || k == SpanResume }
+
+// Span is one interval the engine spent on a run.
+type Span struct {
+	Kind SpanKind
+	// Op is the world operation of a SpanCall (an append's event kind,
+	// log_load, publish, run_get, ...), deliver for a SpanQueue.
+	Op world.Op
+	// Start and End are on the world's Runtime clock.
+	Start, End time.Duration
+	// Wait is the part of the span, from its Start, spent waiting for
+	// backend capacity (a profile's capacity limit) rather than being
+	// served: for a call, its wait for a permit; for a queue span, its
+	// delivery's. 0 when the world reports none.
+	Wait time.Duration
+	// Stage and Index name the step the span is about (a step event's
+	// append, a step message's publish or delivery, a body); -1 when it
+	// is about none.
+	Stage, Index int32
+	// ID identifies the span within the engine (never 0); Parent is the
+	// task it ran in (0 for tasks and queue spans); After is the span it
+	// happens after, across tasks: a delivery's task is after its queue
+	// span, a queue span after the publish call (0: none known).
+	ID, Parent, After uint64
+}
+
+// SpanObserver is an Observer that also receives spans. The engine checks
+// for it once, in New.
+type SpanObserver interface {
+	Observer
+	// Spans reports a task's spans when the task ends, its own span last.
+	// A task still running when its run finishes reports what it has so
+	// far just before RunFinished, its own span (ending with its latest
+	// span) last, and the rest when it ends: a span reported twice is its
+	// later report. The slice is reused after the call returns: copy what
+	// is kept.
+	Spans(run string, spans []Span)
+}
+
+// spanRec records spans for a SpanObserver. A nil *spanRec records
+// nothing, and every method is a no-op on it.
+type spanRec struct {
+	obs SpanObserver
+	rt  world.Runtime
+	// waits: the world reports each call's wait for capacity.
+	waits bool
+	ids   atomic.Uint64
+	// runs holds, per run until it finishes, its tasks in progress and
+	// when each of its messages' first successful publish returned.
+	runs sync.Map // run -> *runSpans
+	// free holds the span buffers of ended tasks for the next ones (not a
+	// sync.Pool: a collection would empty it, and a 256-branch burst has
+	// a task in every delivery slot).
+	freeMu sync.Mutex // short critical sections, never held across a wait
+	free   []*[]Span
+}
+
+// maxKeptBuf bounds the capacity of a buffer kept for reuse.
+const maxKeptBuf = 4096
+
+func (r *spanRec) getBuf() *[]Span {
+	r.freeMu.Lock()
+	if n := len(r.free); n > 0 {
+		b := r.free[n-1]
+		r.free = r.free[:n-1]
+		r.freeMu.Unlock()
+		return b
+	}
+	r.freeMu.Unlock()
+	b := make([]Span, 0, 16)
+	return &b
+}
+
+func (r *spanRec) putBuf(b *[]Span) {
+	if cap(*b) > maxKeptBuf {
+		return
+	}
+	*b = (*b)[:0]
+	r.freeMu.Lock()
+	r.free = append(r.free, b)
+	r.freeMu.Unlock()
+}
+
+type runSpans struct {
+	mu   sync.Mutex // short critical sections, never held across a wait
+	pubs map[string]published
+	open map[*spanTask]struct{}
+}
+
+type published struct {
+	end  time.Duration
+	span uint64
+}
+
+func newSpanRec(obs Observer, w world.World) *spanRec {
+	so, ok := obs.(SpanObserver)
+	if !ok {
+		return nil
+	}
+	return &spanRec{obs: so, rt: w.Runtime(), waits: w.Capabilities().CapacityWaits}
+}
+
+// block returns the first ID of a fresh block of spanBlock IDs (never 0).
+func (r *spanRec) block() uint64 { return r.ids.Add(1) * spanBlock }
+
+// spanTask is one task of a run, collecting its spans until it ends. It is
+// also the context the task runs in (its parent's, carrying the task), so
+// that a task costs one allocation, not two.
+type spanTask struct {
+	context.Context
+	rec  *spanRec
+	self Span
+	mu   sync.Mutex // short critical sections, never held across a wait
+	run  string
+	rs   *runSpans // run's, once it is known
+	buf  *[]Span
+	done bool
+	// next is the ID of the task's next span: its spans are numbered
+	// after its own, in a block of spanBlock IDs.
+	next uint64
+	// last is the latest end among the task's spans: the task's own span
+	// ends there (the clock is not read again for it).
+	last time.Duration
+}
+
+// spanBlock is how many span IDs a task takes at once: task IDs are
+// multiples of it, so a task numbers its spans without an atomic.
+const spanBlock = 1 << 20
+
+type taskKey struct{}
+
+// Value returns the task for taskKey, else the parent context's value.
+func (t *spanTask) Value(key any) any {
+	if key == (taskKey{}) {
+		return t
+	}
+	return t.Context.Value(key)
+}
+
+// taskOf returns the task ctx runs in, or nil.
+func taskOf(ctx context.Context) *spanTask {
+	if t, ok := ctx.(*spanTask); ok {
+		return t
+	}
+	t, _ := ctx.Value(taskKey{}).(*spanTask)
+	return t
+}
+
+// begin starts a task of kind for run (which may be set later, setRun);
+// the task is the context to run it with.
+func (r *spanRec) begin(ctx context.Context, kind SpanKind, run string) (context.Context, *spanTask) {
+	if r == nil {
+		return ctx, nil
+	}
+	t := r.newTask(ctx, kind, run, r.rt.Now())
+	return t, t
+}
+
+func (r *spanRec) newTask(ctx context.Context, kind SpanKind, run string, at time.Duration) *spanTask {
+	id := r.block()
+	t := &spanTask{Context: ctx, rec: r, buf: r.getBuf(), next: id + 1,
+		self: Span{Kind: kind, Start: at, Stage: -1, Index: -1, ID: id}}
+	t.setRun(run)
+	return t
+}
+
+// runOf returns what the recorder keeps about run until it finishes.
+func (r *spanRec) runOf(run string) *runSpans {
+	if v, ok := r.runs.Load(run); ok {
+		return v.(*runSpans)
+	}
+	v, _ := r.runs.LoadOrStore(run, &runSpans{pubs: map[string]published{}, open: map[*spanTask]struct{}{}})
+	return v.(*runSpans)
+}
+
+// setRun names the task's run once it is known (a hook resume learns it
+// from the hook) and registers the task as in progress in it.
+func (t *spanTask) setRun(run string) {
+	if t == nil || run == "" {
+		return
+	}
+	rs := t.rec.runOf(run)
+	t.mu.Lock()
+	t.run, t.rs = run, rs
+	t.mu.Unlock()
+	rs.mu.Lock()
+	rs.open[t] = struct{}{}
+	rs.mu.Unlock()
+}
+
+// reserve returns an ID for a span of the task reported later (add).
+func (t *spanTask) reserve() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nextID()
+}
+
+// nextID numbers the task's next span; t.mu is held.
+func (t *spanTask) nextID() uint64 {
+	if t.next%spanBlock == 0 {
+		t.next = t.rec.block() // a task of a million spans: a fresh block
+	}
+	t.next++
+	return t.next - 1
+}
+
+// add records s as a span of the task, its Parent and (unless reserved)
+// its ID set. After the task ended (nothing the engine does today), s is
+// reported on its own.
+func (t *spanTask) add(s Span) {
+	s.Parent = t.self.ID
+	t.mu.Lock()
+	if s.ID == 0 {
+		s.ID = t.nextID()
+	}
+	t.last = max(t.last, s.End)
+	if !t.done {
+		*t.buf = append(*t.buf, s)
+		t.mu.Unlock()
+		return
+	}
+	run := t.run
+	t.mu.Unlock()
+	if run != "" {
+		t.rec.obs.Spans(run, []Span{s})
+	}
+}
+
+// end closes the task and reports its spans, its own last. The task ends
+// with its last span: what it does after that is on no path.
+func (t *spanTask) end() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.done = true
+	t.self.End = max(t.last, t.self.Start)
+	buf := t.buf
+	*buf = append(*buf, t.self)
+	run, rs := t.run, t.rs
+	t.mu.Unlock()
+	if run != "" {
+		rs.mu.Lock()
+		delete(rs.open, t)
+		rs.mu.Unlock()
+		t.rec.obs.Spans(run, *buf)
+	}
+	t.rec.putBuf(buf)
+}
+
+// flush reports what the task recorded so far, and its own span as it
+// stands; the rest follows when it ends, its own span again (the later
+// report of a span ID supersedes the earlier).
+func (t *spanTask) flush() {
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return
+	}
+	self := t.self
+	self.End = max(t.last, self.Start)
+	*t.buf = append(*t.buf, self)
+	out := slices.Clone(*t.buf)
+	*t.buf = (*t.buf)[:0]
+	run := t.run
+	t.mu.Unlock()
+	t.rec.obs.Spans(run, out)
+}
+
+// finished is called just before the engine reports run finished: the
+// tasks of the run still in progress (the one finishing it among them)
+// report what they recorded so far, so that a snapshot of the finished
+// run holds every span up to its last step end.
+func (r *spanRec) finished(run string) {
+	if r == nil {
+		return
+	}
+	v, ok := r.runs.Load(run)
+	if !ok {
+		return
+	}
+	rs := v.(*runSpans)
+	rs.mu.Lock()
+	open := make([]*spanTask, 0, len(rs.open))
+	for t := range rs.open {
+		open = append(open, t)
+	}
+	rs.mu.Unlock()
+	slices.SortFunc(open, func(a, b *spanTask) int { return cmp.Compare(a.self.ID, b.self.ID) })
+	for _, t := range open {
+		t.flush()
+	}
+}
+
+// body records a step body of the task ctx runs in, from start to end.
+func (r *spanRec) body(ctx context.Context, s, idx int, start, end time.Duration) {
+	if r == nil {
+		return
+	}
+	if t := taskOf(ctx); t != nil {
+		t.add(Span{Kind: SpanBody, Start: start, End: end, Stage: int32(s), Index: int32(idx)})
+	}
+}
+
+// forget drops what the recorder keeps about a finished run (a task of it
+// still in progress reports its spans when it ends all the same).
+func (r *spanRec) forget(run string) {
+	if r == nil {
+		return
+	}
+	r.runs.Delete(run)
+}
+
+// publishing notes, before the call, that msg of the task's run is being
+// published by the span with ID span: a consumer may receive the message
+// before the publisher sees its call return. It returns whether this call
+// owns the note (the message's first publish).
+func (t *spanTask) publishing(msg string, span uint64) bool {
+	t.mu.Lock()
+	rs := t.rs
+	t.mu.Unlock()
+	if rs == nil {
+		return false
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, seen := rs.pubs[msg]; seen {
+		return false
+	}
+	rs.pubs[msg] = published{end: -1, span: span}
+	return true
+}
+
+// published completes the note of publishing: the call returned at end,
+// or failed (the message was not published).
+func (t *spanTask) published(msg string, end time.Duration, ok bool) {
+	t.mu.Lock()
+	rs := t.rs
+	t.mu.Unlock()
+	rs.mu.Lock()
+	if ok {
+		p := rs.pubs[msg]
+		p.end = end
+		rs.pubs[msg] = p
+	} else {
+		delete(rs.pubs, msg)
+	}
+	rs.mu.Unlock()
+}
+
+// publishOf returns when msg of rs's run was first published (end -1:
+// its call has not returned yet).
+func (rs *runSpans) publishOf(msg string) (published, bool) {
+	if rs == nil {
+		return published{}, false
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	pub, ok := rs.pubs[msg]
+	return pub, ok
+}
+
+// spanWorld is the engine's world while spans are recorded: every call
+// made in a task is timed and reported as a span of it, and every
+// delivery's handler runs as a task.
+type spanWorld struct {
+	world.World
+	r *spanRec
+}
+
+// Unwrap returns the world spans are recorded on.
+func (w *spanWorld) Unwrap() world.World { return w.World }
+
+// call is one call in flight.
+type call struct {
+	t     *spanTask
+	start time.Duration
+	wait  *world.CallWait
+}
+
+// begin starts timing a call made with ctx; ok is false outside a task.
+func (w *spanWorld) begin(ctx context.Context) (context.Context, call, bool) {
+	t := taskOf(ctx)
+	if t == nil {
+		return ctx, call{}, false
+	}
+	c := call{t: t, start: w.r.rt.Now()}
+	if w.r.waits {
+		c.wait = &world.CallWait{}
+		ctx = world.WithCallWait(ctx, c.wait)
+	}
+	return ctx, c, true
+}
+
+// done reports the call as a span of its task.
+func (w *spanWorld) done(c call, op world.Op, stage, index int) {
+	w.doneAs(c, 0, op, stage, index)
+}
+
+// doneAs reports the call as a span of its task, with ID id when it is
+// not 0 (reserved), and returns its end.
+func (w *spanWorld) doneAs(c call, id uint64, op world.Op, stage, index int) time.Duration {
+	s := Span{Kind: SpanCall, Op: op, Start: c.start, End: w.r.rt.Now(), Stage: int32(stage), Index: int32(index), ID: id}
+	if c.wait != nil {
+		s.Wait = min(c.wait.D, s.End-s.Start)
+	}
+	c.t.add(s)
+	return s.End
+}
+
+// appendFrom appends ev to run's log for an engine that read the clock
+// (start) just before the call and reads it again just after: with spans
+// recorded, the call's span is timed with those same readings rather
+// than two more (a step's completion: its body's end, its own end). It
+// returns the append's answer, the time it returned and its error.
+func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, start time.Duration) (world.AppendResult, time.Duration, error) {
+	sw, ok := e.w.(*spanWorld)
+	t := taskOf(ctx)
+	if !ok || t == nil {
+		res, err := e.w.Append(ctx, run, ev, world.Precondition{})
+		return res, e.rt.Now(), err
+	}
+	c := call{t: t, start: start}
+	if sw.r.waits {
+		c.wait = &world.CallWait{}
+		ctx = world.WithCallWait(ctx, c.wait)
+	}
+	res, err := sw.World.Append(ctx, run, ev, world.Precondition{})
+	stage, index := -1, -1
+	if s, i, ok := parseStepID(ev.Entity); ok {
+		stage, index = s, i
+	}
+	end := sw.doneAs(c, 0, world.AppendOp(ev.Kind), stage, index)
+	return res, end, err
+}
+
+// CreateRun times run_create.
+func (w *spanWorld) CreateRun(ctx context.Context, r world.Run) error {
+	ctx, c, ok := w.begin(ctx)
+	err := w.World.CreateRun(ctx, r)
+	if ok {
+		w.done(c, world.OpCreateRun, -1, -1)
+	}
+	return err
+}
+
+// GetRun times run_get.
+func (w *spanWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
+	ctx, c, ok := w.begin(ctx)
+	r, err := w.World.GetRun(ctx, id)
+	if ok {
+		w.done(c, world.OpGetRun, -1, -1)
+	}
+	return r, err
+}
+
+// Append times the append by its event kind; a step event names its step.
+func (w *spanWorld) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	ctx, c, ok := w.begin(ctx)
+	res, err := w.World.Append(ctx, run, ev, pre)
+	if ok {
+		stage, index := -1, -1
+		switch ev.Kind {
+		case world.StepCreated, world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying:
+			if s, i, ok := parseStepID(ev.Entity); ok {
+				stage, index = s, i
+			}
+		}
+		w.done(c, world.AppendOp(ev.Kind), stage, index)
+	}
+	return res, err
+}
+
+// Load times log_load.
+func (w *spanWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
+	ctx, c, ok := w.begin(ctx)
+	evs, err := w.World.Load(ctx, run)
+	if ok {
+		w.done(c, world.OpLoad, -1, -1)
+	}
+	return evs, err
+}
+
+// HookRun times hook_lookup.
+func (w *spanWorld) HookRun(ctx context.Context, token string) (string, error) {
+	ctx, c, ok := w.begin(ctx)
+	run, err := w.World.HookRun(ctx, token)
+	if ok {
+		w.done(c, world.OpHookRun, -1, -1)
+	}
+	return run, err
+}
+
+// Publish times publish and remembers when the message was first
+// published, for its delivery's queue span.
+func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
+	ctx, c, ok := w.begin(ctx)
+	if !ok {
+		return w.World.Publish(ctx, m, opt)
+	}
+	id := c.t.reserve()
+	first := c.t.publishing(m.ID, id)
+	dup, err := w.World.Publish(ctx, m, opt)
+	stage, index := messageStep(m.ID)
+	end := w.doneAs(c, id, world.OpPublish, stage, index)
+	if first {
+		c.t.published(m.ID, end, err == nil)
+	}
+	return dup, err
+}
+
+// Consume runs every delivery's handler as a task, after the message's
+// queue span.
+func (w *spanWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
+	return w.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
+		now := w.r.rt.Now()
+		t := w.r.newTask(ctx, SpanTask, d.Run, now)
+		stage, index := messageStep(d.ID)
+		t.self.Stage, t.self.Index = int32(stage), int32(index)
+		if pub, ok := t.rs.publishOf(d.ID); ok {
+			// A delivery that came before its publisher saw the call
+			// return (end -1, or a later clock reading) waited for
+			// nothing: its queue span is empty, after the publish.
+			start := now
+			if pub.end >= 0 && pub.end <= now {
+				start = pub.end
+			}
+			q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: start, End: now, Stage: int32(stage), Index: int32(index),
+				ID: t.nextID(), After: pub.span}
+			q.Wait = min(world.DeliveryWait(ctx), q.End-q.Start)
+			*t.buf = append(*t.buf, q)
+			t.self.After = q.ID
+		}
+		err := h(t, d)
+		t.end()
+		return err
+	})
+}
+
+// messageStep is the step a step message ID ("step/<run>/<stage>.<index>")
+// names; -1, -1 for other messages.
+func messageStep(id string) (stage, index int) {
+	if !IsStepMessage(id) {
+		return -1, -1
+	}
+	if s, i, ok := parseStepID(id[strings.LastIndexByte(id, '/')+1:]); ok {
+		return s, i
+	}
+	return -1, -1
+}

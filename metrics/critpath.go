@@ -1,0 +1,454 @@
+package metrics
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
+)
+
+// Where the time went: a run's critical path (DESIGN.md §12).
+//
+// A run's timeline holds, besides its steps, spans: intervals on the
+// engine's clock, each with a category (Categories). The critical path is
+// found by walking back from the run's last step end (its TTLS) along
+// happens-before edges — a step's body after its delivery, a delivery
+// after its publish, a publish inside the activation that made it, an
+// activation after the delivery or completion that triggered it — and each
+// category's exclusive time on it is that category's share of the run's
+// TTLS. The segments of the path tile [t0, last step end] exactly, so one
+// run's categories add up to its TTLS to the nanosecond.
+//
+// The walk works on a generic span list, not on engine internals: a span
+// may hold other spans (Parent: a task and its calls), and may happen after
+// a span elsewhere (After: a delivery's task after its queue wait, a queue
+// wait after its publish). Spans without such structure — a target's spans
+// of a category, an interval, a stage and index and a name — all sit at
+// the top level, where the walk takes, at each point, the span that ended
+// last before it.
+
+// NumCategories is len(Categories).
+const NumCategories = 11
+
+// Span is one interval on a run's critical-path timeline, on the runtime
+// clock (the driver's clock, for a target's spans).
+type Span struct {
+	// Category is one of Categories. For a span that holds others (a
+	// task), it is the category of the task's own time outside them.
+	Category string `json:"category"`
+	// Name says what the span is ("step_completed", "log_load", "task"):
+	// for display only.
+	Name  string        `json:"name,omitempty"`
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	// Wait is the part of the span, from Start, spent waiting for backend
+	// capacity: it counts as contention, the rest as Category.
+	Wait time.Duration `json:"wait,omitempty"`
+	// Stage and Index name the step the span is about (-1: none).
+	Stage int `json:"stage"`
+	Index int `json:"index"`
+	// ID identifies the span in its run (0: nothing refers to it); Parent
+	// is the span holding it (0: none, the top level); After is the span
+	// it happens after, elsewhere (0: none known).
+	ID     uint64 `json:"id,omitempty"`
+	Parent uint64 `json:"parent,omitempty"`
+	After  uint64 `json:"after,omitempty"`
+}
+
+// PathSegment is one interval of a run's critical path: the category its
+// time counts in and the span it came from.
+type PathSegment struct {
+	Category string `json:"category"`
+	// Start and End are on the runtime clock, in nanoseconds.
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	// Span is the ID of the span the segment is a part of (0: none, e.g.
+	// unattributed time between spans); Name is that span's name and
+	// Step its step ("stage.index"), if any.
+	Span uint64 `json:"span,omitempty"`
+	Name string `json:"name,omitempty"`
+	Step string `json:"step,omitempty"`
+}
+
+// PathTotals are a run's exclusive time per category on its critical path,
+// indexed like Categories.
+type PathTotals [NumCategories]time.Duration
+
+// Sum is the total of every category: the run's TTLS.
+func (p PathTotals) Sum() time.Duration {
+	var s time.Duration
+	for _, d := range p {
+		s += d
+	}
+	return s
+}
+
+// Totals adds up the segments' time per category.
+func Totals(segs []PathSegment) PathTotals {
+	var p PathTotals
+	for _, s := range segs {
+		i, ok := categoryIndex[s.Category]
+		if !ok {
+			i = categoryIndex[CatUnattributed]
+		}
+		p[i] += s.End - s.Start
+	}
+	return p
+}
+
+// Micros converts p to whole microseconds that add up exactly to total
+// (the run's TTLS sample in µs, the truncation of p's sum): each category
+// gets its truncated microseconds, and the microseconds the truncation
+// lost go one each to the categories with the largest remainders (ties:
+// report order) — the largest-remainder method, so no category moves by a
+// microsecond or more. A total that is not p's sum is met anyway: the
+// excess goes to unattributed, a shortfall is taken from unattributed
+// first, then in report order. Negative values count as 0.
+func (p PathTotals) Micros(total int64) [NumCategories]int64 {
+	var out [NumCategories]int64
+	var rem [NumCategories]time.Duration
+	var sum int64
+	for i, d := range p {
+		d = max(d, 0)
+		out[i], rem[i] = int64(d/time.Microsecond), d%time.Microsecond
+		sum += out[i]
+	}
+	total = max(total, 0)
+	order := make([]int, NumCategories)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rem[b], rem[a]) })
+	for _, i := range order {
+		if sum >= total || rem[i] == 0 {
+			break
+		}
+		out[i]++
+		sum++
+	}
+	un := categoryIndex[CatUnattributed]
+	out[un] += max(total-sum, 0)
+	sum = max(sum, total)
+	for _, i := range append([]int{un}, order...) {
+		take := min(out[i], sum-total)
+		out[i] -= take
+		sum -= take
+	}
+	return out
+}
+
+// CriticalPath walks spans back from end to t0 and returns the critical
+// path's segments in time order; they tile [t0, end] exactly. from is the
+// ID of the span to start in (the task that ran the run's last step); 0
+// starts at the top level.
+//
+// The walk keeps a cursor, starting at end, inside a container (a span
+// holding others, or the top level). In a container it takes the child
+// that ended last at or before the cursor (the one the container was
+// waiting for); the time between that child's end and the cursor is the
+// container's own (a task's: compute; the top level's: unattributed). A
+// child that holds others is walked into; any other is attributed whole
+// (its Wait as contention, the rest as its category) and the cursor moves
+// to its start. When the cursor reaches a container's start, or a span
+// that happens after another (After) has been attributed, the walk follows
+// After to that span, across containers (the time between the two, if
+// any, is unattributed), else it goes on in the enclosing container. At
+// the top level with nothing left, the rest down to t0 is unattributed.
+func CriticalPath(spans []Span, t0, end time.Duration, from uint64) []PathSegment {
+	if end <= t0 {
+		return nil
+	}
+	w := newWalk(spans, t0)
+	return w.run(end, from)
+}
+
+const top = -1 // the top-level container
+
+type walk struct {
+	spans []Span
+	t0    time.Duration
+	byID  map[uint64]int
+	// kids[from[k+1]:from[k+2]] are container k's children (k = top:
+	// -1), sorted by End, Start and position the first time the walk
+	// enters k (sorted[k+1]).
+	kids    []int32
+	from    []int32
+	sorted  []bool
+	visited []bool
+	segs    []PathSegment // backwards
+}
+
+func newWalk(spans []Span, t0 time.Duration) *walk {
+	n := len(spans)
+	w := &walk{spans: spans, t0: t0, byID: make(map[uint64]int, n), visited: make([]bool, n),
+		from: make([]int32, n+2), sorted: make([]bool, n+1)}
+	// A span reported twice (a task still running when its run finished
+	// reports itself then, and again when it ends) is its last report.
+	for i := range spans {
+		if id := spans[i].ID; id != 0 {
+			w.byID[id] = i
+		}
+	}
+	// Children grouped by container with a counting sort: each container's
+	// are sorted only if the walk enters it.
+	in := make([]int32, n) // each span's container + 1
+	for i := range spans {
+		if id := spans[i].ID; id != 0 && w.byID[id] != i {
+			w.visited[i] = true // superseded
+			in[i] = -1
+			continue
+		}
+		in[i] = int32(w.containerOf(i) + 1)
+		w.from[in[i]+1]++
+	}
+	for k := 1; k < len(w.from); k++ {
+		w.from[k] += w.from[k-1]
+	}
+	w.kids = make([]int32, w.from[n+1])
+	next := slices.Clone(w.from[:n+1])
+	for i, k := range in {
+		if k >= 0 {
+			w.kids[next[k]] = int32(i)
+			next[k]++
+		}
+	}
+	return w
+}
+
+// children are container k's children, by End, Start and position.
+func (w *walk) children(k int) []int32 {
+	kids := w.kids[w.from[k+1]:w.from[k+2]]
+	if !w.sorted[k+1] {
+		w.sorted[k+1] = true
+		slices.SortFunc(kids, func(a, b int32) int {
+			sa, sb := &w.spans[a], &w.spans[b]
+			return cmp.Or(cmp.Compare(sa.End, sb.End), cmp.Compare(sa.Start, sb.Start), cmp.Compare(a, b))
+		})
+	}
+	return kids
+}
+
+// containerOf is the container of span i: its parent, or the top level.
+func (w *walk) containerOf(i int) int {
+	if p := w.spans[i].Parent; p != 0 {
+		if j, ok := w.byID[p]; ok && j != i {
+			return j
+		}
+	}
+	return top
+}
+
+func (w *walk) holds(i int) bool { return i != top && w.from[i+2] > w.from[i+1] }
+
+// pick returns the unvisited child of k that ended last at or before t.
+func (w *walk) pick(k int, t time.Duration) int {
+	kids := w.children(k)
+	j, _ := slices.BinarySearchFunc(kids, t, func(i int32, t time.Duration) int {
+		if w.spans[i].End <= t {
+			return -1
+		}
+		return 1
+	})
+	for j--; j >= 0; j-- {
+		if !w.visited[kids[j]] {
+			return int(kids[j])
+		}
+	}
+	return -1
+}
+
+// add records [s, e) as cat, from span i (top: none); clipped at t0.
+func (w *walk) add(cat string, s, e time.Duration, i int) {
+	s = max(s, w.t0)
+	if e <= s {
+		return
+	}
+	seg := PathSegment{Category: cat, Start: s, End: e}
+	if i != top {
+		sp := &w.spans[i]
+		seg.Span, seg.Name = sp.ID, sp.Name
+		if sp.Stage >= 0 {
+			seg.Step = strconv.Itoa(sp.Stage) + "." + strconv.Itoa(max(sp.Index, 0))
+		}
+	}
+	if n := len(w.segs); n > 0 {
+		if last := &w.segs[n-1]; last.Start == e && last.Category == cat && last.Span == seg.Span {
+			last.Start = s
+			return
+		}
+	}
+	w.segs = append(w.segs, seg)
+}
+
+// self is the category of container k's own time.
+func (w *walk) self(k int) string {
+	if k == top {
+		return CatUnattributed
+	}
+	return w.spans[k].Category
+}
+
+// leaf attributes span i from its start to t and returns its start.
+func (w *walk) leaf(i int, t time.Duration) time.Duration {
+	sp := &w.spans[i]
+	if sp.Start >= t {
+		return t
+	}
+	split := min(sp.Start+max(sp.Wait, 0), t)
+	w.add(sp.Category, split, t, i)
+	w.add(CatContention, sp.Start, split, i)
+	return sp.Start
+}
+
+func (w *walk) run(end time.Duration, from uint64) []PathSegment {
+	k := top
+	if i, ok := w.byID[from]; ok && from != 0 {
+		k = i
+		w.visited[i] = true
+	}
+	t := end
+	// Every step marks a span visited or leaves a container for good;
+	// the bound only guards against malformed structure (parent cycles).
+	for steps := 4*len(w.spans) + 16; t > w.t0; steps-- {
+		if steps <= 0 {
+			w.add(CatUnattributed, w.t0, t, top)
+			break
+		}
+		var x int // the span just attributed, whose After the walk follows
+		if c := w.pick(k, t); c >= 0 {
+			w.visited[c] = true
+			w.add(w.self(k), w.spans[c].End, t, k)
+			t = min(t, w.spans[c].End)
+			if w.holds(c) {
+				k = c
+				continue
+			}
+			t, x = w.leaf(c, t), c
+		} else {
+			if k == top {
+				w.add(CatUnattributed, w.t0, t, top)
+				break
+			}
+			if s := w.spans[k].Start; s < t {
+				w.add(w.self(k), s, t, k)
+				t = s
+			}
+			x = k
+		}
+		// Follow happens-after edges from x.
+		for {
+			a, ok := w.byID[w.spans[x].After]
+			if !ok || w.spans[x].After == 0 || w.visited[a] || w.spans[a].Start > t {
+				k = w.containerOf(x)
+				break
+			}
+			w.visited[a] = true
+			e := min(w.spans[a].End, t)
+			w.add(CatUnattributed, e, t, top)
+			t = e
+			if w.holds(a) {
+				k = a
+				break
+			}
+			t, x = w.leaf(a, t), a
+		}
+	}
+	slices.Reverse(w.segs)
+	return w.segs
+}
+
+// RunPath is the critical path of a finished run from t0 to its last step
+// end; ok is false for a run that failed, did not finish or ran no step.
+// The walk starts in the task whose step ended last (found by its body
+// span: the same step, started when that execution started), else at the
+// top level.
+func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
+	if !t.Finished || t.Failed || len(t.Steps) == 0 {
+		return nil, false
+	}
+	last := t.Steps[0]
+	for _, s := range t.Steps[1:] {
+		if s.End > last.End {
+			last = s
+		}
+	}
+	var from uint64
+	for i := range t.Spans {
+		sp := &t.Spans[i]
+		if sp.Category == CatBody && sp.Stage == last.Stage && sp.Index == last.Index && sp.Start == last.Start {
+			from = sp.Parent
+			break
+		}
+	}
+	return CriticalPath(t.Spans, t.T0, last.End, from), true
+}
+
+// HasEngineSpans reports whether the run has spans other than its driver
+// lag: whether its engine reported where its time went.
+func (t *RunTimeline) HasEngineSpans() bool {
+	for i := range t.Spans {
+		if t.Spans[i].Category != CatDriverLag {
+			return true
+		}
+	}
+	return false
+}
+
+// Classify is the category of the built-in engine's span s; in is the
+// kind of the task it ran in (0: none). A call made by a run's start is
+// the start's.
+func Classify(s engine.Span, in engine.SpanKind) string {
+	switch s.Kind {
+	case engine.SpanStart:
+		return CatStart
+	case engine.SpanTask, engine.SpanResume:
+		return CatCompute
+	case engine.SpanQueue:
+		return CatQueueWait
+	case engine.SpanBody:
+		return CatBody
+	case engine.SpanCall:
+		if in == engine.SpanStart {
+			return CatStart
+		}
+		switch s.Op {
+		case world.OpLoad:
+			return CatLogLoad
+		case world.OpPublish:
+			return CatPublish
+		case world.OpGetRun, world.OpHookRun, world.OpListRuns:
+			return CatRunRead
+		case world.OpCreateRun:
+			return CatStart
+		case world.OpDeliver, world.OpWriteChunk, world.OpReadChunks, world.OpCloseStream:
+			return CatUnattributed // not a call the engine times
+		}
+		return CatWrite // an append, named by its event kind
+	}
+	return CatUnattributed
+}
+
+// FromEngine converts one task's spans as the engine reports them (the
+// task's own span last) and appends them to dst.
+func FromEngine(dst []Span, spans []engine.Span) []Span {
+	var in engine.SpanKind
+	if n := len(spans); n > 0 && spans[n-1].Kind.Task() {
+		in = spans[n-1].Kind
+	}
+	for _, s := range spans {
+		kind := in
+		if s.Parent == 0 {
+			kind = 0
+		}
+		name := string(s.Op)
+		if s.Kind != engine.SpanCall {
+			name = s.Kind.String()
+		}
+		dst = append(dst, Span{Category: Classify(s, kind), Name: name, Start: s.Start, End: s.End, Wait: s.Wait,
+			Stage: int(s.Stage), Index: int(s.Index), ID: s.ID, Parent: s.Parent, After: s.After})
+	}
+	return dst
+}

@@ -1,0 +1,219 @@
+package scenarios_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/scenarios"
+)
+
+// shortOnMem are option values that keep a scenario short in real time.
+var shortOnMem = map[string]scenarios.Values{
+	"stream-latency":  {"chunks": "10", "interval": "1ms"},
+	"stream-overhead": {"chunks": "30", "interval": "1ms"},
+	"stream-replay":   {"speed": "8"},
+	"stream-sizes":    {"chunks": "30", "interval": "1ms"},
+}
+
+// TestCriticalPathSumsExactly runs every scenario of the registry on sim
+// (under cloud, so calls queue for capacity) for every version, and on mem,
+// and checks that each finished run's critical path tiles [t0, last step
+// end] — its categories add up to its TTLS to the nanosecond — and that
+// the cell's per-run category microseconds add up exactly to each run's
+// TTLS sample.
+func TestCriticalPathSumsExactly(t *testing.T) {
+	type world struct{ kind, profile string }
+	for _, w := range []world{{"sim", "cloud"}, {"sim", "none"}, {"mem", "none"}} {
+		versions := engine.Versions()
+		if w.kind == "mem" {
+			versions = versions[:1]
+			if v, err := engine.LookupVersion("resilient-inband"); err == nil {
+				versions = append(versions, v)
+			}
+		}
+		for _, v := range versions {
+			for _, s := range scenarios.All() {
+				var opts scenarios.Values
+				if w.kind == "mem" {
+					opts = shortOnMem[s.Name]
+				}
+				t.Run(fmt.Sprintf("%s/%s/%s/%s", w.kind, w.profile, v.Name, s.Name), func(t *testing.T) {
+					cw := newWorld(t, w.kind, w.profile, "", 3)
+					c := runCell(t, cw, s.Name, opts, v, "", 3)
+					checkPaths(t, c.res.Timelines, w.kind == "sim")
+				})
+			}
+		}
+	}
+}
+
+// checkPaths checks every finished run's path and the cell's per-run
+// category values against the runs' TTLS samples. In virtual time no
+// time on the path is unattributed; in real time, a little is (the
+// driver's hand-off of a run to the engine, after its driver lag, apart).
+func checkPaths(t *testing.T, tls []metrics.RunTimeline, virtual bool) {
+	t.Helper()
+	var ttls []int64
+	for i := range tls {
+		tl := &tls[i]
+		segs, ok := metrics.RunPath(tl)
+		if !ok {
+			continue
+		}
+		if !tl.HasEngineSpans() {
+			t.Fatalf("run %s: no engine spans", tl.ID)
+		}
+		d, _ := metrics.TimeToLastStep(tl)
+		ttls = append(ttls, max(d, 0).Microseconds())
+		if len(segs) == 0 {
+			if d > 0 {
+				t.Fatalf("run %s: no path for a TTLS of %v", tl.ID, d)
+			}
+			continue
+		}
+		if segs[0].Start != tl.T0 || segs[len(segs)-1].End != tl.T0+d {
+			t.Fatalf("run %s: path [%v, %v], want [%v, %v]", tl.ID, segs[0].Start, segs[len(segs)-1].End, tl.T0, tl.T0+d)
+		}
+		for j := 1; j < len(segs); j++ {
+			if segs[j].Start != segs[j-1].End {
+				t.Fatalf("run %s: segment %d starts at %v, the one before ends at %v", tl.ID, j, segs[j].Start, segs[j-1].End)
+			}
+		}
+		tot := metrics.Totals(segs)
+		if tot.Sum() != d {
+			t.Fatalf("run %s: categories sum to %v, TTLS %v", tl.ID, tot.Sum(), d)
+		}
+		var un time.Duration
+		for j, s := range segs {
+			if s.Category == metrics.CatUnattributed && (virtual || j == 0 || segs[j-1].Category != metrics.CatDriverLag) {
+				un += s.End - s.Start
+			}
+		}
+		if virtual && un > 0 || un > d/100+time.Millisecond {
+			t.Errorf("run %s: %v of %v unattributed: %v", tl.ID, un, d, segs)
+		}
+	}
+	col := metrics.Collect(tls, metrics.Config{})
+	if len(ttls) > 0 && col.CriticalPath == nil {
+		t.Fatal("no critical path in the collection")
+	}
+	for r, want := range ttls {
+		var sum int64
+		for c := range col.CriticalPath {
+			sum += col.CriticalPath[c][r]
+		}
+		if sum != want {
+			t.Fatalf("run %d: categories add up to %d µs, TTLS %d µs", r, sum, want)
+		}
+	}
+}
+
+// TestCriticalPathFixedDelay: on sim with fixed latencies, adding a fixed
+// delay to one world call moves, run by run, each category by exactly the
+// delay × the number of that call's segments in it on the run's path (the
+// call's own category, and start for the start's calls), and nothing else.
+func TestCriticalPathFixedDelay(t *testing.T) {
+	const base = "default.latency=fixed:2ms,deliver.latency=fixed:3ms"
+	const delay = 5 * time.Millisecond
+	cases := []struct {
+		op    string
+		fixed string // the op's latency with the delay
+	}{
+		{"publish", "fixed:7ms"},
+		{"log_load", "fixed:7ms"},
+		{"step_completed", "fixed:7ms"},
+		{"step_started", "fixed:7ms"},
+		{"run_get", "fixed:7ms"},
+		{"deliver", "fixed:8ms"},
+	}
+	type scenario struct {
+		name string
+		opts scenarios.Values
+	}
+	for _, sc := range []scenario{{"sequential", scenarios.Values{"steps": "20"}}, {"fanout", scenarios.Values{"branches": "20"}},
+		{"hook-step", nil}, {"race", nil}} {
+		for _, vn := range []string{"baseline", "resilient-inband", "pending-count"} {
+			v, err := engine.LookupVersion(vn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := runCell(t, newWorld(t, "sim", "none", base, 5), sc.name, sc.opts, v, "", 3)
+			for _, c := range cases {
+				t.Run(fmt.Sprintf("%s/%s/%s", sc.name, vn, c.op), func(t *testing.T) {
+					after := runCell(t, newWorld(t, "sim", "none", base+","+c.op+".latency="+c.fixed, 5), sc.name, sc.opts, v, "", 3)
+					name := c.op
+					if c.op == "deliver" {
+						name = "queue"
+					}
+					moved := 0
+					for r := range after.res.Timelines {
+						p0, _ := metrics.RunPath(&before.res.Timelines[r])
+						p1, ok := metrics.RunPath(&after.res.Timelines[r])
+						if !ok {
+							t.Fatalf("run %d: no path", r)
+						}
+						var want metrics.PathTotals
+						for _, s := range p1 {
+							if s.Name == name {
+								i, _ := metrics.CategoryIndex(s.Category)
+								want[i] += delay
+								moved++
+							}
+						}
+						t0, t1 := metrics.Totals(p0), metrics.Totals(p1)
+						for i, cat := range metrics.Categories {
+							if got := t1[i] - t0[i]; got != want[i] {
+								t.Errorf("run %d: %s moved by %v, want %v (%d × %v)", r, cat.Name, got, want[i], want[i]/delay, delay)
+							}
+						}
+					}
+					if moved == 0 && c.op != "run_get" && c.op != "log_load" {
+						t.Errorf("no %s on any path", c.op)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCriticalPathSplitsContention: with step_completed writes limited to
+// one at a time, the last branch's completion waits for the others: the
+// wait shows as contention, the write's own 2 ms as write, and together
+// they are the call.
+func TestCriticalPathSplitsContention(t *testing.T) {
+	v, err := engine.LookupVersion("resilient-inband")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runCell(t, newWorld(t, "sim", "none", "default.latency=fixed:2ms,step_completed.capacity=1", 5),
+		"fanout", scenarios.Values{"branches": "20"}, v, "", 2)
+	for r := range c.res.Timelines {
+		tl := &c.res.Timelines[r]
+		segs, _ := metrics.RunPath(tl)
+		byID := map[uint64]metrics.Span{}
+		for _, s := range tl.Spans {
+			byID[s.ID] = s
+		}
+		parts := map[uint64]time.Duration{}
+		var contention time.Duration
+		for _, s := range segs {
+			if s.Name == "step_completed" {
+				parts[s.Span] += s.End - s.Start
+			}
+			if s.Category == metrics.CatContention {
+				contention += s.End - s.Start
+			}
+		}
+		if contention < 2*time.Millisecond {
+			t.Errorf("run %d: contention %v on the path, want the wait behind other completions", r, contention)
+		}
+		for id, d := range parts {
+			if sp := byID[id]; sp.End-sp.Start != d || sp.Wait <= 0 {
+				t.Errorf("run %d: step_completed %d on the path for %v, its span %v (wait %v)", r, id, d, sp.End-sp.Start, sp.Wait)
+			}
+		}
+	}
+}
