@@ -33,6 +33,18 @@ export const RECIPE = "1";
 // what the build was made from.
 export const BUILT = "durabench-build.json";
 
+/**
+ * manifestFile is the manifest workflow build wrote in its output dir
+ * (.well-known/workflow/v1): manifest.json (4.1 and later), or
+ * manifest.debug.json, the only one the 4.0.1 betas write (same layout:
+ * steps and workflows by file); "" when there is neither.
+ * @param {string} base
+ * @returns {string}
+ */
+export function manifestFile(base) {
+  return ["manifest.json", "manifest.debug.json"].map((n) => join(base, n)).find(existsSync) ?? "";
+}
+
 // abortBuilds and run are lib/exec.mjs's, for the adapter and lib/pack.mjs.
 export { abortBuilds, run };
 
@@ -298,7 +310,7 @@ export async function ensureBuild(tarballs, log) {
         cpSync(join(root, "workflows"), join(tmp, "workflows"), { recursive: true });
         step = "workflow build";
         await run(tmp, "npx", ["--no-install", "workflow", "build"]);
-        if (!existsSync(join(tmp, ".well-known", "workflow", "v1", "manifest.json"))) throw new Error(`workflow build in ${tmp} wrote no .well-known/workflow/v1/manifest.json`);
+        if (!manifestFile(join(tmp, ".well-known", "workflow", "v1"))) throw new Error(`workflow build in ${tmp} wrote no .well-known/workflow/v1/manifest.json (nor manifest.debug.json)`);
         const built = { hash: full, recipe: RECIPE, version, lock: lockFrom, packages: Object.fromEntries(tarballs.map((t) => [t.name, { version: t.version, digest: t.digest }])), built: new Date().toISOString(), seconds: (Date.now() - t0) / 1000 };
         writeFileSync(join(tmp, BUILT), JSON.stringify(built, null, 2) + "\n");
         renameSync(tmp, dir);

@@ -35,6 +35,26 @@ export async function readEvents(world, runId) {
   }
 }
 
+/**
+ * recordEvents makes the run's own events from its record, for SDKs whose
+ * event log holds none (the 4.0.1 betas: their log has only step, hook and
+ * wait events; the run's start and end are its record's startedAt,
+ * completedAt and status): run_started at startedAt and, once the status
+ * is terminal, run_completed/failed/cancelled at completedAt (updatedAt if
+ * none). Later SDKs write them to the log, and get none from here.
+ * @param {any} run the world's run record
+ * @returns {HistoryEvent[]}
+ */
+export function recordEvents(run) {
+  /** @type {HistoryEvent[]} */
+  const out = [];
+  if (run.startedAt) out.push(/** @type {any} */ ({ eventId: "record:run_started", eventType: "run_started", createdAt: run.startedAt }));
+  if (["completed", "failed", "cancelled"].includes(run.status)) {
+    out.push(/** @type {any} */ ({ eventId: "record:run_terminal", eventType: `run_${run.status}`, createdAt: run.completedAt ?? run.updatedAt }));
+  }
+  return out;
+}
+
 const TERMINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
 /** @param {string} type */
 export const isTerminal = (type) => TERMINAL.has(type);

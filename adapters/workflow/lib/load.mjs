@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { cacheDir, ensureBuild, readTarballs, sdkKind } from "./build.mjs";
+import { cacheDir, ensureBuild, manifestFile, readTarballs, sdkKind } from "./build.mjs";
 import { SCENARIOS } from "./options.mjs";
 import { packCheckout } from "./pack.mjs";
 
@@ -157,7 +157,8 @@ export function whyUnavailable(dir, world, switches) {
 
 /**
  * bundles finds workflow build's output: 4.x writes flow.js and step.js
- * (CommonJS), 5.0 flow.mjs only (steps run from the flow route).
+ * (CommonJS), 5.0 flow.mjs only (steps run from the flow route); the
+ * manifest is manifest.json, or manifest.debug.json on the 4.0.1 betas.
  * @param {string} dir
  * @returns {{ flow: string, step: string | undefined, manifest: any }}
  */
@@ -167,7 +168,9 @@ export function bundles(dir) {
   const pick = (name) => [".mjs", ".js"].map((ext) => join(base, name + ext)).find(existsSync);
   const flow = pick("flow");
   if (!flow) throw new Error(`${base}: no flow.js or flow.mjs: run \`npx workflow build\` in ${dir} (make engines does)`);
-  return { flow, step: pick("step"), manifest: JSON.parse(readFileSync(join(base, "manifest.json"), "utf8")) };
+  const m = manifestFile(base);
+  if (!m) throw new Error(`${base}: no manifest.json (nor the 4.0.1 betas' manifest.debug.json): run \`npx workflow build\` in ${dir}`);
+  return { flow, step: pick("step"), manifest: JSON.parse(readFileSync(m, "utf8")) };
 }
 
 /**
@@ -202,7 +205,22 @@ export function workflowIds(manifest) {
  * @property {Record<string, string>} ids each scenario's workflow id
  * @property {(req: Request) => Promise<Response>} flow the flow route's handler
  * @property {((req: Request) => Promise<Response>) | null} step the step route's (4.x)
+ * @property {boolean} runEvents whether the event log holds the run's own
+ * events (run_started, run_completed, …): not on the 4.0.1 betas, whose
+ * run lifecycle is only in the run's record (lib/history.mjs recordEvents)
  */
+
+/**
+ * hasRunEvents says whether the SDK in dir writes the run's own events to
+ * its event log: whether @workflow/world's event schema names run_completed
+ * (4.0.1 betas: workflow_completed, never written).
+ * @param {string} dir
+ * @returns {boolean}
+ */
+export function hasRunEvents(dir) {
+  const f = join(dir, "node_modules", "@workflow", "world", "dist", "events.js");
+  return !existsSync(f) || readFileSync(f, "utf8").includes("run_completed");
+}
 
 /**
  * openSDK loads the SDK from dir: start() and the world from its packages,
@@ -221,7 +239,7 @@ export async function openSDK(dir) {
   const step = b.step ? await load(b.step) : null;
   const world = await runtime.getWorld();
   await world.start?.();
-  const worldPkg = process.env.WORKFLOW_TARGET_WORLD === "local" ? "@workflow/world-local" : String(process.env.WORKFLOW_TARGET_WORLD);
+  const worldPkg = ["local", "embedded"].includes(String(process.env.WORKFLOW_TARGET_WORLD)) ? "@workflow/world-local" : String(process.env.WORKFLOW_TARGET_WORLD);
   return {
     version: pkgVersion(dir, "workflow"),
     worldVersion: pkgVersion(dir, worldPkg),
@@ -231,5 +249,6 @@ export async function openSDK(dir) {
     ids: workflowIds(b.manifest),
     flow: flow.POST,
     step: step?.POST ?? null,
+    runEvents: hasRunEvents(dir),
   };
 }

@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { abs } from "./clock.mjs";
 import { label } from "./flags.mjs";
-import { checkHistory, readEvents } from "./history.mjs";
+import { checkHistory, readEvents, recordEvents } from "./history.mjs";
 import { notFound, pathOf, readBody, reply, serve } from "./http.mjs";
 import { plan, scenariosInfo, Unsupported } from "./options.mjs";
 import { INFO } from "./protocol.mjs";
@@ -285,7 +285,9 @@ export class Adapter {
       const full = over || (st.hook && !st.hookDone) || Date.now() - st.lastFull >= FULL_EVERY_MS;
       if (full) {
         st.lastFull = Date.now();
-        st.apply(await readEvents(this.sdk.world, st.sdkRun));
+        const events = await readEvents(this.sdk.world, st.sdkRun);
+        if (!this.sdk.runEvents) events.push(...recordEvents(run));
+        st.apply(events);
       }
       // What the reads cost while the run ran (the check's reads after
       // its terminal event are not in its times).
@@ -330,6 +332,7 @@ export class Adapter {
     try {
       const run = await this.sdk.world.runs.get(st.sdkRun, { resolveData: "none" });
       const events = await readEvents(this.sdk.world, st.sdkRun);
+      if (!this.sdk.runEvents) events.push(...recordEvents(run));
       st.apply(events);
       anomalies = checkHistory(events, st.expect, run.status, st.bodies);
     } catch (e) {

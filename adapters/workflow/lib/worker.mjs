@@ -22,6 +22,9 @@ async function main(port, { dir, flags, switches, cwd }) {
   const server = await listen(0, "127.0.0.1");
   const base = urlOf(server);
   process.env.WORKFLOW_LOCAL_BASE_URL = base;
+  process.env.WORKFLOW_EMBEDDED_BASE_URL = base; // world-local of the 4.0.1 betas (lib/world.mjs localNames)
+  // world-local 4.0.1-beta.7 (workflow 4.0.1-beta.13) reads no base URL, only PORT.
+  process.env.PORT = String(new URL(base).port);
   const sdk = await openSDK(dir);
   /** @param {FromWorker} m */
   const post = (m) => port.postMessage(m);

@@ -2,7 +2,7 @@
 // lib/history.mjs: the check of a finished run's event log.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { checkHistory } from "../../lib/history.mjs";
+import { checkHistory, recordEvents } from "../../lib/history.mjs";
 
 test("checkHistory finds duplicate terminal events, missing and duplicate steps, a status disagreeing", () => {
   /** @param {string} eventType @param {string} [correlationId] */
@@ -17,4 +17,13 @@ test("checkHistory finds duplicate terminal events, missing and duplicate steps,
   ).map((a) => a.kind);
   assert.deepEqual(kinds, ["duplicate_step_started", "duplicate_step_completed", "missing_step_completed", "step_count", "duplicate_step_body", "missing_terminal"]);
   assert.deepEqual(checkHistory([ev("run_failed")], 0, "completed", new Map()).map((a) => a.kind), ["status_mismatch"]);
+});
+
+test("the 4.0.1 betas' run events come from the run's record", () => {
+  const started = new Date(1000), done = new Date(2000);
+  assert.deepEqual(recordEvents({ status: "pending" }), []);
+  assert.deepEqual(recordEvents({ status: "running", startedAt: started }).map((e) => e.eventType), ["run_started"]);
+  const ev = recordEvents({ status: "completed", startedAt: started, completedAt: done });
+  assert.deepEqual(ev.map((e) => [e.eventType, e.createdAt]), [["run_started", started], ["run_completed", done]]);
+  assert.deepEqual(checkHistory(ev, 0, "completed", new Map()), []);
 });

@@ -2,11 +2,13 @@
 // lib/world.mjs (world-local's data dirs, one per cell) and lib/process.mjs
 // (what the adapter removes when it stops).
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { dirname } from "node:path";
 import { test } from "node:test";
 import { Cleanups } from "../../lib/process.mjs";
-import { localWorld } from "../../lib/world.mjs";
+import { EMBEDDED, LOCAL, localNames, localWorld } from "../../lib/world.mjs";
 
 test("world-local gets a new data dir for every cell, the last one removed, all removed at the end", async () => {
   const saved = { world: process.env.WORKFLOW_TARGET_WORLD, data: process.env.WORKFLOW_LOCAL_DATA_DIR };
@@ -45,4 +47,19 @@ test("clean-ups run the last added first, each once, past one that fails", async
   await cleanups.run();
   await cleanups.run();
   assert.deepEqual(ran, ["last", "first"]);
+});
+
+test("world-local is the embedded world where its config reads WORKFLOW_EMBEDDED_DATA_DIR (4.0.1 betas)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "names-"));
+  try {
+    assert.deepEqual(localNames(dir), LOCAL);
+    const d = join(dir, "node_modules", "@workflow", "world-local", "dist");
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, "config.js"), "process.env.WORKFLOW_LOCAL_DATA_DIR");
+    assert.deepEqual(localNames(dir), LOCAL);
+    writeFileSync(join(d, "config.js"), "process.env.WORKFLOW_EMBEDDED_DATA_DIR");
+    assert.deepEqual(localNames(dir), EMBEDDED);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
