@@ -355,6 +355,9 @@ func validateCell(name, at string, c *Cell) error {
 			return err
 		}
 	}
+	if c.Pairing != nil {
+		return validatePairing(name, at, c.Pairing)
+	}
 	return nil
 }
 
