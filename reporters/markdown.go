@@ -98,6 +98,11 @@ type markdown struct {
 	// shares holds the fast-mode share rows of bimodal metrics (TTFS), by
 	// cell and metric, from stats.Compare.
 	shares map[sigKey]stats.ShareRow
+	// cmp is the comparison the detection rows come from (detection.go):
+	// against the baseline, or of an interleaved sweep's two sides;
+	// pairHeads the latter's head cells by the comparison's keys.
+	cmp       *stats.Comparison
+	pairHeads map[stats.CellKey]*results.Cell
 }
 
 func newMarkdown(f *results.File, opt Options) *markdown {
@@ -111,6 +116,7 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 			cmp, err = stats.Compare(opt.Baseline, f, stats.CompareOptions{})
 		}
 		if err == nil {
+			m.cmp = cmp
 			m.warnings = append(m.warnings, cmp.Warnings...)
 			m.sig = map[sigKey]stats.Significance{}
 			if cmp.HasNull {
@@ -137,6 +143,9 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 				}
 			}
 		}
+	}
+	if opt.Baseline == nil {
+		m.cmp, m.pairHeads = sidesComparison(f)
 	}
 	m.history = slices.Clone(opt.History)
 	m.history = slices.DeleteFunc(m.history, func(h *results.File) bool { return h == nil })
@@ -337,6 +346,7 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	m.slopes(sb, g)
 	m.crtt(sb, g)
 	m.pathMarkdown(sb, g, d)
+	m.detection(sb, g, d)
 	if d.histograms {
 		m.histograms(sb, g, d.widestOnly)
 	}

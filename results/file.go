@@ -355,6 +355,11 @@ func validateCell(name, at string, c *Cell) error {
 			return err
 		}
 	}
+	if c.Pairing != nil {
+		if err := validatePairing(name, at, c.Pairing); err != nil {
+			return err
+		}
+	}
 	return validatePath(name, at, c.CriticalPath)
 }
 

@@ -104,6 +104,9 @@ type PlanRecord struct {
 	// Engines are the engines under test as the plan named them
 	// (--targets); absent when only the built-in engine ran.
 	Engines []string `json:"engines,omitempty"`
+	// Interleave is set when the sweep ran its cells in interleaved
+	// pairs (sweep --interleave; see Interleave and Cell.Pairing).
+	Interleave *Interleave `json:"interleave,omitempty"`
 }
 
 // VersionSpec is an engine version with its feature set.
@@ -236,6 +239,10 @@ type Cell struct {
 	// transiently and were retried). Absent when there were none; reports
 	// show it next to stalls and errors.
 	WorldIncidents *world.Incidents `json:"world_incidents,omitempty"`
+	// Pairing is set on each cell of an interleaved pair (sweep
+	// --interleave): its side, its partner, and each measured run's block
+	// and position with its tested values.
+	Pairing *Pairing `json:"pairing,omitempty"`
 }
 
 // CellCPU is the cores a cell kept busy on average (CPU time over the

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/results"
@@ -17,11 +19,17 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usageErr("compare needs BASE and HEAD results files, got %d", len(pos))
+	if len(pos) != 1 && len(pos) != 2 {
+		return usageErr("compare needs BASE and HEAD results files (or one interleaved sweep's), got %d", len(pos))
 	}
 	if err := textMDOrJSON(*format); err != nil {
 		return err
+	}
+	if len(pos) == 1 {
+		if *nullPath != "" || *engines.base != "" || *engines.head != "" {
+			return usageErr("compare FILE compares an interleaved sweep's two sides; --null, --base-engine and --head-engine compare two files")
+		}
+		return compareSides(pos[0], *format, stdout)
 	}
 	base, err := results.Read(pos[0])
 	if err != nil {
@@ -46,6 +54,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return writeComparison(c, format, stdout)
+}
+
+func writeComparison(c *stats.Comparison, format *string, stdout io.Writer) error {
 	switch *format {
 	case "text":
 		return c.WriteText(stdout)
@@ -53,4 +65,46 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 		return c.WriteJSON(stdout)
 	}
 	return c.WriteMarkdown(stdout)
+}
+
+// compareSides runs `durabench compare FILE`: an interleaved sweep's head
+// side against its base side, pair by pair.
+func compareSides(path, format string, stdout io.Writer) error {
+	f, err := results.Read(path)
+	if err != nil {
+		return err
+	}
+	base, head, missing, err := splitSides(path, f)
+	if err != nil {
+		return err
+	}
+	c, err := stats.Compare(base.File, head.File, stats.CompareOptions{BaseLabel: base.label, HeadLabel: head.label})
+	if err != nil {
+		return err
+	}
+	c.Warnings = append(c.Warnings, missing...)
+	return writeComparison(c, &format, stdout)
+}
+
+// side is one side of an interleaved sweep, with its label.
+type side struct {
+	*results.File
+	label string
+}
+
+// splitSides is stats.SplitSides of the file at path, a usage error when
+// it is not an interleaved sweep; missing are warnings naming the cells
+// left out (no partner in the file).
+func splitSides(path string, f *results.File) (base, head side, missing []string, err error) {
+	if !stats.Interleaved(f) {
+		return side{}, side{}, nil, usageErr("%s is not an interleaved sweep (sweep --interleave): give BASE and HEAD (gate: --baseline)", path)
+	}
+	b, h, bl, hl, gone, err := stats.SplitSides(f)
+	if err != nil {
+		return side{}, side{}, nil, err
+	}
+	if len(gone) > 0 {
+		missing = append(missing, fmt.Sprintf("%d cell(s) without a partner in the file, not compared: %s", len(gone), strings.Join(gone, ", ")))
+	}
+	return side{b, bl}, side{h, hl}, missing, nil
 }

@@ -13,7 +13,7 @@ import (
 // rules; its exit code is the gate's.
 func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("gate", stderr)
-	baseline := fs.String("baseline", "", "baseline results file (needed by relative rules)")
+	baseline := fs.String("baseline", "", "baseline results file (needed by relative rules; an interleaved sweep's own base side without it)")
 	rulesFile := fs.String("rules", "", "rules file, one rule per line")
 	var inline multi
 	fs.Var(&inline, "rule", "a rule, e.g. 'ttls{branches=256}.p90 < 1.10x baseline' (repeatable)")
@@ -60,6 +60,18 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	var missing, labels []string
+	if base == nil && stats.Interleaved(head) {
+		// One interleaved sweep: its head side against its base side.
+		if *nullPath != "" || *againPath != "" || *engines.base != "" || *engines.head != "" {
+			return -1, usageErr("gate FILE of an interleaved sweep gates its two sides; --null, --again and the engine flags need --baseline")
+		}
+		b, h, gone, err := splitSides(pos[0], head)
+		if err != nil {
+			return -1, err
+		}
+		base, head, missing, labels = b.File, h.File, gone, []string{b.label, h.label}
+	}
 	if base, head, err = engines.apply(base, head); err != nil {
 		return -1, err
 	}
@@ -87,6 +99,10 @@ func cmdGate(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if err != nil {
 		return -1, err
+	}
+	rep.Warnings = append(rep.Warnings, missing...)
+	if labels != nil {
+		rep.Base.Label, rep.Head.Label = labels[0], labels[1]
 	}
 	switch *format {
 	case "text":

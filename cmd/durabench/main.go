@@ -31,7 +31,12 @@ usage:
   durabench list    [--profile P [--faults F]] scenarios (options, types, defaults), versions, kill switches, worlds, profiles;
                                             with --profile, every number of that profile
   durabench compare BASE HEAD [--null BASE2] [--format text|md|json]
+  durabench compare FILE [--format text|md|json]
+                                            an interleaved sweep (sweep --interleave): its head side against its
+                                            base side, block by block (paired test, CI and MDE)
   durabench gate    HEAD --baseline BASE [--null BASE2 [--again HEAD2]] [--rules FILE | --rule R ...] [--format text|md|json]
+  durabench gate    FILE [--rules FILE | --rule R ...] [--format text|md|json]
+                                            an interleaved sweep: its head side gated against its base side, paired
   durabench history add RESULTS --dir DIR
   durabench sim     [--seeds N] [--log mint-ordered,append-only] [--scenario P,...] [--versions V,...|all]
                     [--guard] [--profile P] [--faults F] [--format text|md] [--gate] [--replay SEED]

@@ -63,6 +63,11 @@ type Config struct {
 	// about 1 ms late for any sleep under 1 ms (see Calibration). It exists
 	// to measure what precise pacing costs.
 	CoarsePacing bool
+	// Turn, when set, takes turns with other cells' drivers (an
+	// interleaved sweep): the pacing task waits for each run's turn before
+	// scheduling it, and tells it when the run ended (see Turn). Real-time
+	// worlds only: it waits on the wall clock, outside the world's runtime.
+	Turn Turn
 	// OnRun, when set, is called after every run finished (warm-ups too),
 	// from the engine's task, and at the end of each phase once per run it
 	// gave up (unfinished at the timeout): it must not block.
@@ -121,6 +126,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.CellTimeout <= 0 {
 		cfg.CellTimeout = DefaultCellTimeout
 	}
+	if cfg.Turn != nil && cfg.World.Capabilities().VirtualTime {
+		return nil, fmt.Errorf("driver: turns are taken in real time; the world's clock is virtual")
+	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
 	}
@@ -158,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Every run failing before a single step body ran is a broken world or
 	// engine (a dead server), not a measurement.
-	broken := len(res.Timelines) == cfg.Reps
+	broken := len(res.Timelines) > 0 && len(res.Unstarted) == 0
 	for _, tl := range res.Timelines {
 		if !tl.Failed || len(tl.Steps) > 0 {
 			broken = false
@@ -272,6 +280,9 @@ type phaseState struct {
 	changed  world.Future
 	allDone  world.Future
 	lag      []time.Duration
+	// enough is set when the Turn ended the phase early (ErrEnough): the
+	// runs not started are not the phase's.
+	enough bool
 }
 
 // finishOne is a run's done callback.
@@ -318,6 +329,9 @@ func (d *cellRun) phase(ctx context.Context, tag string, n int, warmup bool) pha
 	ph.doneMu.Lock()
 	ph.over = true
 	ph.doneMu.Unlock()
+	if d.cfg.Turn != nil {
+		d.cfg.Turn.End(warmup)
+	}
 	return ph.collect(ctx, rt.Now())
 }
 
@@ -356,10 +370,10 @@ type phaseRun struct {
 // done. Counted first, the last run could end the phase (and the cell)
 // before its report went out, and a progress consumer (the live metrics)
 // lost it.
-func (ph *phaseRun) runDone(id string) {
+func (ph *phaseRun) runDone(i int, id string) {
 	d, rt := ph.d, ph.d.rt
 	defer ph.st.finishOne(rt)
-	if d.cfg.OnRun == nil {
+	if d.cfg.OnRun == nil && d.cfg.Turn == nil {
 		return
 	}
 	ph.doneMu.Lock()
@@ -368,6 +382,19 @@ func (ph *phaseRun) runDone(id string) {
 		// count towards the next phase or cell.
 		ph.doneMu.Unlock()
 		return
+	}
+	if d.cfg.Turn != nil {
+		ph.doneMu.Unlock()
+		tl, _ := d.rec.Snapshot(id, rt.Now())
+		d.cfg.Turn.Done(ph.warmup, i, tl)
+		if d.cfg.OnRun == nil {
+			return
+		}
+		ph.doneMu.Lock()
+		if ph.over {
+			ph.doneMu.Unlock()
+			return
+		}
 	}
 	ph.done++
 	p := CellProgress{Warmup: ph.warmup, Done: ph.done, Total: ph.n}
@@ -400,6 +427,9 @@ func (ph *phaseRun) pace(ctx context.Context) {
 	early := d.wait.precise() && d.cfg.Pacer.Open() && !d.inline
 	resume := make(chan time.Duration, 1) // the starter's clock when it ran
 	for i := 0; i < ph.n; i++ {
+		if d.cfg.Turn != nil && !ph.takeTurn(ctx, i) {
+			return
+		}
 		at, ok := ph.schedule(ctx, i, prevAt, early)
 		if !ok {
 			return
@@ -408,7 +438,7 @@ func (ph *phaseRun) pace(ctx context.Context) {
 		sched := ph.epoch + at
 		// The anchor t0 is the schedule, registered before StartRun.
 		id := ph.ids[i]
-		if err := d.rec.Begin(id, sched, ph.steps, func() { ph.runDone(id) }); err != nil {
+		if err := d.rec.Begin(id, sched, ph.steps, func() { ph.runDone(i, id) }); err != nil {
 			return // a duplicate id is a driver bug; stop pacing
 		}
 		st.mu.Lock()
@@ -522,11 +552,14 @@ func (ph *phaseRun) collect(ctx context.Context, end time.Duration) phaseResult 
 	d := ph.d
 	r := phaseResult{elapsed: end - ph.epoch}
 	ph.st.mu.Lock()
-	started := ph.st.started
+	started, enough := ph.st.started, ph.st.enough
 	r.lag = append([]time.Duration(nil), ph.st.lag[:started]...)
 	ph.st.mu.Unlock()
 	complete := true
 	for i, id := range ph.ids {
+		if i >= started && enough {
+			break // the Turn ended the phase: these were never its runs
+		}
 		if i >= started {
 			r.unstarted = append(r.unstarted, id)
 			complete = false

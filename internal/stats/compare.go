@@ -262,6 +262,10 @@ type Comparison struct {
 	// not part of a cell's key (pacing, queue settings, ...): the numbers
 	// are compared, but the difference may explain a change.
 	Warnings []string
+	// Interleave is the interleaved sweep whose two sides are compared
+	// (SplitSides) when some rows are paired (MetricRow.Paired); nil
+	// otherwise.
+	Interleave *results.Interleave
 }
 
 // planWarnings lists the settings outside the cell key that differ between
@@ -485,13 +489,35 @@ type MetricRow struct {
 	// Verdict is VerdictSame, VerdictNoise, VerdictWorse, VerdictBetter,
 	// VerdictChanged or VerdictNone.
 	Verdict string
+	// Paired is set when the two cells are the sides of one interleaved
+	// pair: Test is then its signed-rank test over the blocks (N1 = N2 =
+	// pairs) and DeltaPct its Hodges–Lehmann estimate of the change, with
+	// the confidence interval in Paired.
+	Paired *Paired
+	// MDEPct is the minimum detectable effect in percent (α, power 0.8):
+	// of the paired log ratios (MDEPaired), else of the two samples
+	// (MDETwoSample); NaN when a side has fewer than 2 values.
+	MDEPct float64
 }
 
 // Delta renders the change as benchstat does: "~" when not significant,
-// else a signed percentage; "" when a side is missing.
+// else a signed percentage; "" when a side is missing. A paired row
+// carries its interval: "+3.10% [+1.20, +5.00]", "~ (+0.40% [-1.10,
+// +1.90])".
 func (r MetricRow) Delta() string {
 	if !r.InBase || !r.InHead || r.Base.N == 0 || r.Head.N == 0 {
 		return ""
+	}
+	if r.Paired != nil {
+		lo, hi := r.Paired.CIPct()
+		ci := fmt.Sprintf("%+.2f%% [%+.2f, %+.2f]", r.DeltaPct, lo, hi)
+		switch {
+		case !r.Test.Significant:
+			return "~ (" + ci + ")"
+		case r.Verdict == VerdictNoise:
+			return "~ (" + ci + " ≤ null)"
+		}
+		return ci
 	}
 	if !r.Test.Significant {
 		return "~"
@@ -581,7 +607,9 @@ func rowVerdict(name string, r MetricRow) string {
 		return VerdictNoise
 	case metrics.BetterOf(name) == metrics.Informational:
 		return VerdictChanged
-	case r.Head.Median > r.Base.Median:
+	case r.Paired != nil && r.Paired.Ratio > 1:
+		return VerdictWorse
+	case r.Paired == nil && r.Head.Median > r.Base.Median:
 		return VerdictWorse
 	}
 	return VerdictBetter
@@ -712,7 +740,7 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		var gb, gh []float64
 		for _, k := range all {
 			row := MetricRow{Cell: k, DeltaPct: math.NaN(), NullDeltaPct: math.NaN(), Verdict: VerdictNone,
-				Test: Significance{P: math.NaN(), Alpha: opt.Alpha}}
+				Test: Significance{P: math.NaN(), Alpha: opt.Alpha}, MDEPct: math.NaN()}
 			side := func(idx map[CellKey]*results.Cell, label string) (in bool, t tested, sum Summary) {
 				m := metricOf(idx[k], name)
 				if m == nil {
@@ -741,8 +769,16 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 				}
 			}
 			if row.InBase && row.InHead && len(bv) > 0 && len(hv) > 0 {
-				row.Test = MannWhitney(bv, hv, opt.Alpha)
-				row.DeltaPct = deltaPct(row.Base.Median, row.Head.Median)
+				if pt, ok := pairedOf(bIdx[k], hIdx[k], name, opt.Alpha); ok && pt.N > 0 {
+					row.Paired = &pt
+					row.Test = Significance{P: pt.P, Alpha: opt.Alpha, N1: pt.N, N2: pt.N, Significant: pt.Significant, Warnings: pt.Warnings}
+					row.DeltaPct, row.MDEPct = pt.DeltaPct(), pt.MDEPct
+					c.Interleave = head.Plan.Interleave
+				} else {
+					row.Test = MannWhitney(bv, hv, opt.Alpha)
+					row.DeltaPct = deltaPct(row.Base.Median, row.Head.Median)
+					row.MDEPct = MDEOf(bv, hv, opt.Alpha)
+				}
 				row.Verdict = rowVerdict(name, row)
 				if row.Base.Median > 0 && row.Head.Median > 0 {
 					gb = append(gb, row.Base.Median)

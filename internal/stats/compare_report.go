@@ -26,6 +26,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if common != "" {
 		fmt.Fprintf(bw, "all cells: %s\n", common)
 	}
+	if note := c.pairedNote(); note != "" {
+		fmt.Fprintln(bw, note)
+	}
 	for _, w := range c.Warnings {
 		fmt.Fprintf(bw, "warning: %s\n", w)
 	}
@@ -109,13 +112,17 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if slices.ContainsFunc(c.Metrics, func(m MetricComparison) bool { return metrics.BetterOf(m.Metric) == metrics.Informational }) {
 		bw.WriteString(" An informational metric can fall when the engine only got slower (see its definition): its Δ is a change, never a gain or a loss.")
 	}
+	if note := c.pairedNote(); note != "" {
+		bw.WriteString(" " + note)
+	}
+	bw.WriteString(" MDE is the minimum detectable effect: the change the test finds 80% of the time at this spread and n.")
 	bw.WriteString("\n")
 	for _, m := range c.Metrics {
 		fmt.Fprintf(bw, "\n#### %s%s\n\n", m.Metric, metricStatNote(m))
 		if c.HasNull {
-			fmt.Fprintf(bw, "| cell | %s | %s | Δ | null Δ | p | n |\n|---|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+			fmt.Fprintf(bw, "| cell | %s | %s | Δ | null Δ | p | n | MDE |\n|---|--:|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
 		} else {
-			fmt.Fprintf(bw, "| cell | %s | %s | Δ | p | n |\n|---|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
+			fmt.Fprintf(bw, "| cell | %s | %s | Δ | p | n | MDE |\n|---|--:|--:|--:|--:|--:|--:|\n", mdEscape(c.Base.Label), mdEscape(c.Head.Label))
 		}
 		for _, r := range m.Rows {
 			p, n := "", ""
@@ -125,20 +132,23 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 				if r.Unit == UnitSample {
 					n += " samples"
 				}
+				if r.Paired != nil {
+					n = fmt.Sprintf("%d pairs", r.Paired.N)
+				}
 			}
 			null := ""
 			if c.HasNull {
 				null = " " + nullCell(r) + " |"
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %s |%s %s | %s |\n", mdEscape(label[r.Cell]),
-				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), null, p, n)
+			fmt.Fprintf(bw, "| %s | %s | %s | %s |%s %s | %s | %s |\n", mdEscape(label[r.Cell]),
+				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), null, p, n, mdeCell(r.MDEPct))
 		}
 		if g := m.Geomean; g.Cells > 1 {
 			null := ""
 			if c.HasNull {
 				null = " |"
 			}
-			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s |%s | %s |\n", metrics.FormatMicros(g.Base), metrics.FormatMicros(g.Head), pctCell(g.DeltaPct), null, geomeanNote(g))
+			fmt.Fprintf(bw, "| **geomean** | %s | %s | %s |%s | %s | |\n", metrics.FormatMicros(g.Base), metrics.FormatMicros(g.Head), pctCell(g.DeltaPct), null, geomeanNote(g))
 		}
 		if len(m.Shares) > 0 {
 			fmt.Fprintf(bw, "\n%s is bimodal: the share of runs in its fast mode (under %d × the fastest run of either side), compared as a proportion (Fisher's exact test).\n\n", m.Metric, FastFactor)
@@ -255,6 +265,13 @@ func testCell(r MetricRow) string {
 	if !r.InBase || !r.InHead || math.IsNaN(r.Test.P) {
 		return ""
 	}
+	mde := ""
+	if !math.IsNaN(r.MDEPct) {
+		mde = ", MDE " + mdeCell(r.MDEPct)
+	}
+	if r.Paired != nil {
+		return fmt.Sprintf("(paired p=%.3f n=%d pairs%s)", r.Test.P, r.Paired.N, mde)
+	}
 	n := fmt.Sprintf("n=%d+%d", r.Test.N1, r.Test.N2)
 	if r.Test.N1 == r.Test.N2 {
 		n = fmt.Sprintf("n=%d", r.Test.N1)
@@ -264,7 +281,36 @@ func testCell(r MetricRow) string {
 	} else {
 		n += " runs"
 	}
-	return fmt.Sprintf("(p=%.3f %s)", r.Test.P, n)
+	return fmt.Sprintf("(p=%.3f %s%s)", r.Test.P, n, mde)
+}
+
+// mdeCell renders a minimum detectable effect: "2.4%", "—" when there is
+// none.
+func mdeCell(pct float64) string {
+	switch {
+	case math.IsNaN(pct):
+		return "—"
+	case pct >= 1000:
+		return ">1000%"
+	case pct >= 10:
+		return fmt.Sprintf("%.0f%%", pct)
+	}
+	return fmt.Sprintf("%.1f%%", pct)
+}
+
+// pairedNote says how paired rows were tested; "" when none is.
+func (c *Comparison) pairedNote() string {
+	in := c.Interleave
+	if in == nil {
+		return ""
+	}
+	note := fmt.Sprintf("paired: one interleaved sweep, %s %s (base) against %s (head) run by run in %s blocks; "+
+		"the test is the Wilcoxon signed-rank test of the blocks' log ratios, Δ the Hodges–Lehmann estimate of the ratio with its %.0f%% CI",
+		in.Dimension, in.A, in.B, in.Order, 100*c.Confidence)
+	if in.PrecisionPct > 0 {
+		note += fmt.Sprintf(" (blocks added until ±%g%%)", in.PrecisionPct)
+	}
+	return note + "."
 }
 
 // FormatShare spells fast of n runs with its percentage: "3/30 (10%)".

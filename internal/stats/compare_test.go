@@ -134,13 +134,13 @@ func TestCompare(t *testing.T) {
 	if !slices.Equal(c.Warnings, []string{"pace differs: base burst, head open"}) {
 		t.Errorf("Warnings = %q", c.Warnings)
 	}
-	for _, want := range []string{"all cells: scenario=fanout switches=none world=sim profile=cloud", "warning: pace differs: base burst, head open", "geomean", "~", "(p=0.000 n=30 runs)",
+	for _, want := range []string{"all cells: scenario=fanout switches=none world=sim profile=cloud", "warning: pace differs: base burst, head open", "geomean", "~", "(p=0.000 n=30 runs, MDE ",
 		"only in head.json (1 cells, not compared):", "fanout/branches=1024/version=resilient", "(head only)", "(base only)", "median ± 95% CI"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q", want)
 		}
 	}
-	for _, want := range []string{"#### ttls", "| cell | base.json | head.json | Δ | p | n |", "**geomean**", "**0 → 2**", "only in base.json"} {
+	for _, want := range []string{"#### ttls", "| cell | base.json | head.json | Δ | p | n | MDE |", "**geomean**", "**0 → 2**", "only in base.json"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown output lacks %q", want)
 		}

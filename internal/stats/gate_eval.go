@@ -67,6 +67,9 @@ type GateReport struct {
 	// Missing lists the baseline's cells the head sweep lacks: nothing
 	// checks them, so the reports name them.
 	Missing []CellKey
+	// Interleave is set when the head and the baseline are the two sides
+	// of one interleaved sweep (SplitSides) and some checks are paired.
+	Interleave *results.Interleave
 }
 
 // RuleReport is one rule's checks.
@@ -113,6 +116,15 @@ type Check struct {
 	// PBeyond < Alpha: with the ratio past the threshold, the check fails.
 	PBeyond     float64
 	Significant bool
+	// Paired is set when the cell and its baseline are an interleaved
+	// pair: P, N1 and N2 are then its signed-rank test over the blocks,
+	// and PBeyond the one-sided signed-rank test of the log ratios against
+	// ln(threshold).
+	Paired *Paired
+	// MDEPct is the minimum detectable effect of the tested values in
+	// percent (relative rules; NaN otherwise): a threshold within it is
+	// warned about.
+	MDEPct float64
 	// Note explains a verdict that the figures alone do not (e.g. "over
 	// the threshold but not significant").
 	Note string
@@ -291,12 +303,19 @@ func GateNull(head, base, null *results.File, rules []Rule) (*GateReport, error)
 				if bm != nil {
 					pooled.add("base", rule.Metric, testedSample(rule.Metric, *bm))
 				}
-				rr.Checks = append(rr.Checks, checkRelative(rule, k, m, bm, nm, rep.Alpha, tests))
+				c := checkRelative(rule, k, m, bm, nm, rep.Alpha, tests, bIdx[k], cell)
+				if c.Paired != nil {
+					rep.Interleave = head.Plan.Interleave
+				}
+				rr.Checks = append(rr.Checks, c)
 			} else {
 				rr.Checks = append(rr.Checks, checkAbsolute(rule, k, m))
 			}
 		}
 		rr.Unmatched = len(rr.Checks) == 0 && !rule.AllowEmpty
+		if w := thresholdWarning(rule, rr.Checks); w != "" {
+			rep.Warnings = append(rep.Warnings, w)
+		}
 		rep.Rules = append(rep.Rules, rr)
 	}
 	rep.Warnings = append(rep.Warnings, pooled.warnings()...)
@@ -320,7 +339,8 @@ func metricOf(cell *results.Cell, name string) *results.Metric {
 }
 
 func newCheck(k CellKey) Check {
-	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN(), NullRatio: math.NaN(), RunRatio: math.NaN()}
+	return Check{Cell: k, Baseline: math.NaN(), Ratio: math.NaN(), P: math.NaN(), PBeyond: math.NaN(), NullRatio: math.NaN(), RunRatio: math.NaN(),
+		MDEPct: math.NaN()}
 }
 
 func checkCount(rule Rule, k CellKey, cell *results.Cell) Check {
@@ -391,7 +411,30 @@ type testKey struct {
 	metric string
 }
 
-func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.Metric, alpha float64, tests testCache) Check {
+// thresholdWarning is the warning of a relative rule whose threshold is
+// within the minimum detectable effect of cells it checked (mdeWarning);
+// "" when it is not.
+func thresholdWarning(rule Rule, checks []Check) string {
+	if !rule.Relative || rule.Stat == FastShareStat {
+		return ""
+	}
+	margin := math.Abs(rule.Threshold-1) * 100
+	var cells []string
+	var mdes []float64
+	keys := make([]CellKey, len(checks))
+	for i, c := range checks {
+		keys[i] = c.Cell
+	}
+	labels, _ := cellLabels(keys)
+	for i, c := range checks {
+		if !math.IsNaN(c.MDEPct) && margin < c.MDEPct {
+			cells, mdes = append(cells, labels[i]), append(mdes, c.MDEPct)
+		}
+	}
+	return mdeWarning(rule, cells, mdes)
+}
+
+func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.Metric, alpha float64, tests testCache, bcell, hcell *results.Cell) Check {
 	c := newCheck(k)
 	if m.Count == 0 {
 		c.Verdict, c.Note = Fail, "no values"
@@ -417,9 +460,15 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.M
 		c.Statistic, c.Unit = bt.stat, bt.unit
 	}
 	t, ok := tests[testKey{k, rule.Metric}]
-	if !ok {
-		t = MannWhitney(bt.values, ht.values, alpha)
-		tests[testKey{k, rule.Metric}] = t
+	if pt, paired := pairedOf(bcell, hcell, rule.Metric, alpha); paired && pt.N > 0 {
+		c.Paired, c.MDEPct = &pt, pt.MDEPct
+		t = Significance{P: pt.P, Alpha: alpha, N1: pt.N, N2: pt.N, Significant: pt.Significant, Warnings: pt.Warnings}
+	} else {
+		if !ok {
+			t = MannWhitney(bt.values, ht.values, alpha)
+			tests[testKey{k, rule.Metric}] = t
+		}
+		c.MDEPct = MDEOf(bt.values, ht.values, alpha)
 	}
 	c.P, c.N1, c.N2 = t.P, t.N1, t.N2
 	if c.Statistic != string(metrics.RunValue) && c.Unit == UnitRun && len(bt.values) > 0 && len(ht.values) > 0 {
@@ -444,10 +493,15 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.M
 	// beyond threshold × baseline, so a change near the threshold that
 	// noise can explain does not fail the gate.
 	var decisive Significance
-	switch rule.Op {
-	case "<", "<=":
+	switch {
+	case c.Paired != nil && rule.Op != "==" && rule.Op != "!=":
+		// Paired: the blocks' log ratios lie beyond ln(threshold).
+		above := rule.Op == "<" || rule.Op == "<="
+		p, n := pairedBeyond(bcell, hcell, rule.Metric, rule.Threshold, above)
+		decisive = Significance{P: p, Alpha: alpha, N1: n, N2: n, Significant: p < alpha}
+	case rule.Op == "<" || rule.Op == "<=":
 		decisive = MannWhitneyBeyond(bt.values, ht.values, rule.Threshold, true, alpha)
-	case ">", ">=":
+	case rule.Op == ">" || rule.Op == ">=":
 		decisive = MannWhitneyBeyond(bt.values, ht.values, rule.Threshold, false, alpha)
 	default: // == and != have no direction: the plain two-sided test decides
 		decisive = t

@@ -10,6 +10,16 @@ import (
 	"github.com/durabench/durabench/metrics"
 )
 
+// pairedNote says how paired checks were tested; "" when none is.
+func (r *GateReport) pairedNote() string {
+	in := r.Interleave
+	if in == nil {
+		return ""
+	}
+	return fmt.Sprintf("paired: one interleaved sweep, %s %s (baseline) against %s (head) run by run in %s blocks; a relative rule's tests are the Wilcoxon signed-rank tests of the blocks' log ratios (two-sided p; beyond: one-sided, against ln(threshold)).",
+		in.Dimension, in.A, in.B, in.Order)
+}
+
 // headline is the one-line outcome of the gate.
 func (r *GateReport) headline() string {
 	checks := 0
@@ -72,6 +82,9 @@ func (r *GateReport) labels() map[CellKey]string {
 func (r *GateReport) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "gate: %s (α = %g)\n%s\n", r.sides(), r.Alpha, r.headline())
+	if note := r.pairedNote(); note != "" {
+		fmt.Fprintln(bw, note)
+	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(bw, "warning: %s\n", w)
 	}
@@ -99,6 +112,9 @@ func (r *GateReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(bw, "**Gate %s %s**  \n%s, α = %g. A relative rule fails only when the change is past its threshold and significantly so (Mann-Whitney U, one-sided, head against threshold × baseline: the \"beyond\" p), tested on runs (n counts runs; a metric with several samples per run on one aggregate per run)", mark, mdEscape(r.headline()), mdEscape(r.sides()), r.Alpha)
 	if r.HasNull {
 		bw.WriteString(", and beyond the null sweep's ratio to the baseline (the `null` ratio: what an A/A pair shows)")
+	}
+	if note := r.pairedNote(); note != "" {
+		bw.WriteString(". " + note[:len(note)-1])
 	}
 	for _, rr := range r.Rules {
 		if rr.Rule.Stat == FastShareStat && rr.Rule.Relative {
@@ -238,6 +254,18 @@ func pCell(c Check) string {
 	if math.IsNaN(c.P) {
 		return ""
 	}
+	mde := ""
+	if !math.IsNaN(c.MDEPct) {
+		mde = ", MDE " + mdeCell(c.MDEPct)
+	}
+	if p := c.Paired; p != nil {
+		lo, hi := p.CIPct()
+		s := fmt.Sprintf("paired Δ %+.1f%% [%+.1f, %+.1f], p=%.3f n=%d pairs%s", p.DeltaPct(), lo, hi, c.P, p.N, mde)
+		if !math.IsNaN(c.PBeyond) {
+			s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)
+		}
+		return s
+	}
 	s := fmt.Sprintf("p=%.3f", c.P)
 	if c.N1 == c.N2 {
 		s += fmt.Sprintf(" n=%d", c.N1)
@@ -247,6 +275,7 @@ func pCell(c Check) string {
 	if c.Unit == UnitSample {
 		s += " pooled samples"
 	}
+	s += mde
 	if !math.IsNaN(c.PBeyond) {
 		s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/durabench/durabench/results"
 )
 
 // JSONSchema names the documents WriteJSON writes (compare and gate).
@@ -54,6 +56,43 @@ type jsonCompareRow struct {
 	DeltaPct num    `json:"delta_pct"`
 	NullPct  num    `json:"null_delta_pct"`
 	Verdict  string `json:"verdict"`
+	// MDEPct is the minimum detectable effect (α, power 0.8) in percent.
+	MDEPct num `json:"mde_pct"`
+	// Paired is the paired test of an interleaved pair's two cells (p and
+	// delta_pct above are then its).
+	Paired *jsonPaired `json:"paired,omitempty"`
+}
+
+// jsonPaired is a paired comparison (Paired): the blocks' log ratios
+// tested with the Wilcoxon signed-rank test, the Hodges–Lehmann estimate
+// of the ratio with its confidence interval.
+type jsonPaired struct {
+	Test     string `json:"test"`
+	Interval string `json:"interval"`
+	N        int    `json:"n_pairs"`
+	Ratio    num    `json:"ratio"`
+	DeltaPct num    `json:"delta_pct"`
+	CILoPct  num    `json:"ci_lo_pct"`
+	CIHiPct  num    `json:"ci_hi_pct"`
+	// Coverage is the interval's actual confidence (the signed-rank
+	// distribution is discrete).
+	Coverage num  `json:"ci_coverage"`
+	P        num  `json:"p"`
+	Exact    bool `json:"exact"`
+	// SDLogRatio is the standard deviation of the log ratios the MDE is
+	// computed from.
+	SDLogRatio num `json:"sd_log_ratio"`
+	MDEPct     num `json:"mde_pct"`
+}
+
+func jsonPairedOf(p *Paired) *jsonPaired {
+	if p == nil {
+		return nil
+	}
+	lo, hi := p.CIPct()
+	return &jsonPaired{Test: "wilcoxon signed-rank", Interval: "hodges-lehmann", N: p.N, Ratio: num(p.Ratio),
+		DeltaPct: num(p.DeltaPct()), CILoPct: num(lo), CIHiPct: num(hi), Coverage: num(p.Achieved), P: num(p.P),
+		Exact: p.Exact, SDLogRatio: num(p.SD), MDEPct: num(p.MDEPct)}
 }
 
 type jsonShare struct {
@@ -83,21 +122,24 @@ type jsonCount struct {
 // verdict instead of the text. NaN figures are null.
 func (c *Comparison) WriteJSON(w io.Writer) error {
 	doc := struct {
-		Schema     string           `json:"schema"`
-		Base       *jsonSweep       `json:"base"`
-		Head       *jsonSweep       `json:"head"`
-		Null       *jsonSweep       `json:"null,omitempty"`
-		Alpha      float64          `json:"alpha"`
-		Confidence float64          `json:"confidence"`
-		Warnings   []string         `json:"warnings"`
-		Rows       []jsonCompareRow `json:"rows"`
+		Schema string     `json:"schema"`
+		Base   *jsonSweep `json:"base"`
+		Head   *jsonSweep `json:"head"`
+		Null   *jsonSweep `json:"null,omitempty"`
+		// Interleave is the interleaved sweep whose two sides are
+		// compared (rows with "paired").
+		Interleave *results.Interleave `json:"interleave,omitempty"`
+		Alpha      float64             `json:"alpha"`
+		Confidence float64             `json:"confidence"`
+		Warnings   []string            `json:"warnings"`
+		Rows       []jsonCompareRow    `json:"rows"`
 		// Shares are the fast-mode shares of bimodal metrics (TTFS).
 		Shares   []jsonShare `json:"shares"`
 		Counts   []jsonCount `json:"counts"`
 		OnlyBase []string    `json:"only_base"`
 		OnlyHead []string    `json:"only_head"`
 	}{
-		Schema: CompareJSONSchema, Base: jsonSweepOf(c.Base), Head: jsonSweepOf(c.Head),
+		Schema: CompareJSONSchema, Base: jsonSweepOf(c.Base), Head: jsonSweepOf(c.Head), Interleave: c.Interleave,
 		Alpha: c.Alpha, Confidence: c.Confidence, Warnings: nonNil(c.Warnings),
 		Rows: []jsonCompareRow{}, Shares: []jsonShare{}, Counts: []jsonCount{}, OnlyBase: keyStrings(c.OnlyBase), OnlyHead: keyStrings(c.OnlyHead),
 	}
@@ -110,6 +152,7 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 				Metric: m.Metric, Cell: r.Cell.String(), Unit: r.Unit, Statistic: r.Statistic,
 				NBase: r.Base.N, NHead: r.Head.N, Base: num(math.NaN()), Head: num(math.NaN()),
 				P: num(r.Test.P), DeltaPct: num(r.DeltaPct), NullPct: num(r.NullDeltaPct), Verdict: r.Verdict,
+				MDEPct: num(r.MDEPct), Paired: jsonPairedOf(r.Paired),
 			}
 			if r.InBase && r.Base.N > 0 {
 				row.Base = num(r.Base.Median)
@@ -163,7 +206,11 @@ type jsonCheck struct {
 	RunRatio  num    `json:"run_ratio"`
 	P         num    `json:"p"`
 	PBeyond   num    `json:"p_beyond"`
-	Note      string `json:"note,omitempty"`
+	// MDEPct is the tested values' minimum detectable effect in percent
+	// (relative rules); Paired the paired test of an interleaved pair.
+	MDEPct num         `json:"mde_pct"`
+	Paired *jsonPaired `json:"paired,omitempty"`
+	Note   string      `json:"note,omitempty"`
 }
 
 type jsonRule struct {
@@ -180,20 +227,22 @@ type jsonRule struct {
 func (r *GateReport) WriteJSON(w io.Writer) error {
 	outcome := map[gateOutcome]string{gatePassed: "passed", gateFailed: "failed", gateUnmatched: "unmatched rules", gateSweepFailed: "sweep failed"}[r.outcome()]
 	doc := struct {
-		Schema      string     `json:"schema"`
-		Passed      bool       `json:"passed"`
-		Outcome     string     `json:"outcome"`
-		Head        *jsonSweep `json:"head"`
-		Base        *jsonSweep `json:"base,omitempty"`
-		Null        *jsonSweep `json:"null,omitempty"`
-		Again       *jsonSweep `json:"head_again,omitempty"`
-		Alpha       float64    `json:"alpha"`
-		SweepFailed string     `json:"sweep_failed,omitempty"`
-		Warnings    []string   `json:"warnings"`
-		Missing     []string   `json:"missing"`
-		Rules       []jsonRule `json:"rules"`
+		Schema  string     `json:"schema"`
+		Passed  bool       `json:"passed"`
+		Outcome string     `json:"outcome"`
+		Head    *jsonSweep `json:"head"`
+		Base    *jsonSweep `json:"base,omitempty"`
+		Null    *jsonSweep `json:"null,omitempty"`
+		Again   *jsonSweep `json:"head_again,omitempty"`
+		// Interleave is the interleaved sweep whose sides are gated.
+		Interleave  *results.Interleave `json:"interleave,omitempty"`
+		Alpha       float64             `json:"alpha"`
+		SweepFailed string              `json:"sweep_failed,omitempty"`
+		Warnings    []string            `json:"warnings"`
+		Missing     []string            `json:"missing"`
+		Rules       []jsonRule          `json:"rules"`
 	}{
-		Schema: GateJSONSchema, Passed: r.Passed(), Outcome: outcome, Head: jsonSweepOf(r.Head),
+		Schema: GateJSONSchema, Passed: r.Passed(), Outcome: outcome, Head: jsonSweepOf(r.Head), Interleave: r.Interleave,
 		Alpha: r.Alpha, SweepFailed: r.SweepFailed, Warnings: nonNil(r.Warnings), Missing: keyStrings(r.Missing),
 		Rules: []jsonRule{},
 	}
@@ -212,7 +261,8 @@ func (r *GateReport) WriteJSON(w io.Writer) error {
 			jr.Checks = append(jr.Checks, jsonCheck{
 				Cell: c.Cell.String(), Verdict: string(c.Verdict), Unit: c.Unit, Statistic: c.Statistic,
 				NBase: c.N1, NHead: c.N2, Value: num(c.Value), Baseline: num(c.Baseline), Ratio: num(c.Ratio),
-				NullRatio: num(c.NullRatio), RunRatio: num(c.RunRatio), P: num(c.P), PBeyond: num(c.PBeyond), Note: c.Note,
+				NullRatio: num(c.NullRatio), RunRatio: num(c.RunRatio), P: num(c.P), PBeyond: num(c.PBeyond),
+				MDEPct: num(c.MDEPct), Paired: jsonPairedOf(c.Paired), Note: c.Note,
 			})
 		}
 		doc.Rules = append(doc.Rules, jr)

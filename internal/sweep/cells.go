@@ -68,6 +68,8 @@ type CellPlan struct {
 	CadenceSHA256 string
 	// wrap, when set, wraps the cell's world outside its profile (Measure).
 	wrap func(world.World) world.World
+	// pair, when set, runs the cell as one side of an interleaved pair.
+	pair *pairRun
 }
 
 // Label is the cell's short description for progress lines.

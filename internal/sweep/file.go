@@ -24,6 +24,9 @@ const (
 	kFloat
 	kBool
 	kDuration
+	// kBoolOrWord is true, false or a word (interleave: abba); its flag
+	// alone means true (--interleave).
+	kBoolOrWord
 )
 
 var fieldKinds = map[string]kind{
@@ -276,7 +279,7 @@ func checkKind(n *yaml.Node, k kind) error {
 		return fmt.Errorf("no value")
 	}
 	want := map[kind]string{kString: "a string", kInt: "an integer", kFloat: "a number", kBool: "true or false",
-		kDuration: "a duration such as 30s"}[k]
+		kDuration: "a duration such as 30s", kBoolOrWord: "true, false or a word"}[k]
 	ok := true
 	switch k {
 	case kInt:
@@ -285,6 +288,8 @@ func checkKind(n *yaml.Node, k kind) error {
 		ok = tag == "!!int" || tag == "!!float"
 	case kBool:
 		ok = tag == "!!bool"
+	case kBoolOrWord:
+		ok = tag == "!!bool" || tag == "!!str"
 	case kDuration:
 		ok = tag == "!!str" || tag == "!!int" && n.Value == "0"
 	case kString:

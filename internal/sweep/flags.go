@@ -45,7 +45,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{set: map[string]string{}, fs: fs}
 	def := DefaultPlan()
 	for _, fd := range fields {
-		isBool := fieldKinds[fd.name] == kBool
+		isBool := fieldKinds[fd.name] == kBool || fieldKinds[fd.name] == kBoolOrWord
 		fs.Var(&flagValue{f: f, name: fd.name, bool: isBool}, fd.name, fd.help+defaultNote(def, fd.name))
 	}
 	fs.Var(optionsValue{f}, "option", "scenario option name=value[,value...] (repeatable; see durabench list)")

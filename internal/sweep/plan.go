@@ -18,6 +18,7 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/driver"
+	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/profile"
@@ -78,6 +79,8 @@ type Plan struct {
 	// Objectives are p75/p90/p99 latency objectives in ms per metric (the
 	// report marks cells over them).
 	Objectives map[string][3]float64
+	// Interleave runs the plan's A/B pair in one sweep (interleave.go).
+	Interleave InterleaveSettings
 
 	// origins records where the user set each field (a flag, or a file's
 	// line), so that a default never causes an error (e.g. the default
@@ -93,6 +96,10 @@ type Plan struct {
 type resolution struct {
 	cells []CellPlan
 	pacer driver.Pacer
+	// pairs are the interleaved pairs of cells and interleave their
+	// record (nil without --interleave).
+	pairs      []cellPair
+	interleave *results.Interleave
 }
 
 // DefaultPlan is `durabench sweep` with no flags: a fan-out sweep of every
@@ -447,7 +454,11 @@ func (p *Plan) Validate() error {
 	if err != nil {
 		return err
 	}
-	p.resolved = &resolution{cells: cells, pacer: pacer}
+	pairs, rec, err := p.resolvePairs(cells)
+	if err != nil {
+		return err
+	}
+	p.resolved = &resolution{cells: cells, pacer: pacer, pairs: pairs, interleave: rec}
 	return nil
 }
 

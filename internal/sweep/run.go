@@ -201,7 +201,17 @@ func (r *sweepRun) outcome(ctx context.Context, cells []CellPlan, dir string) *O
 // first cell that fails (failure) or when ctx ends (interrupted).
 func (r *sweepRun) runCells(ctx context.Context, cells []CellPlan, done map[string]results.Cell, journal *results.Journal,
 	f *results.File) (failure error, interrupted bool) {
+	pairs := r.pairsByCell()
 	for i, c := range cells {
+		if cp, ok := pairs[i]; ok {
+			if cp.a != i {
+				continue // run with its partner, the pair's A
+			}
+			if failure, interrupted = r.runPairCells(ctx, cp, cells, done, journal, f); failure != nil || interrupted {
+				return failure, interrupted
+			}
+			continue
+		}
 		if prev, ok := done[c.Key]; ok {
 			f.Cells = append(f.Cells, prev)
 			r.prog.CellDone(i, c, &prev, true)
@@ -251,8 +261,16 @@ func finish(dir string, cells []CellPlan, out *Outcome, journal *results.Journal
 		f.Partial, f.Error = true, "interrupted"
 	}
 	if f.Partial {
-		for _, c := range cells[len(f.Cells):] {
-			f.Missing = append(f.Missing, c.Label())
+		// Interleaved pairs run at their first cell's place, so the cells
+		// present are not always a prefix of the plan's.
+		have := map[string]bool{}
+		for _, c := range f.Cells {
+			have[KeyOf(c)] = true
+		}
+		for _, c := range cells {
+			if !have[c.Key] {
+				f.Missing = append(f.Missing, c.Label())
+			}
 		}
 	}
 	if err := results.Write(out.ResultsPath, f); err != nil {
@@ -345,12 +363,16 @@ func (r *sweepRun) runCell(ctx context.Context, c CellPlan) (results.Cell, *driv
 // cell's pacer and seed.
 func (r *sweepRun) driverConfig(c CellPlan, w world.World, prefix string) driver.Config {
 	p := r.plan
-	return driver.Config{
+	dc := driver.Config{
 		World: w, Features: c.Features, Program: c.Program,
 		RunPrefix: prefix, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
 		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
 		OnRun: r.prog.Run,
 	}
+	if c.pair != nil {
+		c.pair.apply(&dc)
+	}
+	return dc
 }
 
 // metricsConfig is how the timelines of prog become metrics: the plan's stall
@@ -474,6 +496,7 @@ func (p *Plan) compatible(rp results.PlanRecord) error {
 		{"worlds", fmt.Sprint(rp.Worlds), fmt.Sprint(mine.Worlds)},
 		{"profiles", fmt.Sprint(rp.Profiles), fmt.Sprint(mine.Profiles)},
 		{"targets", fmt.Sprint(rp.Engines), fmt.Sprint(mine.Engines)},
+		{"interleave", interleaveString(rp.Interleave), interleaveString(mine.Interleave)},
 	} {
 		if s.old != s.new {
 			return fmt.Errorf("the earlier sweep ran with %s %v, this one with %v (resume with the same -f file and flags)", s.name, s.old, s.new)
@@ -527,6 +550,9 @@ func (p *Plan) resultsPlan() results.PlanRecord {
 		rp.Switches = append(rp.Switches, s.String())
 	}
 	p.recordWorldSettings(&rp.WorldOptions)
+	if p.resolved != nil {
+		rp.Interleave = p.resolved.interleave
+	}
 	return rp
 }
 
