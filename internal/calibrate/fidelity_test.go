@@ -11,9 +11,9 @@ import (
 	"github.com/durabench/durabench/world/profile"
 )
 
-var update = flag.Bool("update", false, "rewrite the fidelity table in docs/profiles.md and README.md")
+var update = flag.Bool("update", false, "rewrite the fidelity table in docs/profiles.md")
 
-// The fidelity table's places: docs/profiles.md and the README.
+// The fidelity table's place: docs/profiles.md.
 var docPaths = []string{"../../docs/profiles.md"}
 
 const (
@@ -23,7 +23,7 @@ const (
 
 // TestFidelity: under the shipped cloud profile, the sim world reproduces
 // every fitted figure the reference write-ups publish (examples/published.yaml)
-// within ±20%, on the sweep's seed; docs/profiles.md and the README show
+// within ±20%, on the sweep's seed; docs/profiles.md shows
 // that table as the command prints it.
 func TestFidelity(t *testing.T) {
 	tab, err := ReadFile("../../examples/published.yaml")
