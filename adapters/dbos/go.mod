@@ -1,4 +1,4 @@
-module github.com/durabench/durabench/targets/dbos
+module github.com/durabench/durabench/adapters/dbos
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-module github.com/durabench/durabench/targets/goworkflows
+module github.com/durabench/durabench/adapters/goworkflows
 
 go 1.26.0
 

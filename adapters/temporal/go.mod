@@ -1,4 +1,4 @@
-module github.com/durabench/durabench/targets/temporal
+module github.com/durabench/durabench/adapters/temporal
 
 go 1.26.8
 
