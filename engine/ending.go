@@ -15,9 +15,16 @@ import (
 // of a completion still in flight (Engine.Pending), so a process that ships
 // records elsewhere does not promise "everything before this instant is
 // sent" while a span from before it is still to come.
+//
+// A step's completion write can also return after the run it belongs to was
+// finished: the write landed, a completer saw it and finished the run, and
+// only then did the writing task get the processor back. The completion was
+// durable by the run's finish, so its span ends there (capEnd), never after
+// the run it is part of.
 type endings struct {
 	shards [16]endingShard
 	seed   maphash.Seed
+	now    func() time.Duration
 }
 
 type endingShard struct {
@@ -78,20 +85,35 @@ func (en *endings) end(run string, since time.Duration) (held bool, at time.Dura
 	return e.held, e.at, e.failed
 }
 
-// finish reports whether run's finish may be reported now; if not, it is
-// held and end returns it.
-func (en *endings) finish(run string, at time.Duration, failed bool) bool {
+// finish stamps run's finish with the clock and reports whether it may be
+// reported now; if not, it is held and end returns it. The clock is read
+// under the shard's lock, so a completion capped before it (capEnd) ended
+// no later than the finish.
+func (en *endings) finish(run string, failed bool) (at time.Duration, now bool) {
 	s := en.shard(run)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	at = en.now()
 	e := s.runs[run]
 	if e == nil || len(e.since) == 0 {
-		return true
+		return at, true
 	}
 	if !e.held {
 		e.held, e.at, e.failed = true, at, failed
 	}
-	return false
+	return e.at, false
+}
+
+// capEnd is the end of a completion of run in flight that returned at end:
+// end, or the run's finish when the run was finished first.
+func (en *endings) capEnd(run string, end time.Duration) time.Duration {
+	s := en.shard(run)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.runs[run]; e != nil && e.held && e.at < end {
+		return e.at
+	}
+	return end
 }
 
 // oldest returns the earliest start of a completion in flight.

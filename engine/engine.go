@@ -226,7 +226,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{cfg: cfg, w: w, rt: cfg.World.Runtime(), spans: spans,
 		f: Effective(cfg.Features, caps), obs: cfg.Observer, inlineWindow: caps.VisibilityTimeout / 2,
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15)),
-		end: endings{seed: maphash.MakeSeed()}}, nil
+		end: endings{seed: maphash.MakeSeed(), now: cfg.World.Runtime().Now}}, nil
 }
 
 // Effective returns the features the engine really uses on a world with caps:

@@ -340,6 +340,41 @@ func TestStepEndsWhenItsCompletionIsWritten(t *testing.T) {
 	}
 }
 
+// lateReturn holds the return of step 0.0's step_completed write after the
+// write landed: the task that wrote it loses the processor while another
+// completer sees the stage done and finishes the run.
+type lateReturn struct {
+	world.World
+	hold time.Duration
+}
+
+func (l *lateReturn) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
+	res, err := l.World.Append(ctx, run, ev, pre)
+	if ev.Kind == world.StepCompleted && ev.Entity == "0.0" {
+		time.Sleep(l.hold)
+	}
+	return res, err
+}
+
+// TestNoStepEndsAfterItsRun: a completion write that returns after its run
+// finished ends the step at the run's finish — it was durable by then — so
+// no step of a run ends after the run (TTLS never exceeds TTC).
+func TestNoStepEndsAfterItsRun(t *testing.T) {
+	h := start(t, &lateReturn{World: mem.New(world.Options{}), hold: 80 * time.Millisecond}, version(t, "pending-count"))
+	h.run(t, "r", engine.FanOut(4))
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	if len(h.rec.spans["r"]) != 4 {
+		t.Fatalf("%d spans, want 4", len(h.rec.spans["r"]))
+	}
+	done := h.rec.ends["r"]
+	for _, s := range h.rec.spans["r"] {
+		if s.End > done {
+			t.Errorf("step %d.%d ends at %v, after its run finished at %v", s.Stage, s.Index, s.End, done)
+		}
+	}
+}
+
 // TestEngineTakesThePlatformsConcurrency: with no concurrency of its own,
 // the engine runs as many deliveries at once as the world's profile says
 // the platform does (deliver.concurrency), not its default 64.

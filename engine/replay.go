@@ -327,7 +327,7 @@ func (e *Engine) advance(ctx context.Context, inv *invocation, st *runState, eve
 // finish reports a run's end and forgets its cached program.
 func (e *Engine) finish(run string, failed bool) {
 	e.programs.Delete(run)
-	if at := e.rt.Now(); e.end.finish(run, at, failed) {
+	if at, now := e.end.finish(run, failed); now {
 		e.spans.finished(run)
 		e.obs.RunFinished(run, at, failed)
 		e.spans.forget(run)

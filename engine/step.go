@@ -168,7 +168,7 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	// and what a target's step_completed is).
 	res, end, err := e.appendFrom(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id,
 		Data: inv.prog.payload}, since)
-	span.End = end
+	span.End = e.end.capEnd(inv.run, end)
 	e.obs.StepBody(inv.run, span)
 	if held, at, failed := e.end.end(inv.run, since); held {
 		e.spans.finished(inv.run)
