@@ -135,7 +135,7 @@ func TestInterleavedFloor(t *testing.T) {
 		oneMin := 100 * math.Expm1(logMDE*math.Sqrt(float64(r.n)/inMinute))
 		n5 := float64(r.n) * math.Pow(logMDE/math.Log(1.05), 2)
 		fmt.Fprintf(&sb, "| %s | %d/%d | %.0f%% | %.1f s | %.0f | %.1f%% | %s |\n", k, r.sig, r.tests, mde,
-			setup+perPair*float64(r.n), inMinute, oneMin, (time.Duration((setup+n5*perPair)*float64(time.Second))).Round(time.Second))
+			setup+perPair*float64(r.n), inMinute, oneMin, (time.Duration((setup + n5*perPair) * float64(time.Second))).Round(time.Second))
 	}
 	t.Logf("\n%s", sb.String())
 	if *floorOut != "" {
