@@ -546,9 +546,6 @@ func (t *turnstile) advanceLocked() {
 // why to stop adding blocks, or "" to add one.
 func (t *turnstile) stopLocked() string {
 	r := t.rule
-	if t.closed[0][1] || t.closed[1][1] {
-		return "a side ended" // no pair to add to
-	}
 	// ABBA stops after an even number of blocks only, so that each side
 	// ran first in as many blocks as the other.
 	if t.blocks >= t.reps && (t.order == OrderRandom || t.blocks%2 == 0) && t.sharpLocked() {
@@ -556,6 +553,9 @@ func (t *turnstile) stopLocked() string {
 	}
 	if t.blocks >= r.maxRuns {
 		return results.StoppedMaxRuns
+	}
+	if t.closed[0][1] || t.closed[1][1] {
+		return "a side ended" // no pair to add to
 	}
 	if r.maxTime > 0 && !t.start.IsZero() && t.now().Sub(t.start) >= r.maxTime {
 		return results.StoppedMaxTime
