@@ -228,6 +228,10 @@ func (p *Plan) resolvePairs(cells []CellPlan) ([]cellPair, *results.Interleave, 
 			}
 		}
 		a, b := cells[ab[0]], cells[ab[1]]
+		if a.World.VirtualTime != b.World.VirtualTime {
+			return nil, nil, bad("cells %s and %s run one in virtual time (world %s), the other in real time (world %s): they cannot take turns",
+				a.Label(), b.Label(), a.World.Name, b.World.Name)
+		}
 		sum := sha256.Sum256([]byte(a.Key + "\x00" + b.Key))
 		cp := cellPair{a: ab[0], b: ab[1], seed: p.Seed ^ keyBits(sum)}
 		if in.PrecisionPct > 0 {

@@ -420,6 +420,7 @@ func TestInterleaveUsage(t *testing.T) {
 		{append(pair, "--interleave", "--max-runs", "50"), "--max-runs"},
 		{append(pair, "--interleave", "--precision", "2%", "--max-runs", "5", "--reps", "10"), "--max-runs"},
 		{append(pair, "--world", "sim", "--interleave", "--precision", "2%"), "--precision"},
+		{[]string{"--world", "sim", "--targets", "reference,http://127.0.0.1:9", "--versions", "resilient", "--switches", "none", "--interleave"}, "virtual time"},
 	} {
 		args := append([]string{"--world", "mem", "--branches", "8"}, tc.args...)
 		_, err := planFrom(t, args...)
