@@ -5,7 +5,7 @@
 GO ?= go
 OUT ?= out/default
 
-.PHONY: run test lint acceptance floor tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines engine-workflow test-targets chaos
+.PHONY: run test lint acceptance floor floor-interleaved tidy-check lint-workflows test-cluster bench build scale soak fuzz calibrate engines engine-workflow test-targets chaos
 
 build:
 	$(GO) build -o bin/durabench ./cmd/durabench
@@ -104,6 +104,14 @@ acceptance:
 FLOOR_PAIRS ?= 20
 floor:
 	$(GO) test -tags floor -count=1 -run TestDetectionFloor -v -timeout 3h ./cmd/durabench/ -floor.pairs $(FLOOR_PAIRS)
+
+# The interleaved detection floor (docs/compare-gate-ci.md): FLOOR_SWEEPS
+# interleaved A/A sweeps on embedded NATS, compared side against side; 200
+# take about two minutes. It fails when over 5% of the paired tests are
+# significant.
+FLOOR_SWEEPS ?= 200
+floor-interleaved:
+	$(GO) test -tags floor -count=1 -run TestInterleavedFloor -v -timeout 1h ./cmd/durabench/ -floor.pairs $(FLOOR_SWEEPS)
 
 # The three-node NATS cluster runs (slower; CI runs them): the world's
 # conformance suite, and a distributed sweep (driver + two durabench workers).

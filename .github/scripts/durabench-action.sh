@@ -71,6 +71,48 @@ sweep_baseline() {
 	fi
 }
 
+# interleaved says whether this job sweeps base and head in one sweep
+# (interleave input; decided by sweep-head, which leaves $out/interleaved).
+interleaved() { [ -f "$out/interleaved" ]; }
+
+# interleave_design decides the interleave input: it prints the adapter
+# name when base and head are to run in one interleaved sweep (its two
+# builds as two targets, NAME-base and NAME), nothing for two sweeps.
+# auto interleaves when it can: one adapter in targets, a build command, a
+# baseline ref to build, no baseline-results file and no null sweep;
+# true fails the job (exit 2) when it cannot.
+interleave_design() {
+	local want=${INPUT_INTERLEAVE:-auto} why=""
+	case "$want" in
+	auto | true | false) ;;
+	*)
+		echo "::error::durabench: interleave: $want is not auto, true or false" >&2
+		exit 2
+		;;
+	esac
+	[ "$want" != false ] || return 0
+	local t=${INPUT_TARGETS:-}
+	if [ -n "${INPUT_BASELINE_RESULTS:-}" ]; then
+		why="baseline-results is a file, not a build to sweep beside the head"
+	elif [ -z "${DURABENCH_BASELINE_REF:-}" ]; then
+		why="there is no baseline ref (not a pull request, no baseline-ref)"
+	elif [ "$(null_mode)" != false ]; then
+		why="null-sweep sweeps base and head apart"
+	elif [ -z "${INPUT_BUILD:-}" ]; then
+		why="without a build command base and head are the same adapter"
+	elif ! [[ "$t" =~ ^[a-z0-9][a-z0-9-]*$ ]] || [ "$t" = reference ]; then
+		why="targets is not one adapter name (base and head are its two builds)"
+	fi
+	if [ -n "$why" ]; then
+		if [ "$want" = true ]; then
+			echo "::error::durabench: interleave: true, but $why" >&2
+			exit 2
+		fi
+		return 0
+	fi
+	echo "$t"
+}
+
 # null_mode is the null-sweep input: aba (true is aba), abab or false.
 null_mode() {
 	case "${INPUT_NULL_SWEEP:-false}" in
@@ -103,6 +145,23 @@ running)
 	"$durabench" report --status running --commit "$DURABENCH_SHA" --run-url "$DURABENCH_RUN_URL" > "$out/comment.md"
 	;;
 sweep-head)
+	name=$(interleave_design)
+	if [ -n "$name" ] && prepare_baseline; then
+		# Interleaved: base and head in one sweep, as two targets run by
+		# run in balanced blocks (sweep --interleave): the baseline's build
+		# is NAME-base (run from its checkout, as when it is swept alone),
+		# the head's NAME. One results file holds both sides.
+		build . "$out/bin-head"
+		mkdir -p "$out/bin-pair"
+		printf '#!/bin/sh\ncd "%s" && exec "%s" "$@"\n' "$tree" "$out/bin-base/durabench-target-$name" > "$out/bin-pair/durabench-target-$name-base"
+		chmod +x "$out/bin-pair/durabench-target-$name-base"
+		INPUT_TARGETS="$name-base,$name"
+		sweep_args "$PWD"
+		touch "$out/interleaved"
+		PATH="$out/bin-pair:$out/bin-head:$PATH" "$durabench" sweep "${args[@]}" --interleave --quiet --out "$out/head"
+		echo "results=$out/head/results.json" >> "$GITHUB_OUTPUT"
+		exit 0
+	fi
 	build . "$out/bin-head"
 	sweep_args "$PWD"
 	PATH="$out/bin-head:$PATH" "$durabench" sweep "${args[@]}" --quiet --out "$out/head"
@@ -114,6 +173,10 @@ baseline)
 	# built with the same command and swept with the same settings. A
 	# baseline that cannot be had leaves none: the report shows the head
 	# alone and the gate checks only its absolute rules.
+	if interleaved; then
+		echo "durabench: the baseline ran in the head's sweep, interleaved"
+		exit 0
+	fi
 	if [ -n "${INPUT_BASELINE_RESULTS:-}" ]; then
 		mkdir -p "$out/base"
 		cp "$INPUT_BASELINE_RESULTS" "$out/base/results.json"
@@ -214,7 +277,7 @@ gate)
 	fi
 	if [ -n "${INPUT_GATE_RULES:-}" ]; then
 		args+=(--rules "$INPUT_GATE_RULES")
-	elif [ ! -f "$out/base/results.json" ]; then
+	elif [ ! -f "$out/base/results.json" ] && ! interleaved; then
 		echo "durabench: no baseline and no gate rules: nothing to gate"
 		echo "gate=skipped" >> "$GITHUB_OUTPUT"
 		exit 0

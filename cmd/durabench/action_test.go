@@ -165,6 +165,9 @@ func TestAction(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An adapter the build command makes: the built-in engine served over
+	// the target protocol (a script, so base and head build it alike).
+	adapterBuild := fmt.Sprintf(`printf '#!/bin/sh\nexec %s target serve reference --world mem "$@"\n' > "$DURABENCH_BIN/durabench-target-eng" && chmod +x "$DURABENCH_BIN/durabench-target-eng" && echo built > "$DURABENCH_BIN/marker"`, bin)
 	pr := map[string]any{"head": map[string]any{"sha": "feedc0de12345678", "repo": map[string]any{"full_name": "o/r"}},
 		"base": map[string]any{"sha": ""}}
 	forkPR := map[string]any{"head": map[string]any{"sha": "feedc0de12345678", "repo": map[string]any{"full_name": "fork/r"}},
@@ -184,6 +187,9 @@ func TestAction(t *testing.T) {
 		null     bool   // a second baseline sweep (null-sweep), swept after the head
 		again    bool   // a second head sweep (null-sweep: abab), swept after the null
 		log      string // in the job's log
+		// interleaved: base and head in the head's one sweep, as the
+		// targets eng-base and eng
+		interleaved bool
 	}{
 		{name: "pull request, baseline file", event: "pull_request", pr: pr,
 			with:  map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "history-key": ""},
@@ -223,6 +229,14 @@ func TestAction(t *testing.T) {
 		{name: "null sweep of an unknown kind", event: "push",
 			with:   map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "null-sweep": "abba", "comment": "false"},
 			failed: true, calls: "", log: "null-sweep: abba is not aba, abab, true or false"},
+		{name: "interleaved: base and head builds as two targets of one sweep", event: "pull_request", pr: pr, gitRef: true,
+			with: map[string]string{"sweep-flags": "--scenario fanout --branches 8 --reps 4 --warmup 1 --seed 1", "targets": "eng",
+				"build": adapterBuild},
+			calls: "create,update 101", state: "✅ completed", gate: "passed", interleaved: true, log: "paired Δ"},
+		{name: "interleave true, but a null sweep asked for", event: "pull_request", pr: pr, gitRef: true,
+			with: map[string]string{"sweep-flags": "--scenario fanout --branches 8 --reps 4 --warmup 1 --seed 1", "targets": "eng",
+				"build": adapterBuild, "interleave": "true", "null-sweep": "aba", "comment": "false"},
+			failed: true, calls: "", baseline: true, log: "interleave: true, but null-sweep sweeps base and head apart"},
 		{name: "null sweep without a baseline ref sweeps nothing twice", event: "pull_request", pr: pr,
 			with:  map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "null-sweep": "true"},
 			calls: "create,update 101", state: "✅ completed", gate: "passed", baseline: true},
@@ -307,14 +321,26 @@ func TestAction(t *testing.T) {
 			if !slices.Contains(h.used, "actions/upload-artifact@v4") {
 				t.Errorf("no artifact upload; actions used: %v", h.used)
 			}
-			if tc.gitRef {
+			if tc.interleaved {
+				f, err := results.Read(filepath.Join(h.temp, "durabench", "head", "results.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if in := f.Plan.Interleave; in == nil || in.Dimension != "targets" || in.A != "eng-base" || in.B != "eng" {
+					t.Errorf("the head's sweep is not base and head interleaved: %+v", f.Plan.Interleave)
+				}
+				if !strings.Contains(string(comment), "**`eng` against `eng-base`, paired**") {
+					t.Errorf("the comment has no paired section:\n%s", firstLines(string(comment), 40))
+				}
+			}
+			if tc.gitRef && !tc.failed {
 				for _, dir := range []string{"bin-head", "bin-base"} {
 					if _, err := os.Stat(filepath.Join(h.temp, "durabench", dir, "marker")); err != nil {
 						t.Errorf("the build command did not run for %s: %v", dir, err)
 					}
 				}
 				// The head is the workspace's last commit, the baseline its first.
-				if ref := h.inputs["baseline-ref"]; !strings.Contains(string(comment), "against the baseline `"+ref[:7]+"`") {
+				if ref := h.inputs["baseline-ref"]; !tc.interleaved && !strings.Contains(string(comment), "against the baseline `"+ref[:7]+"`") {
 					t.Errorf("the comment is not against the baseline %s:\n%s", ref[:7], firstLines(string(comment), 20))
 				}
 			}

@@ -71,7 +71,7 @@ func TestInterleave(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("compare json: %v\n%s", err, r.stdout)
 	}
-	if doc.Interleave == nil || doc.Interleave.Order != "abba" {
+	if doc.Interleave == nil || doc.Interleave.Order != "random" {
 		t.Errorf("json interleave %+v", doc.Interleave)
 	}
 	ttls := false

@@ -372,8 +372,16 @@ type phaseRun struct {
 // lost it.
 func (ph *phaseRun) runDone(i int, id string) {
 	d, rt := ph.d, ph.d.rt
+	if d.cfg.Turn != nil {
+		// Last, once the run is reported and counted done: the other
+		// cell's next run then starts beside nothing of this driver's.
+		defer func() {
+			tl, _ := d.rec.Snapshot(id, rt.Now())
+			d.cfg.Turn.Done(ph.warmup, i, tl)
+		}()
+	}
 	defer ph.st.finishOne(rt)
-	if d.cfg.OnRun == nil && d.cfg.Turn == nil {
+	if d.cfg.OnRun == nil {
 		return
 	}
 	ph.doneMu.Lock()
@@ -382,19 +390,6 @@ func (ph *phaseRun) runDone(i int, id string) {
 		// count towards the next phase or cell.
 		ph.doneMu.Unlock()
 		return
-	}
-	if d.cfg.Turn != nil {
-		ph.doneMu.Unlock()
-		tl, _ := d.rec.Snapshot(id, rt.Now())
-		d.cfg.Turn.Done(ph.warmup, i, tl)
-		if d.cfg.OnRun == nil {
-			return
-		}
-		ph.doneMu.Lock()
-		if ph.over {
-			ph.doneMu.Unlock()
-			return
-		}
 	}
 	ph.done++
 	p := CellProgress{Warmup: ph.warmup, Done: ph.done, Total: ph.n}

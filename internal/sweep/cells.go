@@ -70,6 +70,9 @@ type CellPlan struct {
 	wrap func(world.World) world.World
 	// pair, when set, runs the cell as one side of an interleaved pair.
 	pair *pairRun
+	// shared, when set, is what the cell's world shares with its pair's
+	// other cell (registry.Kind.Share: the embedded NATS server).
+	shared registry.Shared
 }
 
 // Label is the cell's short description for progress lines.

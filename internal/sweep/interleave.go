@@ -16,6 +16,7 @@ import (
 	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/world/registry"
 )
 
 // Interleaving: a sweep that compares two things — two targets, two
@@ -24,7 +25,11 @@ import (
 // the two runs of a block share one machine state and the comparison tests
 // paired differences (stats.Paired) instead of two environment draws.
 
-// Interleave orders (InterleaveSettings.Order).
+// Interleave orders (InterleaveSettings.Order). Random is the default:
+// on the embedded NATS world, A/A pairs in ABBA blocks were significant in
+// about 16% of the paired tests of TTLS and TTC, in random blocks in 4%
+// (docs/compare-gate-ci.md): a fixed order lines a side up with whatever
+// recurs at fixed points of a sweep.
 const (
 	OrderABBA   = "abba"
 	OrderRandom = "random"
@@ -56,7 +61,7 @@ type InterleaveSettings struct {
 
 func init() {
 	fields = append(fields,
-		field{"interleave", false, "run the plan's A/B pair in one sweep, run by run in balanced blocks, both warmed up, one run in flight at a time: abba (blocks AB, BA, AB, …; --interleave) or random (each block's order drawn from --seed: --interleave=random). The pair is the dimension with exactly two values — --targets, else --versions, else --switches — its first value the base (A), the second the head (B); compare FILE then tests the paired differences", setInterleave},
+		field{"interleave", false, "run the plan's A/B pair in one sweep, run by run in blocks of one run each, both warmed up, one run in flight at a time: random (each block's order drawn from --seed; --interleave) or abba (blocks AB, BA, AB, …: --interleave=abba). The pair is the dimension with exactly two values — --targets, else --versions, else --switches — its first value the base (A), the second the head (B); compare FILE then tests the paired differences", setInterleave},
 		field{"precision", false, "with --interleave: add blocks until the paired ratio's 95% CI is at most ± this (e.g. 2%) for every --precision-metric, or --max-runs / --max-time is spent (it stops on the interval's width, never on significance)", setPrecision},
 		field{"precision-metric", true, "metrics --precision applies to (default ttls, or ttc for a scenario without it)", func(p *Plan, v []string) error {
 			p.Interleave.PrecisionMetrics = dedup(v)
@@ -78,10 +83,10 @@ func init() {
 
 func setInterleave(p *Plan, v []string) error {
 	switch strings.ToLower(strings.TrimSpace(v[0])) {
-	case "true", OrderABBA:
-		p.Interleave.Order = OrderABBA
-	case OrderRandom:
+	case "true", OrderRandom:
 		p.Interleave.Order = OrderRandom
+	case OrderABBA:
+		p.Interleave.Order = OrderABBA
 	case "false", "none", "off":
 		p.Interleave.Order = ""
 	default:
@@ -223,6 +228,10 @@ func (p *Plan) resolvePairs(cells []CellPlan) ([]cellPair, *results.Interleave, 
 			}
 		}
 		a, b := cells[ab[0]], cells[ab[1]]
+		if a.World.VirtualTime != b.World.VirtualTime {
+			return nil, nil, bad("cells %s and %s run one in virtual time (world %s), the other in real time (world %s): they cannot take turns",
+				a.Label(), b.Label(), a.World.Name, b.World.Name)
+		}
 		sum := sha256.Sum256([]byte(a.Key + "\x00" + b.Key))
 		cp := cellPair{a: ab[0], b: ab[1], seed: p.Seed ^ keyBits(sum)}
 		if in.PrecisionPct > 0 {
@@ -327,9 +336,26 @@ func (r *sweepRun) runPair(ctx context.Context, cp cellPair, a, b CellPlan) (cel
 		ts = newTurnstile(p.Interleave.Order, cp.seed, p.Warmup, p.Reps, precisionRule{
 			pct: p.Interleave.PrecisionPct, metrics: cp.metrics, maxRuns: reps, maxTime: p.Interleave.MaxTime})
 		ts.metrics[0], ts.metrics[1] = a.Metrics, b.Metrics
+		// One world server for both cells where the world can share one
+		// (the embedded NATS server): two servers are two environment
+		// draws that last a whole cell, which pairing cannot remove (A/A
+		// pairs on two embedded servers were significant in 9.5% of the
+		// paired tests, on one in 4.4%).
+		var shared registry.Shared
+		if a.Target == nil && b.Target == nil && a.World == b.World && a.World.Share != nil {
+			var err error
+			if shared, err = a.World.Share(context.WithoutCancel(ctx), a.WorldSettings); err != nil {
+				r.prog.CellFailed(cp.a, a, err)
+				return cells, false, fmt.Errorf("world %s: shared server: %w", a.World.Name, err)
+			}
+			if shared != nil {
+				defer shared.Close()
+			}
+		}
 		var wg sync.WaitGroup
 		for s, c := range plans {
 			c.pair = &pairRun{turn: ts.side(s), reps: reps, timeout: timeout, quiet: s == 1}
+			c.shared = shared
 			wg.Go(func() {
 				defer ts.leave(s)
 				cells[s], res[s], errs[s] = r.runCell(ctx, c)
@@ -416,6 +442,11 @@ type turnstile struct {
 	// closed[side][phase] (phase 0 warm-up, 1 measured): the side's phase
 	// is over (or the side left); its slots are skipped.
 	closed [2][2]bool
+	// arrived[side]: the side's driver asked for its first turn (its world
+	// and engine are up). No run starts before both did, so that one
+	// side's set-up (starting a NATS server) does not run beside the
+	// other's first runs.
+	arrived [2]bool
 	// blocks are the measured blocks planned; planned is set once no more
 	// will be.
 	blocks, warmBlocks int
@@ -519,9 +550,6 @@ func (t *turnstile) advanceLocked() {
 // why to stop adding blocks, or "" to add one.
 func (t *turnstile) stopLocked() string {
 	r := t.rule
-	if t.closed[0][1] || t.closed[1][1] {
-		return "a side ended" // no pair to add to
-	}
 	// ABBA stops after an even number of blocks only, so that each side
 	// ran first in as many blocks as the other.
 	if t.blocks >= t.reps && (t.order == OrderRandom || t.blocks%2 == 0) && t.sharpLocked() {
@@ -529,6 +557,9 @@ func (t *turnstile) stopLocked() string {
 	}
 	if t.blocks >= r.maxRuns {
 		return results.StoppedMaxRuns
+	}
+	if t.closed[0][1] || t.closed[1][1] {
+		return "a side ended" // no pair to add to
 	}
 	if r.maxTime > 0 && !t.start.IsZero() && t.now().Sub(t.start) >= r.maxTime {
 		return results.StoppedMaxTime
@@ -567,8 +598,13 @@ func (ts *turnSide) Wait(ctx context.Context, warmup bool, i int) error {
 	t := ts.t
 	for {
 		t.mu.Lock()
+		if !t.arrived[ts.side] {
+			t.arrived[ts.side] = true
+			t.broadcastLocked() // the other side may be waiting for this one
+		}
 		t.advanceLocked()
-		if !t.busy && t.cur < len(t.slots) {
+		ready := (t.arrived[0] || t.closed[0][1]) && (t.arrived[1] || t.closed[1][1])
+		if ready && !t.busy && t.cur < len(t.slots) {
 			if s := t.slots[t.cur]; s.side == ts.side && s.warmup == warmup && s.i == i {
 				t.busy = true
 				if !warmup {
@@ -618,11 +654,21 @@ func (ts *turnSide) Done(warmup bool, i int, tl metrics.RunTimeline) {
 	t.broadcastLocked()
 }
 
+// End ends the side's phase. The measured phase's End returns only once
+// the other side's measured phase is over too: a driver that returns
+// summarizes its cell and closes its world, work that must not run beside
+// the other side's last runs (it made them 30% slower on the mem world).
 func (ts *turnSide) End(warmup bool) {
 	t := ts.t
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.closeLocked(ts.side, phaseOf(warmup))
+	for !warmup && !t.closed[1-ts.side][1] {
+		ch := t.changed
+		t.mu.Unlock()
+		<-ch
+		t.mu.Lock()
+	}
+	t.mu.Unlock()
 }
 
 // closeLocked ends side's phase: its slots are skipped, and its run in

@@ -167,9 +167,9 @@ func TestTurnstileSideLeaves(t *testing.T) {
 		t.Fatalf("B's run 0 before A's: %v, want the deadline", err)
 	}
 	done := make(chan []turn)
+	a := ts.side(0)
 	go func() {
 		var got []turn
-		a := ts.side(0)
 		for i := range 6 {
 			if err := a.Wait(ctx, false, i); err != nil {
 				t.Errorf("A run %d: %v", i, err)
@@ -180,13 +180,15 @@ func TestTurnstileSideLeaves(t *testing.T) {
 		}
 		done <- got
 	}()
-	// B is granted its first run, then its phase ends with it in flight.
+	// B is granted its first run, then its phase ends with it in flight;
+	// its End returns once A's phase is over too.
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := b.Wait(wctx, false, 0); err != nil {
 		t.Fatal(err)
 	}
-	b.End(false)
+	bEnded := make(chan struct{})
+	go func() { b.End(false); close(bEnded) }()
 	select {
 	case got := <-done:
 		if len(got) != 6 {
@@ -194,6 +196,17 @@ func TestTurnstileSideLeaves(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("A is stuck behind B's ended phase")
+	}
+	select {
+	case <-bEnded:
+		t.Fatal("B's measured phase ended before A's")
+	case <-time.After(20 * time.Millisecond):
+	}
+	a.End(false)
+	select {
+	case <-bEnded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("B's End still waits after A's phase ended")
 	}
 }
 
@@ -262,6 +275,7 @@ func TestPrecisionStoppingAlpha(t *testing.T) {
 			for sw := range sweeps {
 				ts := newTurnstile([]string{OrderABBA, OrderRandom}[sw%2], int64(sw), 0, 10,
 					precisionRule{pct: 5, metrics: []string{"ttc"}, maxRuns: 40})
+				ts.arrived = [2]bool{true, true} // one goroutine plays both drivers
 				drift := 0.0
 				var a, b []int64
 				for {
@@ -317,7 +331,7 @@ func TestPrecisionStoppingAlpha(t *testing.T) {
 // and each run its block, position and tested values.
 func TestInterleavedSweep(t *testing.T) {
 	plan, err := planFrom(t, "--world", "mem", "--scenario", "fanout", "--branches", "8", "--versions", "baseline,resilient",
-		"--switches", "none", "--reps", "4", "--warmup", "1", "--interleave")
+		"--switches", "none", "--reps", "4", "--warmup", "1", "--interleave=abba")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,11 +420,37 @@ func TestInterleaveUsage(t *testing.T) {
 		{append(pair, "--interleave", "--max-runs", "50"), "--max-runs"},
 		{append(pair, "--interleave", "--precision", "2%", "--max-runs", "5", "--reps", "10"), "--max-runs"},
 		{append(pair, "--world", "sim", "--interleave", "--precision", "2%"), "--precision"},
+		{[]string{"--world", "sim", "--targets", "reference,http://127.0.0.1:9", "--versions", "resilient", "--switches", "none", "--interleave"}, "virtual time"},
 	} {
 		args := append([]string{"--world", "mem", "--branches", "8"}, tc.args...)
 		_, err := planFrom(t, args...)
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want a usage error naming %s", tc.args, err, tc.want)
 		}
+	}
+}
+
+// No run starts before both drivers asked for their first turn (both
+// worlds and engines are up), and the second one's arrival lets the
+// first one's run start.
+func TestTurnstileWaitsForBothSides(t *testing.T) {
+	ts := newTurnstile(OrderABBA, 1, 1, 2, precisionRule{})
+	granted := make(chan error, 1)
+	go func() { granted <- ts.side(0).Wait(context.Background(), true, 0) }()
+	select {
+	case err := <-granted:
+		t.Fatalf("A's first run started before B arrived: %v", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	bctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ts.side(1).Wait(bctx, true, 0) }() // not B's turn: it waits
+	select {
+	case err := <-granted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's first run did not start once B arrived")
 	}
 }

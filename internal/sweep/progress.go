@@ -210,8 +210,11 @@ func (b *Bars) Run(p driver.CellProgress) {
 	if cell != nil {
 		b.cellRuns++
 	}
+	// An interleaved pair with --precision may run more than the plan's
+	// runs: the bars stay at their totals (the cell's line says how many).
+	over := b.cellRuns > b.perCell
 	b.mu.Unlock()
-	if cell == nil {
+	if cell == nil || over {
 		return
 	}
 	// Warm-ups and measured runs share the cell's bar.

@@ -84,7 +84,8 @@ func (r *sweepRun) newWorld(ctx context.Context, c CellPlan) (*cellWorld, error)
 		// The prefix is this sweep's own: only external workers write
 		// there besides this process.
 		SoleWriter: !r.plan.External.Enabled(),
-		Profiled:   c.ProfileName != "none"})
+		Profiled:   c.ProfileName != "none",
+		Shared:     c.shared})
 	if err != nil {
 		return nil, err
 	}

@@ -109,6 +109,10 @@ type Config struct {
 	SoleWriter bool
 	// ConnectTimeout bounds connecting to an external server (default 5 s).
 	ConnectTimeout time.Duration
+	// Embedded, when set (and URL is empty), is an embedded server the
+	// world shares with others (each under its own Prefix) instead of
+	// starting its own; the world does not shut it down.
+	Embedded *Embedded
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -266,9 +270,12 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	w.subjReady, w.subjDelayed, w.subjChunk = p+".q.ready", p+".q.delayed", p+".chunk."
 	w.subjAnchor = p + ".q.anchor"
 
-	if cfg.URL == "" {
+	switch {
+	case cfg.URL == "" && cfg.Embedded != nil:
+		err = w.connectEmbedded(cfg.Embedded.srv)
+	case cfg.URL == "":
 		err = w.startEmbedded()
-	} else {
+	default:
 		err = w.connect(ctx)
 	}
 	if err != nil {
@@ -313,11 +320,71 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 const EmbeddedMaxPayload = 8 << 20
 
 func (w *World) startEmbedded() error {
-	st, err := newStore()
+	s, st, err := startServer()
+	if st != nil {
+		w.store = st
+	}
+	if s != nil {
+		w.srv = s
+	}
 	if err != nil {
 		return err
 	}
-	w.store = st
+	return w.connectEmbedded(s)
+}
+
+// connectEmbedded connects the world to the embedded server s in-process.
+func (w *World) connectEmbedded(s *server.Server) error {
+	nc, err := nats.Connect("", append(w.connOptions(), nats.InProcessServer(s), nats.Name("durabench"),
+		nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))...)
+	if err != nil {
+		return fmt.Errorf("natsworld: in-process connection: %w", err)
+	}
+	w.nc = nc
+	return nil
+}
+
+// Embedded is an embedded server several worlds share (Config.Embedded),
+// each under its own prefix: an interleaved sweep runs a pair's two cells
+// on one server, so that the server's state is the same for both (two
+// servers are two environment draws that last a whole cell).
+type Embedded struct {
+	srv   *server.Server
+	store *store
+}
+
+// StartEmbedded starts an embedded server to share; Close shuts it down
+// and removes its store.
+func StartEmbedded() (*Embedded, error) {
+	s, st, err := startServer()
+	e := &Embedded{srv: s, store: st}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close shuts the shared server down and removes its store. The worlds on
+// it are closed first.
+func (e *Embedded) Close() error {
+	if e.srv != nil {
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+	}
+	if e.store != nil {
+		e.store.remove()
+	}
+	return nil
+}
+
+// startServer starts an embedded server on a fresh store; what it
+// returns besides an error is what was made and must be removed.
+func startServer() (*server.Server, *store, error) {
+	st, err := newStore()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := &server.Options{
 		ServerName: "durabench-embedded",
 		DontListen: true,
@@ -333,20 +400,13 @@ func (w *World) startEmbedded() error {
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
-		return fmt.Errorf("natsworld: embedded server: %w", err)
+		return nil, st, fmt.Errorf("natsworld: embedded server: %w", err)
 	}
-	w.srv = s
 	go s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
-		return errors.New("natsworld: embedded server did not start within 10s")
+		return s, st, errors.New("natsworld: embedded server did not start within 10s")
 	}
-	nc, err := nats.Connect("", append(w.connOptions(), nats.InProcessServer(s), nats.Name("durabench"),
-		nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))...)
-	if err != nil {
-		return fmt.Errorf("natsworld: in-process connection: %w", err)
-	}
-	w.nc = nc
-	return nil
+	return s, st, nil
 }
 
 func (w *World) connect(ctx context.Context) error {

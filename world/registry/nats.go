@@ -66,9 +66,25 @@ func init() {
 		},
 		Probe: probeNATS,
 		New: func(ctx context.Context, c Config) (world.World, error) {
-			return natsworld.New(ctx, natsworld.Config{Options: c.Options, URL: c.Settings["url"], Auth: NATSAuth(c.Settings),
+			cfg := natsworld.Config{Options: c.Options, URL: c.Settings["url"], Auth: NATSAuth(c.Settings),
 				Storage: c.Settings["storage"], Replicas: c.Settings.Int("replicas"), Keep: c.Settings.Bool("keep"),
-				Prefix: c.Prefix, SoleWriter: c.SoleWriter})
+				Prefix: c.Prefix, SoleWriter: c.SoleWriter}
+			if e, ok := c.Shared.(*natsworld.Embedded); ok {
+				cfg.Embedded = e
+			}
+			return natsworld.New(ctx, cfg)
+		},
+		// An interleaved pair's two cells share one embedded server (an
+		// external one is shared already).
+		Share: func(ctx context.Context, s Values) (Shared, error) {
+			if s["url"] != "" {
+				return nil, nil
+			}
+			e, err := natsworld.StartEmbedded()
+			if err != nil {
+				return nil, err
+			}
+			return e, nil
 		},
 		Kept: func(s Values, prefix string) string {
 			if !s.Bool("keep") || s["url"] == "" {

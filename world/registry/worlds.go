@@ -45,6 +45,11 @@ type Kind struct {
 	Probe func(ctx context.Context, s Values) error
 	// New builds a fresh world for one cell.
 	New func(ctx context.Context, c Config) (world.World, error)
+	// Share, when set, starts what two cells' worlds are to share (an
+	// interleaved pair: the embedded NATS server), passed to New as
+	// Config.Shared; nil with no error when there is nothing to share
+	// under these settings. The caller closes it after both worlds.
+	Share func(ctx context.Context, s Values) (Shared, error)
 	// Kept, when set, says what a sweep left behind on a shared server
 	// (nothing: ""), for the user to inspect or remove; prefix begins the
 	// names of every cell's resources (see Config.Prefix).
@@ -86,6 +91,14 @@ type Config struct {
 	// Profiled says a latency/fault profile wraps the world and supplies
 	// every latency: the world must not add one of its own.
 	Profiled bool
+	// Shared, when set, is what Kind.Share started for the cell's world
+	// to share with another's.
+	Shared Shared
+}
+
+// Shared is a resource several worlds share (Kind.Share).
+type Shared interface {
+	Close() error
 }
 
 // Runner is a world that runs the code using it itself: a VirtualTime world

@@ -1,0 +1,149 @@
+//go:build floor
+
+// The detection floor of an interleaved sweep: A/A pairs run in one sweep
+// (sweep --interleave: the same version twice, as two switch sets that
+// change nothing: none, and lazy-hook-resume=1, which resilient has
+// already), compared side against side
+// (compare FILE). It prints, per scenario and metric, how many of the
+// paired tests were significant (an A/A pair: at most α of them should
+// be), the minimum detectable effect at the default run count, the pairs
+// a minute of the pair's measured runs holds, the MDE one minute of them
+// gives, and the minutes a 5% MDE takes:
+//
+//	go test -tags floor -run TestInterleavedFloor -v -timeout 1h ./cmd/durabench/ [-floor.pairs 20] [-floor.world nats]
+//	  [-floor.order random|abba] [-floor.flags '--nats-storage memory'] [-floor.out FILE]
+
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/internal/stats"
+	"github.com/durabench/durabench/results"
+)
+
+var (
+	floorWorld = flag.String("floor.world", "nats", "world of the interleaved A/A sweeps")
+	floorOrder = flag.String("floor.order", "random", "order of the interleaved blocks: random or abba")
+	floorFlags = flag.String("floor.flags", "", "more sweep flags, e.g. --nats-storage memory")
+)
+
+// interleavedRow is one metric of one scenario over every A/A sweep.
+type interleavedRow struct {
+	tests, sig int
+	mde        []float64 // % at the sweep's pairs
+	perPair    []float64 // seconds of the cell pair's measured runs per pair
+	setup      []float64 // seconds of the sweep outside measured runs, per cell pair
+	n          int
+}
+
+func TestInterleavedFloor(t *testing.T) {
+	dir := t.TempDir()
+	start, loadStart := time.Now(), loadavg()
+	rows := map[string]*interleavedRow{}
+	var keys []string
+	total, sig := 0, 0
+	var sweepTime time.Duration
+	for i := range *floorPairs {
+		out := filepath.Join(dir, fmt.Sprintf("aa%d", i))
+		args := append([]string{"sweep", "--world", *floorWorld, "--versions", "resilient", "--switches", "none,lazy-hook-resume=1", "--interleave=" + *floorOrder}, floorCells...)
+		args = append(args, strings.Fields(*floorFlags)...)
+		args = append(args, "--seed", fmt.Sprint(i+1), "--out", out)
+		t0 := time.Now()
+		if r := durabench(t, dir, args...); r.code != 0 {
+			t.Fatalf("sweep %d: exit %d\n%s", i, r.code, r.stderr)
+		}
+		sweepTime += time.Since(t0)
+		f, err := results.Read(filepath.Join(out, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, head, bl, hl, missing, err := stats.SplitSides(f)
+		if err != nil || len(missing) > 0 {
+			t.Fatalf("sweep %d: %v %v", i, err, missing)
+		}
+		c, err := stats.Compare(base, head, stats.CompareOptions{BaseLabel: bl, HeadLabel: hl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A pair's measured runs take its cells' measured phase (both
+		// sides' runs, taking turns); the rest of the sweep (starting the
+		// process and the worlds, warm-ups) is its set-up, shared by the
+		// cell pairs.
+		elapsed := map[stats.CellKey]float64{}
+		measured := 0.0
+		for j := range head.Cells {
+			elapsed[stats.KeyOf(&head.Cells[j])] = head.Cells[j].ElapsedMS / 1000
+			measured += head.Cells[j].ElapsedMS / 1000
+		}
+		setup := (time.Since(t0).Seconds() - measured) / float64(len(head.Cells))
+		for _, m := range c.Metrics {
+			for _, r := range m.Rows {
+				if r.Paired == nil || r.Paired.N < 2 {
+					continue
+				}
+				k := m.Metric + " · " + r.Cell.Scenario
+				row := rows[k]
+				if row == nil {
+					row = &interleavedRow{n: r.Paired.N}
+					rows[k] = row
+					keys = append(keys, k)
+				}
+				row.tests++
+				total++
+				if r.Test.Significant {
+					row.sig++
+					sig++
+				}
+				row.mde = append(row.mde, r.MDEPct)
+				row.perPair = append(row.perPair, elapsed[r.Cell]/float64(r.Paired.N))
+				row.setup = append(row.setup, setup)
+			}
+		}
+		t.Logf("sweep %d: %s (load %s)", i, time.Since(t0).Round(time.Second), loadavg())
+	}
+	median := func(xs []float64) float64 {
+		s := slices.Sorted(slices.Values(xs))
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Interleaved A/A on %s: %d sweeps (`--versions resilient --switches none,lazy-hook-resume=1 --interleave=%s %s`, fan-out 8 branches and sequential 10 steps, "+
+		"10 runs + 2 warm-ups a side), measured %s in %s (%s of sweeps), load average %s at the start, %s at the end. "+
+		"Paired tests significant: %d of %d (%.1f%%).\n\n",
+		*floorWorld, *floorPairs, *floorOrder, *floorFlags, start.UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second), sweepTime.Round(time.Second),
+		loadStart, loadavg(), sig, total, 100*float64(sig)/float64(max(total, 1)))
+	sb.WriteString("| metric · scenario | significant | MDE at 10 pairs | sweep at 10 pairs | pairs in a 1-minute sweep | MDE after 1 minute | sweep for MDE 5% |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, k := range keys {
+		r := rows[k]
+		mde, perPair, setup := median(r.mde), median(r.perPair), median(r.setup)
+		// The MDE shrinks with √n on the log scale. A sweep of this cell
+		// pair alone takes its set-up plus perPair a pair: a minute holds
+		// (60 s − set-up)/perPair pairs.
+		logMDE := math.Log1p(mde / 100)
+		inMinute := (60 - setup) / perPair
+		oneMin := 100 * math.Expm1(logMDE*math.Sqrt(float64(r.n)/inMinute))
+		n5 := float64(r.n) * math.Pow(logMDE/math.Log(1.05), 2)
+		fmt.Fprintf(&sb, "| %s | %d/%d | %.0f%% | %.1f s | %.0f | %.1f%% | %s |\n", k, r.sig, r.tests, mde,
+			setup+perPair*float64(r.n), inMinute, oneMin, (time.Duration((setup + n5*perPair) * float64(time.Second))).Round(time.Second))
+	}
+	t.Logf("\n%s", sb.String())
+	if *floorOut != "" {
+		if err := os.WriteFile(*floorOut, []byte(sb.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rate := float64(sig) / float64(max(total, 1)); rate > 0.05 {
+		t.Errorf("A/A: %.1f%% of the paired tests significant, want at most 5%%", 100*rate)
+	}
+}
