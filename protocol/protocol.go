@@ -136,6 +136,9 @@ const (
 	EventChunkRead     = "chunk_read"
 	EventRunCompleted  = "run_completed"
 	EventRunFailed     = "run_failed"
+	// EventSpan (1.2) is an interval of the run's engine-side work with a
+	// critical-path category: At its start, End its end.
+	EventSpan = "span"
 )
 
 // Event sources: where an event's timestamp was taken.
@@ -170,6 +173,22 @@ type Event struct {
 	// chunk's size is the one the scenario makes).
 	Bytes int    `json:"bytes,omitempty"`
 	Error string `json:"error,omitempty"`
+
+	// A span (1.2, kind "span"; docs/target-protocol.md#spans-12): End
+	// is its end (target clock, ns; At its start); Category one of the
+	// critical-path categories (metrics.Categories, not driver_lag); Name
+	// what it is, for display. SpanID identifies it among the run's spans
+	// (0: nothing refers to it); Parent is the span holding it (a task
+	// and its calls), After a span in another task it happens after (0:
+	// none). Wait is the part of it, from At, spent waiting for backend
+	// capacity (ns). Stage and Index name its step, if any.
+	End      int64  `json:"end,omitempty"`
+	Category string `json:"category,omitempty"`
+	Name     string `json:"name,omitempty"`
+	SpanID   int64  `json:"span,omitempty"`
+	Parent   int64  `json:"parent,omitempty"`
+	After    int64  `json:"after,omitempty"`
+	Wait     int64  `json:"wait,omitempty"`
 }
 
 // Terminal reports whether e ends its run (run_completed or run_failed).

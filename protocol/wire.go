@@ -401,7 +401,7 @@ func (d *wireDec) skip() bool {
 var common = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{EventRunStarted, EventStepStarted, EventStepCompleted, EventRunCompleted, EventRunFailed,
-		EventHookWaiting, EventChunkRead, SourceHistory, SourceWorker, StatusRunning, StatusCompleted, StatusFailed} {
+		EventHookWaiting, EventChunkRead, EventSpan, SourceHistory, SourceWorker, StatusRunning, StatusCompleted, StatusFailed} {
 		m[s] = s
 	}
 	return m
@@ -411,10 +411,11 @@ var (
 	messageKeys  = []string{"started", "timeline", "error"}
 	resultKeys   = []string{"run", "code", "accepted", "error"}
 	timelineKeys = []string{"run", "status", "error", "events", "anomalies"}
-	eventKeys    = []string{"seq", "kind", "at", "source", "stage", "index", "attempt", "inline", "token", "written", "bytes", "error"}
-	anomalyKeys  = []string{"kind", "detail"}
-	commandKeys  = []string{"start"}
-	startKeys    = []string{"run", "scenario", "options", "session"}
+	eventKeys    = []string{"seq", "kind", "at", "source", "stage", "index", "attempt", "inline", "token", "written", "bytes", "error",
+		"end", "category", "name", "span", "parent", "after", "wait"}
+	anomalyKeys = []string{"kind", "detail"}
+	commandKeys = []string{"start"}
+	startKeys   = []string{"run", "scenario", "options", "session"}
 )
 
 func (d *wireDec) streamMessage(m *StreamMessage) bool {
@@ -467,7 +468,7 @@ func (d *wireDec) timeline(t *Timeline) bool {
 				t.Events = append(t.Events, Event{})
 				e := &t.Events[len(t.Events)-1]
 				return d.fields(eventKeys, &e.Seq, &e.Kind, &e.At, &e.Source, &e.Stage, &e.Index, &e.Attempt, &e.Inline,
-					&e.Token, &e.Written, &e.Bytes, &e.Error)
+					&e.Token, &e.Written, &e.Bytes, &e.Error, &e.End, &e.Category, &e.Name, &e.SpanID, &e.Parent, &e.After, &e.Wait)
 			})
 		case 4:
 			t.Anomalies = []Anomaly{}
@@ -614,6 +615,25 @@ func appendEvent(b []byte, e *Event) []byte {
 	if e.Error != "" {
 		b = append(b, `,"error":`...)
 		b = appendString(b, e.Error)
+	}
+	if e.Kind == EventSpan {
+		b = append(b, `,"end":`...)
+		b = strconv.AppendInt(b, e.End, 10)
+		b = append(b, `,"category":`...)
+		b = appendString(b, e.Category)
+		if e.Name != "" {
+			b = append(b, `,"name":`...)
+			b = appendString(b, e.Name)
+		}
+		for _, f := range [...]struct {
+			key string
+			v   int64
+		}{{`,"span":`, e.SpanID}, {`,"parent":`, e.Parent}, {`,"after":`, e.After}, {`,"wait":`, e.Wait}} {
+			if f.v != 0 {
+				b = append(b, f.key...)
+				b = strconv.AppendInt(b, f.v, 10)
+			}
+		}
 	}
 	return append(b, '}')
 }

@@ -17,6 +17,7 @@ var streamLines = []string{
 	`{"timeline":{"run":"r\u00e9\t\"x\"\\","status":"failed","error":"caf\u00e9 \ud83d\ude00 \/ \b\f\n\r","events":[{"seq":7,"kind":"hook_waiting","at":-5,"source":"history","token":"h/0"},{"seq":8,"kind":"chunk_read","at":9,"source":"worker","stage":2,"index":30,"written":8,"bytes":1024}],"anomalies":[{"kind":"duplicate_terminal_event","detail":"run_completed written 2 times"}]}}`,
 	` { "timeline" : { "run" : "r" , "status" : "running" , "events" : [ ] , "extra" : [1, {"a": [true, false, null]}, "s"] } , "future" : {} } `,
 	`{"timeline":{"run":"r","status":"running","events":[],"anomalies":[]}}`,
+	`{"timeline":{"run":"r","status":"running","events":[{"seq":5,"kind":"span","at":100,"source":"sdk","stage":0,"index":7,"end":250,"category":"queue_wait","name":"queue.deliver","span":12,"parent":3,"after":11,"wait":40},{"seq":6,"kind":"span","at":100,"source":"history","end":100,"category":"compute"}]}}`,
 	`{"start":{"run":"cap-r0001","scenario":"step","options":{"body":"10ms","branches":"20"},"session":"4242-1871f2b8c1d0a3e4-7"}}`,
 	`{"start":{"run":"r","scenario":"fanout","options":{}}}`,
 	// Left to encoding/json: each must come out as it reads it.
@@ -46,7 +47,7 @@ func TestWireLinesReadAsEncodingJSON(t *testing.T) {
 // TestWireFastPath: the lines durabench and its server write are read
 // without encoding/json, and written lines read back as they were.
 func TestWireFastPath(t *testing.T) {
-	for _, line := range streamLines[:9] {
+	for _, line := range streamLines[:10] {
 		var m StreamMessage
 		var c StreamCommand
 		d, e := wireDec{b: []byte(line)}, wireDec{b: []byte(line)}
