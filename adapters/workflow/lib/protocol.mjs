@@ -31,7 +31,7 @@ import { parseWait } from "./timeline.mjs";
  */
 
 // INFO is what every /v1/info says.
-export const INFO = { protocol: 1, minor: 1, engine: "workflow" };
+export const INFO = { protocol: 1, minor: 2, engine: "workflow" };
 
 /**
  * protocol is the request handler of the protocol's server.

@@ -11,6 +11,7 @@ import { plan, scenariosInfo, Unsupported } from "./options.mjs";
 import { INFO } from "./protocol.mjs";
 import { warn } from "./process.mjs";
 import { LogSink, Run } from "./runs.mjs";
+import { AT, MESSAGE, RunSpans, TASK } from "./spans.mjs";
 import { readStream } from "./stream.mjs";
 
 /** @typedef {import("node:http").IncomingMessage} IncomingMessage */
@@ -20,6 +21,7 @@ import { readStream } from "./stream.mjs";
 /** @typedef {import("./types.mjs").Reply} Reply */
 /** @typedef {import("./types.mjs").Anomaly} Anomaly */
 /** @typedef {import("./load.mjs").SDK} SDK */
+/** @typedef {import("./otel.mjs").Tracing} Tracing */
 
 // READ_GAP_MS: a run's event log is read at most this often (each flow or
 // step delivery asks for a read; they are coalesced), and every
@@ -54,13 +56,15 @@ export class Adapter {
    * @param {Record<string, string>} switches the SDK's switches (--env)
    * @param {(m: FromWorker) => void} post tells the main thread
    * @param {string} [cwd] where an option's relative path is (the adapter's starting directory)
+   * @param {Tracing | null} [tracing] the SDK's spans, collected per run (lib/otel.mjs)
    */
-  constructor(sdk, flags, switches, post, cwd = process.cwd()) {
+  constructor(sdk, flags, switches, post, cwd = process.cwd(), tracing = null) {
     this.sdk = sdk;
     this.flags = flags;
     this.switches = switches;
     this.post = post;
     this.cwd = cwd;
+    this.tracing = tracing;
     /** @type {Map<string, Run>} durabench run id -> the run, while it runs */
     this.runs = new Map();
     /** @type {Map<string, string>} SDK run id -> durabench run id */
@@ -110,7 +114,10 @@ export class Adapter {
   stepBody(run, stage, index, attempt, start, end, stepId) {
     // A step run by a delivery of the workflow's own queue ran inline.
     const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
-    this.runs.get(run)?.bodyRan(stage, index, attempt, start, end, stepId, inline);
+    const st = this.runs.get(run);
+    st?.bodyRan(stage, index, attempt, start, end, stepId, inline);
+    // The span around the body (the SDK's step.execute) is the body's.
+    if (st?.spans) this.tracing?.bodyRan(st.spans, stage, index, abs(start), abs(end));
   }
 
   /**
@@ -137,7 +144,9 @@ export class Adapter {
 
   /**
    * sdkRoute hands a queue delivery to the SDK's handler, then asks for a
-   * read of the event logs it may have written.
+   * read of the event logs it may have written. A delivery of a run the
+   * adapter follows is a task of that run (lib/otel.mjs): its spans are
+   * the run's, and it happens after its message's wait in the queue.
    * @param {IncomingMessage} req
    * @param {ServerResponse} res
    * @param {string} base
@@ -156,15 +165,6 @@ export class Adapter {
     }
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const queue = String(req.headers["x-vqs-queue-name"] ?? "");
-    const t1 = performance.now();
-    const r = await route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
-    const t2 = performance.now();
-    const out = Buffer.from(await r.arrayBuffer());
-    /** @type {Record<string, string>} */
-    const h = {};
-    r.headers.forEach((v, k) => (h[k] = v));
-    res.writeHead(r.status, h);
-    res.end(out);
     let runId;
     try {
       const msg = JSON.parse(body.toString());
@@ -173,7 +173,20 @@ export class Adapter {
       // not a JSON message: read every run
     }
     const run = runId && this.bySdkRun.get(runId);
-    const st = run && this.runs.get(run);
+    const st = run ? this.runs.get(run) : undefined;
+    const t1 = performance.now();
+    const call = () => route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
+    const message = String(req.headers["x-vqs-message-id"] ?? "");
+    const r = await (st?.spans && this.tracing && run
+      ? this.tracing.task(run, `queue.deliver ${name}`, { [TASK]: name, [AT]: abs(t0), ...(message ? { [MESSAGE]: message } : {}) }, call)
+      : call());
+    const t2 = performance.now();
+    const out = Buffer.from(await r.arrayBuffer());
+    /** @type {Record<string, string>} */
+    const h = {};
+    r.headers.forEach((v, k) => (h[k] = v));
+    res.writeHead(r.status, h);
+    res.end(out);
     if (st) {
       // The adapter's own share of this delivery: the request's and the
       // response's conversions around the SDK's handler.
@@ -190,9 +203,10 @@ export class Adapter {
    * @param {string} run
    * @param {string} scenario
    * @param {Record<string, any>} options
+   * @param {number} [recv] when the main thread received the start (absolute ms): the start task's start
    * @returns {Promise<Reply>}
    */
-  async startRun(run, scenario, options) {
+  async startRun(run, scenario, options, recv) {
     let p;
     try {
       p = plan(scenario, options, this.flags, run, this.cwd);
@@ -201,19 +215,32 @@ export class Adapter {
       throw e;
     }
     const st = new Run(run, p, new LogSink(run, this.post));
+    if (this.tracing) st.spans = new RunSpans();
     this.runs.set(run, st);
     let r;
     try {
-      r = await this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
+      const start = () => this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
+      r = await (this.tracing ? this.tracing.task(run, "run.start", { [TASK]: "start", ...(recv ? { [AT]: recv } : {}) }, start) : start());
     } catch (e) {
       this.runs.delete(run);
       return { code: 500, error: `start: ${/** @type {Error} */ (e).message}` };
     }
     st.sdkRun = r.runId;
     this.bySdkRun.set(r.runId, run);
-    if (st.chunks !== undefined) readStream(st, r);
+    if (st.chunks !== undefined) this.untraced(() => readStream(st, r));
     this.schedule(st);
     return { code: 202, sdkRun: r.runId };
+  }
+
+  /**
+   * sdkRunOf learns a run's SDK run id before start() returned it (its
+   * start task queued the run's first message, lib/otel.mjs), so that the
+   * first delivery, which may come first, is a task of the run.
+   * @param {string} run
+   * @param {string} sdkRun
+   */
+  sdkRunOf(run, sdkRun) {
+    if (this.runs.has(run) && !this.bySdkRun.has(sdkRun)) this.bySdkRun.set(sdkRun, run);
   }
 
   /**
@@ -228,10 +255,11 @@ export class Adapter {
     st.sink = null;
     this.runs.delete(run);
     this.bySdkRun.delete(st.sdkRun);
+    this.dropSpans(st);
     if (st.timer) clearTimeout(st.timer);
     if (!st.terminal) {
       Promise.resolve()
-        .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
+        .then(() => this.untraced(() => this.sdk.api.getRun(st.sdkRun).cancel()))
         .catch((e) => warn(`cancelling ${st.sdkRun}: ${e.message}`));
     }
     const why = "abandoned: durabench stopped following the run; cancelled in the SDK";
@@ -239,12 +267,38 @@ export class Adapter {
   }
 
   /**
-   * resumed asks for a read of a run whose hook was resumed.
+   * resume resumes a run's hook (a task of the run: its spans are the
+   * run's), then asks for a read of the run.
    * @param {string} run
+   * @param {string} token
+   * @param {any} payload
    */
-  resumed(run) {
+  async resume(run, token, payload) {
     const st = this.runs.get(run);
+    const call = () => this.sdk.api.resumeHook(token, { payload });
+    await (st?.spans && this.tracing ? this.tracing.task(run, "hook.resume", { [TASK]: "resume" }, call) : call());
     if (st) this.schedule(st);
+  }
+
+  /**
+   * untraced runs fn outside every run's spans: the adapter's own reads.
+   * @template T
+   * @param {() => T} fn
+   * @returns {T}
+   */
+  untraced(fn) {
+    return this.tracing ? this.tracing.untraced(fn) : fn();
+  }
+
+  /**
+   * dropSpans forgets a run's spans (a run reported over without them).
+   * @param {Run} st
+   */
+  dropSpans(st) {
+    if (!st.spans) return;
+    st.spans.closed = true;
+    this.tracing?.done(st.spans);
+    st.spans = null;
   }
 
   /**
@@ -262,7 +316,7 @@ export class Adapter {
     const wait = Math.max(0, st.lastRead + READ_GAP_MS - Date.now());
     st.timer = setTimeout(() => {
       st.timer = null;
-      this.read(st);
+      this.untraced(() => this.read(st));
     }, wait);
   }
 
@@ -300,7 +354,7 @@ export class Adapter {
       }
       if (st.terminal && !st.settling) {
         st.settling = true;
-        setTimeout(() => this.settle(st), SETTLE_MS);
+        setTimeout(() => this.untraced(() => this.settle(st)), SETTLE_MS);
       }
     } catch (e) {
       warn(`reading run ${st.run} (${st.sdkRun}): ${/** @type {Error} */ (e).message}`);
@@ -341,6 +395,13 @@ export class Adapter {
     if (st.early) anomalies.unshift(st.early);
     anomalies.push(...st.readAnomalies);
     st.sink = null;
+    // The run's spans go out before its terminal event: durabench stops
+    // following a run there. A span still open now is left out.
+    if (st.spans) {
+      const spans = st.spans.events(st.completions());
+      this.dropSpans(st);
+      if (spans.length) this.post({ t: "spans", run: st.run, spans });
+    }
     log.finish(st.terminal !== "run_completed", st.terminal ?? "", anomalies, st.spent(), st.terminalEvent);
   }
 }

@@ -81,7 +81,9 @@ test("a run is started in the worker, its events and its end are its timeline, a
     const [code, body] = await ep.start({ run: "r", scenario: "step", options: {} });
     assert.equal(code, 202);
     assert.deepEqual(/** @type {any} */ (body).sdk_run, "sdk-r");
-    assert.deepEqual(workers[0].sent[0], { t: "start", run: "r", scenario: "step", options: {}, id: 1 });
+    const { recv, ...sent } = /** @type {any} */ (workers[0].sent[0]);
+    assert.deepEqual(sent, { t: "start", run: "r", scenario: "step", options: {}, id: 1 });
+    assert.ok(Math.abs(recv - (performance.timeOrigin + performance.now())) < 5000, "the start's receipt, absolute ms");
     assert.deepEqual(await ep.start({ run: "r", scenario: "step", options: {} }), [409, { error: "run r exists", run: "r" }]);
     // worker times (absolute ms) become the target clock (ns), never after now
     const w = workers[0];

@@ -119,7 +119,7 @@ describe("a target that cannot run", () => {
   test("says why in its info, refuses a well-formed start with why, and has no runs", async () => {
     const info = await call(s.url + "/v1/info", "GET");
     assert.deepEqual(info.body, {
-      protocol: 1, minor: 1, engine: "workflow", version: "5", label: "workflow 5 · postgres", unavailable: "why not",
+      protocol: 1, minor: 2, engine: "workflow", version: "5", label: "workflow 5 · postgres", unavailable: "why not",
       clock: "monotonic ns since the adapter started", scenarios: [],
     });
     assert.equal((await call(s.url + "/v1/clock", "GET")).status, 200);
