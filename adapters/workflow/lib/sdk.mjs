@@ -276,7 +276,7 @@ export class Adapter {
   async resume(run, token, payload) {
     const st = this.runs.get(run);
     const call = () => this.sdk.api.resumeHook(token, { payload });
-    await (st?.spans && this.tracing ? this.tracing.task(run, "hook.resume", { [TASK]: "resume" }, call) : call());
+    await (st?.spans && this.tracing ? this.tracing.task(run, "run.resume", { [TASK]: "resume" }, call) : call());
     if (st) this.schedule(st);
   }
 
