@@ -260,10 +260,10 @@ export class Front {
    * @param {Start} s
    * @returns {Promise<Answer>}
    */
-  async start({ run, scenario, options }) {
-    // When the start came in: its task (the run's start, lib/otel.mjs)
-    // begins here, the cell's new SDK and the worker's turn included.
-    const recv = abs(performance.now());
+  async start({ run, scenario, options, spans, recv = abs(performance.now()) }) {
+    // recv, when the start came in: its task (the run's start,
+    // lib/otel.mjs) begins there, the cell's new SDK and the worker's
+    // turn included.
     if (this.runs.has(run)) return [409, { error: `run ${run} exists`, run }];
     const f = new Followed(run);
     this.runs.set(run, f);
@@ -271,7 +271,7 @@ export class Front {
     let r;
     try {
       await this.newCell(JSON.stringify([scenario, Object.entries(options).sort()]));
-      r = await this.call({ t: "start", run, scenario, options, recv });
+      r = await this.call({ t: "start", run, scenario, options, recv, ...(spans ? { spans } : {}) });
     } catch (e) {
       r = { code: 500, error: `starting the SDK for a new cell: ${/** @type {Error} */ (e).message}` };
     }

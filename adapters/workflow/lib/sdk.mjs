@@ -204,9 +204,10 @@ export class Adapter {
    * @param {string} scenario
    * @param {Record<string, any>} options
    * @param {number} [recv] when the main thread received the start (absolute ms): the start task's start
+   * @param {boolean} [spans] durabench asks for the run's spans (they are collected only then)
    * @returns {Promise<Reply>}
    */
-  async startRun(run, scenario, options, recv) {
+  async startRun(run, scenario, options, recv, spans = false) {
     let p;
     try {
       p = plan(scenario, options, this.flags, run, this.cwd);
@@ -215,12 +216,12 @@ export class Adapter {
       throw e;
     }
     const st = new Run(run, p, new LogSink(run, this.post));
-    if (this.tracing) st.spans = new RunSpans();
+    if (this.tracing && spans) st.spans = new RunSpans();
     this.runs.set(run, st);
     let r;
     try {
       const start = () => this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
-      r = await (this.tracing ? this.tracing.task(run, "run.start", { [TASK]: "start", ...(recv ? { [AT]: recv } : {}) }, start) : start());
+      r = await (st.spans && this.tracing ? this.tracing.task(run, "run.start", { [TASK]: "start", ...(recv ? { [AT]: recv } : {}) }, start) : start());
     } catch (e) {
       this.runs.delete(run);
       return { code: 500, error: `start: ${/** @type {Error} */ (e).message}` };

@@ -51,7 +51,7 @@ async function main(port, { dir, flags, switches, cwd }) {
     try {
       switch (m.t) {
         case "start":
-          return answer(await a.startRun(m.run, m.scenario, m.options, m.recv));
+          return answer(await a.startRun(m.run, m.scenario, m.options, m.recv, m.spans));
         case "resume":
           await a.resume(m.run, m.token, m.payload);
           return answer({});

@@ -99,7 +99,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
   });
 
   test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
-    const start = await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout", options: { branches: "8" } });
+    const start = await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout", options: { branches: "8" }, spans: true });
     assert.equal(start.status, 202);
     assert.equal(start.body.run, "t-fan");
     const tl = await follow("t-fan");
@@ -117,7 +117,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     }
     // anomalies, when the SDK wrote any, are named
     for (const a of tl.anomalies ?? []) assert.ok(a.kind && a.detail);
-    // The SDK's spans (1.2), all before the terminal event: each step's
+    // The SDK's spans (1.2, asked for), all before the terminal event: each step's
     // body with its step, starting at its step_started; every delivery
     // (5.0 runs steps inline: fewer than the steps) after its queue wait,
     // after the publish of its message.
@@ -146,7 +146,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
   });
 
   test("a hook-step resumes once however often it is resumed with one id", async () => {
-    assert.equal((await call("POST", "/v1/runs", { run: "t-hook", scenario: "hook-step" })).status, 202);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-hook", scenario: "hook-step", spans: true })).status, 202);
     const tl = await follow("t-hook");
     assert.equal(tl.status, "completed");
     assert.deepEqual(tl.events.filter((e) => e.kind !== "step_started" && e.kind !== "span").map((e) => e.kind),
