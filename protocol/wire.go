@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/durabench/durabench/world"
 )
 
 // A session stream carries a line per start and one or two per run, at
@@ -397,12 +399,19 @@ func (d *wireDec) skip() bool {
 }
 
 // common are the strings every line repeats (kinds, sources, statuses):
-// read without allocating them again.
+// read without allocating them again. A span event's category is one of
+// a few, and its name often the engine's name for a world call (the
+// reference target's are the world's operations and its task kinds).
 var common = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{EventRunStarted, EventStepStarted, EventStepCompleted, EventRunCompleted, EventRunFailed,
-		EventHookWaiting, EventChunkRead, EventSpan, SourceHistory, SourceWorker, StatusRunning, StatusCompleted, StatusFailed} {
+		EventHookWaiting, EventChunkRead, EventSpan, SourceHistory, SourceWorker, SourceSDK, StatusRunning, StatusCompleted, StatusFailed,
+		"start", "queue_wait", "log_load", "write", "publish", "run_read", "compute", "body", "contention", "unattributed",
+		"task", "resume", "queue"} {
 		m[s] = s
+	}
+	for _, op := range world.Ops() {
+		m[string(op)] = string(op)
 	}
 	return m
 }()
