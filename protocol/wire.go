@@ -30,6 +30,9 @@ type LineReader struct {
 	long []byte // a line longer than r's buffer, so far
 }
 
+// maxKeptLine bounds the buffer a LineReader keeps for long lines.
+const maxKeptLine = 8 << 20
+
 func NewLineReader(r io.Reader, max int) *LineReader {
 	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
 }
@@ -46,8 +49,14 @@ func (lr *LineReader) Next() ([]byte, error) {
 			continue
 		}
 		line := part
-		if lr.long != nil {
-			line, lr.long = append(lr.long, part...), nil
+		if len(lr.long) > 0 {
+			// The buffer is kept for the next long line (a run's span
+			// events come in one): line is valid until the next call.
+			line = append(lr.long, part...)
+			lr.long = line[:0]
+			if cap(lr.long) > maxKeptLine {
+				lr.long = nil
+			}
 		}
 		blank := len(bytes.TrimSpace(line)) == 0
 		switch {
