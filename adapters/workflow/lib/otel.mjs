@@ -78,6 +78,7 @@ export class Tracing {
           rs = typeof run === "string" ? this.spansOf(run) ?? undefined : undefined;
           if (!rs) return;
           rs.run = /** @type {string} */ (run);
+          rs.traces.push(trace);
           this.traces.set(trace, rs);
         }
         const parent = span.parentSpanContext?.spanId ?? span.parentSpanId;
@@ -100,12 +101,13 @@ export class Tracing {
   }
 
   /**
-   * done forgets a finished run's traces.
+   * done forgets a finished run's traces (its spans still open are
+   * forgotten as they end).
    * @param {RunSpans} rs
    */
   done(rs) {
-    for (const [t, r] of this.traces) if (r === rs) this.traces.delete(t);
-    for (const [id, r] of this.open) if (rs.recs.get(id) === r) this.open.delete(id);
+    for (const t of rs.traces) this.traces.delete(t);
+    rs.traces.length = 0;
   }
 
   /**

@@ -97,6 +97,8 @@ export function categoryOf(name, hasBody = false) {
 export class RunSpans {
   constructor() {
     this.run = ""; // durabench's run id, once a task of it started
+    /** @type {string[]} the OTel traces of its tasks (lib/otel.mjs) */
+    this.traces = [];
     this.next = 1;
     /** @type {Map<string, Rec>} OTel span id -> the span */
     this.recs = new Map();
