@@ -72,9 +72,28 @@ const WRITES = /^(create|update|cancel|delete|dispose|write|writeMulti|close|set
  * @returns {string}
  */
 export function categoryOf(name, hasBody = false) {
+  if (name === "step.execute") return hasBody ? "body" : "compute";
+  let c = known.get(name);
+  if (c === undefined) {
+    c = classify(name);
+    if (known.size < 10_000) known.set(name, c);
+  }
+  return c;
+}
+
+// known memoizes categoryOf: a run's spans have few names (a world write's
+// names its event type), thousands of times over.
+/** @type {Map<string, string>} */
+const known = new Map();
+
+/**
+ * classify is categoryOf's rules for a name other than step.execute.
+ * @param {string} name
+ * @returns {string}
+ */
+function classify(name) {
   if (name === "queue.publish" || name === "world.queue") return "publish";
   if (name === "workflow.loadEvents" || name.startsWith("workflow.replay.load")) return "log_load";
-  if (name === "step.execute") return hasBody ? "body" : "compute";
   const m = /^world\.(\w+)\.(\w+)/.exec(name);
   if (m) {
     const [, obj, method] = m;
