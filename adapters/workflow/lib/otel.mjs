@@ -106,6 +106,7 @@ export class Tracing {
    * @param {RunSpans} rs
    */
   done(rs) {
+    rs.closed = true;
     for (const t of rs.traces) this.traces.delete(t);
     rs.traces.length = 0;
   }

@@ -208,3 +208,18 @@ export class Run {
     return { deliveries: c.deliveries, host_us: us(c.hostMs), handler_us: us(c.handlerMs), reads: c.reads, read_us: us(c.readMs) };
   }
 }
+
+/**
+ * messageRun is the SDK run id a queue message names (a workflow
+ * message's runId, a step message's workflowRunId), if it is JSON.
+ * @param {Buffer} body
+ * @returns {string | undefined}
+ */
+export function messageRun(body) {
+  try {
+    const msg = JSON.parse(body.toString());
+    return msg.runId ?? msg.workflowRunId;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,16 +1,17 @@
 // @ts-check
 // The SDK's side of the adapter, on the worker thread: it hosts the SDK's
 // routes (world-local's queue and world-postgres' worker deliver there),
-// starts runs with start(), and reads and checks their event logs.
+// starts runs with start(), reads and checks their event logs, and sends
+// their spans when asked (lib/otel.mjs).
 import { AsyncLocalStorage } from "node:async_hooks";
 import { abs } from "./clock.mjs";
 import { label } from "./flags.mjs";
 import { checkHistory, readEvents, recordEvents } from "./history.mjs";
-import { notFound, pathOf, readBody, reply, serve } from "./http.mjs";
+import { headersOf, notFound, pathOf, readBody, reply, serve } from "./http.mjs";
 import { plan, scenariosInfo, Unsupported } from "./options.mjs";
 import { INFO } from "./protocol.mjs";
 import { warn } from "./process.mjs";
-import { LogSink, Run } from "./runs.mjs";
+import { LogSink, messageRun, Run } from "./runs.mjs";
 import { AT, MESSAGE, RunSpans, TASK } from "./spans.mjs";
 import { readStream } from "./stream.mjs";
 
@@ -116,8 +117,7 @@ export class Adapter {
     const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
     const st = this.runs.get(run);
     st?.bodyRan(stage, index, attempt, start, end, stepId, inline);
-    // The span around the body (the SDK's step.execute) is the body's.
-    if (st?.spans) this.tracing?.bodyRan(st.spans, stage, index, abs(start), abs(end));
+    if (st?.spans) this.tracing?.bodyRan(st.spans, stage, index, abs(start), abs(end)); // its step.execute span
   }
 
   /**
@@ -158,28 +158,16 @@ export class Adapter {
     const handler = name === "flow" ? this.sdk.flow : name === "step" ? this.sdk.step : null;
     if (!handler) return reply(res, 404, { error: `no SDK route ${path}` });
     const body = await readBody(req);
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
-      else if (v !== undefined) headers.set(k, v);
-    }
+    const headers = headersOf(req);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const queue = String(req.headers["x-vqs-queue-name"] ?? "");
-    let runId;
-    try {
-      const msg = JSON.parse(body.toString());
-      runId = msg.runId ?? msg.workflowRunId;
-    } catch {
-      // not a JSON message: read every run
-    }
+    const runId = messageRun(body); // none (not a JSON message): every run is read
     const run = runId && this.bySdkRun.get(runId);
     const st = run ? this.runs.get(run) : undefined;
     const t1 = performance.now();
     const call = () => route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
     const message = String(req.headers["x-vqs-message-id"] ?? "");
-    const r = await (st?.spans && this.tracing && run
-      ? this.tracing.task(run, `queue.deliver ${name}`, { [TASK]: name, [AT]: abs(t0), ...(message ? { [MESSAGE]: message } : {}) }, call)
-      : call());
+    const r = await this.traced(st, `queue.deliver ${name}`, { [TASK]: name, [AT]: abs(t0), ...(message ? { [MESSAGE]: message } : {}) }, call);
     const t2 = performance.now();
     const out = Buffer.from(await r.arrayBuffer());
     /** @type {Record<string, string>} */
@@ -188,8 +176,7 @@ export class Adapter {
     res.writeHead(r.status, h);
     res.end(out);
     if (st) {
-      // The adapter's own share of this delivery: the request's and the
-      // response's conversions around the SDK's handler.
+      // The adapter's own share: the conversions around the SDK's handler.
       st.cost.deliveries++;
       st.cost.hostMs += t1 - t0 + (performance.now() - t2);
       st.cost.handlerMs += t2 - t1;
@@ -221,7 +208,7 @@ export class Adapter {
     let r;
     try {
       const start = () => this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
-      r = await (st.spans && this.tracing ? this.tracing.task(run, "run.start", { [TASK]: "start", ...(recv ? { [AT]: recv } : {}) }, start) : start());
+      r = await this.traced(st, "run.start", { [TASK]: "start", ...(recv ? { [AT]: recv } : {}) }, start);
     } catch (e) {
       this.runs.delete(run);
       return { code: 500, error: `start: ${/** @type {Error} */ (e).message}` };
@@ -235,10 +222,9 @@ export class Adapter {
 
   /**
    * sdkRunOf learns a run's SDK run id before start() returned it (its
-   * start task queued the run's first message, lib/otel.mjs), so that the
-   * first delivery, which may come first, is a task of the run.
-   * @param {string} run
-   * @param {string} sdkRun
+   * start task queued its first message, lib/otel.mjs): the first
+   * delivery, which may come first, is then a task of the run.
+   * @param {string} run @param {string} sdkRun
    */
   sdkRunOf(run, sdkRun) {
     if (this.runs.has(run) && !this.bySdkRun.has(sdkRun)) this.bySdkRun.set(sdkRun, run);
@@ -277,28 +263,33 @@ export class Adapter {
   async resume(run, token, payload) {
     const st = this.runs.get(run);
     const call = () => this.sdk.api.resumeHook(token, { payload });
-    await (st?.spans && this.tracing ? this.tracing.task(run, "run.resume", { [TASK]: "resume" }, call) : call());
+    await this.traced(st, "run.resume", { [TASK]: "resume" }, call);
     if (st) this.schedule(st);
   }
 
   /**
-   * untraced runs fn outside every run's spans: the adapter's own reads.
+   * traced runs call as a task of st's run when its spans are collected
+   * (lib/otel.mjs: task); untraced runs fn outside every run's spans (the
+   * adapter's own reads).
    * @template T
-   * @param {() => T} fn
-   * @returns {T}
+   * @param {Run | undefined} st
+   * @param {string} name
+   * @param {Record<string, any>} attrs
+   * @param {() => Promise<T>} call
+   * @returns {Promise<T>}
    */
+  traced(st, name, attrs, call) {
+    return st?.spans && this.tracing ? this.tracing.task(st.run, name, attrs, call) : call();
+  }
+
+  /** @template T @param {() => T} fn @returns {T} */
   untraced(fn) {
     return this.tracing ? this.tracing.untraced(fn) : fn();
   }
 
-  /**
-   * dropSpans forgets a run's spans (a run reported over without them).
-   * @param {Run} st
-   */
+  /** @param {Run} st dropSpans forgets a run's spans (sent or not) */
   dropSpans(st) {
-    if (!st.spans) return;
-    st.spans.closed = true;
-    this.tracing?.done(st.spans);
+    if (st.spans) this.tracing?.done(st.spans);
     st.spans = null;
   }
 
@@ -396,8 +387,8 @@ export class Adapter {
     if (st.early) anomalies.unshift(st.early);
     anomalies.push(...st.readAnomalies);
     st.sink = null;
-    // The run's spans go out before its terminal event: durabench stops
-    // following a run there. A span still open now is left out.
+    // The run's spans go before its terminal event (durabench stops
+    // following a run there); a span still open now is left out.
     if (st.spans) {
       const spans = st.spans.events(st.completions());
       this.dropSpans(st);
