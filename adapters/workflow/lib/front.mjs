@@ -330,7 +330,8 @@ export class Front {
     if (!f) return [404, { error: `no run ${run}` }];
     let p = f.resumes.get(resumeId);
     if (!p) {
-      p = this.call({ t: "resume", run, token, payload }).then((r) => {
+      // When the resume came in: its task (lib/otel.mjs) begins there.
+      p = this.call({ t: "resume", run, token, payload, recv: abs(performance.now()) }).then((r) => {
         if (r.error) throw new Error(r.error);
       });
       f.resumes.set(resumeId, p);

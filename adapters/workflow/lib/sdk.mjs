@@ -256,14 +256,13 @@ export class Adapter {
   /**
    * resume resumes a run's hook (a task of the run: its spans are the
    * run's), then asks for a read of the run.
-   * @param {string} run
-   * @param {string} token
-   * @param {any} payload
+   * @param {string} run @param {string} token @param {any} payload
+   * @param {number} [recv] its receipt on the main thread (absolute ms): the task's start
    */
-  async resume(run, token, payload) {
+  async resume(run, token, payload, recv) {
     const st = this.runs.get(run);
     const call = () => this.sdk.api.resumeHook(token, { payload });
-    await this.traced(st, "run.resume", { [TASK]: "resume" }, call);
+    await this.traced(st, "run.resume", { [TASK]: "resume", ...(recv ? { [AT]: recv } : {}) }, call);
     if (st) this.schedule(st);
   }
 

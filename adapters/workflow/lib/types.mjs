@@ -71,7 +71,7 @@
  * What the main thread asks of the worker thread (a call has an id the
  * worker's reply carries).
  * @typedef {{ t: "start", run: string, scenario: string, options: Record<string, any>, recv?: number, spans?: boolean }
- *   | { t: "resume", run: string, token: string, payload: any }
+ *   | { t: "resume", run: string, token: string, payload: any, recv?: number }
  *   | { t: "abandon", run: string }
  *   | { t: "close" }} ToWorker
  */

@@ -53,7 +53,7 @@ async function main(port, { dir, flags, switches, cwd }) {
         case "start":
           return answer(await a.startRun(m.run, m.scenario, m.options, m.recv, m.spans));
         case "resume":
-          await a.resume(m.run, m.token, m.payload);
+          await a.resume(m.run, m.token, m.payload, m.recv);
           return answer({});
         case "abandon":
           a.abandon(m.run);
