@@ -138,8 +138,9 @@ func NewServer(ctx context.Context, b Backend) (*Server, error) {
 	if err := b.Open(ctx, s); err != nil {
 		return nil, err
 	}
-	// This server implements 1.1's endpoints and retention for any
-	// backend.
+	// This server implements 1.2's endpoints and retention for any
+	// backend (span events, 1.2, are the backend's to send, if it has
+	// any: a 1.2 target may send none).
 	s.info = b.Info()
 	if s.info.Protocol == ProtocolVersion {
 		s.info.Minor = ProtocolMinor
@@ -206,6 +207,26 @@ func (s *Server) Event(run string, ev Event) {
 	}
 	ev.Seq = int64(len(l.events) + 1)
 	l.events = append(l.events, ev)
+	l.changedLocked()
+}
+
+// Events records several events of run at once, in order, as that many
+// Event calls would (a backend with many at a time, such as a task's span
+// events, wakes the run's polls once).
+func (s *Server) Events(run string, evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.runs[run]
+	if l == nil {
+		return
+	}
+	for _, ev := range evs {
+		ev.Seq = int64(len(l.events) + 1)
+		l.events = append(l.events, ev)
+	}
 	l.changedLocked()
 }
 
@@ -464,8 +485,12 @@ func waitArg(w http.ResponseWriter, ws string) (wait time.Duration, ok bool) {
 // timeline is run's timeline from its event after on (the server's mu held).
 func (l *runLog) timeline(run string, after int64) Timeline {
 	tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
-	if after < int64(len(l.events)) {
-		tl.Events = append(tl.Events, l.events[after:]...)
+	if n := int64(len(l.events)); after < n {
+		// Shared, not copied (a 256-branch run's span events are
+		// thousands): a run's events are only ever appended, and the
+		// view's capacity is capped, so no later append writes where it
+		// reads.
+		tl.Events = l.events[max(after, 0):n:n]
 	}
 	return tl
 }
@@ -781,15 +806,17 @@ func (s *Server) RunDirect(ctx context.Context, req StartRequest) (time.Duration
 	if err := s.b.Start(ctx, req); err != nil {
 		return 0, err
 	}
+	var last int64
+	seen := 0 // the events read so far
 	for {
 		s.mu.Lock()
 		status, errMsg, changed := l.status, l.err, l.changed
-		var last int64
-		for _, ev := range l.events {
+		for _, ev := range l.events[seen:] {
 			if ev.Kind == EventStepCompleted {
 				last = max(last, ev.At)
 			}
 		}
+		seen = len(l.events)
 		s.mu.Unlock()
 		switch status {
 		case StatusCompleted:

@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,7 +20,7 @@ var streamLines = []string{
 	` { "timeline" : { "run" : "r" , "status" : "running" , "events" : [ ] , "extra" : [1, {"a": [true, false, null]}, "s"] } , "future" : {} } `,
 	`{"timeline":{"run":"r","status":"running","events":[],"anomalies":[]}}`,
 	`{"timeline":{"run":"r","status":"running","events":[{"seq":5,"kind":"span","at":100,"source":"sdk","stage":0,"index":7,"end":250,"category":"queue_wait","name":"queue.deliver","span":12,"parent":3,"after":11,"wait":40},{"seq":6,"kind":"span","at":100,"source":"history","end":100,"category":"compute"}]}}`,
-	`{"start":{"run":"cap-r0001","scenario":"step","options":{"body":"10ms","branches":"20"},"session":"4242-1871f2b8c1d0a3e4-7"}}`,
+	`{"start":{"run":"cap-r0001","scenario":"step","options":{"body":"10ms","branches":"20"},"session":"4242-1871f2b8c1d0a3e4-7","spans":true}}`,
 	`{"start":{"run":"r","scenario":"fanout","options":{}}}`,
 	// Left to encoding/json: each must come out as it reads it.
 	`{"timeline":{"run":null,"status":"running","events":null}}`,
@@ -152,4 +154,27 @@ func BenchmarkStreamLine(b *testing.B) {
 	b.ReportMetric(float64(std.Nanoseconds())/float64(lines), "json-ns/line")
 	b.ReportMetric(float64(wire)/float64(std), "wire/json")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestLineReaderLongLines: lines longer than the reader's buffer (a run's
+// span events come in one) read whole, one after another, the buffer kept
+// for them reused without mixing them up.
+func TestLineReaderLongLines(t *testing.T) {
+	var in strings.Builder
+	var want []string
+	for i, n := range []int{200 << 10, 10, 150 << 10, 300 << 10, 5} {
+		line := strings.Repeat(string(rune('a'+i)), n)
+		want = append(want, line+"\n")
+		in.WriteString(line + "\n\n")
+	}
+	lr := NewLineReader(strings.NewReader(in.String()), 1<<20)
+	for i, w := range want {
+		got, err := lr.Next()
+		if err != nil || string(got) != w {
+			t.Fatalf("line %d: %d bytes (%v), want %d bytes of %q", i, len(got), err, len(w), w[0])
+		}
+	}
+	if _, err := lr.Next(); err != io.EOF {
+		t.Fatalf("after the last line: %v, want EOF", err)
+	}
 }
