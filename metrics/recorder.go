@@ -127,6 +127,49 @@ func (r *Recorder) Spans(run string, spans []engine.Span) {
 	rec.mu.Unlock()
 }
 
+// SpanSink receives spans already in the critical path's terms — each
+// with its category — rather than as the built-in engine reports them: a
+// target's span events, converted to the driver's clock (package target's
+// Session). Recorder implements it, and so does the driver's observer.
+type SpanSink interface {
+	// AddSpans records spans of run. The slice is reused after the call
+	// returns: copy what is kept.
+	AddSpans(run string, spans []Span)
+}
+
+var _ SpanSink = (*Recorder)(nil)
+
+// TargetSpanIDs is where a target's span ids live in a run's id space: a
+// target's id n (≥ 1) is n | TargetSpanIDs (TargetSpanID), apart from the
+// built-in engine's ids (blocks counted from 1 << 20, far below) and from
+// the driver's own driver_lag span (which nothing refers to: ID 0).
+const TargetSpanIDs uint64 = 1 << 63
+
+// TargetSpanID maps a target's span id into the run's id space; 0 (and any
+// id below 1, which names no span) stays 0: no span.
+func TargetSpanID(id int64) uint64 {
+	if id <= 0 {
+		return 0
+	}
+	return uint64(id) | TargetSpanIDs
+}
+
+// AddSpans records spans of run that already carry their categories
+// (SpanSink): a target's.
+func (r *Recorder) AddSpans(run string, spans []Span) {
+	rec := r.lookup(run)
+	if rec == nil || len(spans) == 0 {
+		return
+	}
+	rec.mu.Lock()
+	if rec.spanCap > 0 && cap(rec.tl.Spans)-len(rec.tl.Spans) < len(spans) {
+		rec.tl.Spans = append(make([]Span, 0, max(rec.spanCap, len(rec.tl.Spans)+len(spans))), rec.tl.Spans...)
+		rec.spanCap = 0
+	}
+	rec.tl.Spans = append(rec.tl.Spans, spans...)
+	rec.mu.Unlock()
+}
+
 // Started records that the driver started run at at (its actual start):
 // the run's driver lag, from its scheduled start, is the first part of
 // its critical path. A later call moves the start (a start that waited in

@@ -19,19 +19,28 @@ import (
 )
 
 // ProtocolVersion is the protocol's major version this package speaks;
-// ProtocolMinor its minor version (1.1). A target that declares no minor
+// ProtocolMinor its minor version (1.2). A target that declares no minor
 // version speaks 1.0: durabench talks to it as before (it ignores the
 // 404 of a 1.0 target to DELETE /v1/runs/{run}); the checker marks the
-// 1.1 checks "n/a" for it.
+// 1.1 checks "n/a" for it. A 1.2 target may send span events (EventSpan,
+// MinorSpans); one below 1.2 sends none.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 1
+	ProtocolMinor   = 2
+)
+
+// The minor versions that added something: MinorRelease (1.1) DELETE
+// /v1/runs/{run} and retention until it; MinorSpans (1.2) span events.
+const (
+	MinorRelease = 1
+	MinorSpans   = 2
 )
 
 // Info is GET /v1/info: what the target is and what it can run.
 type Info struct {
 	Protocol int `json:"protocol"`
-	// Minor is the protocol's minor version (1 for 1.1; absent: 1.0).
+	// Minor is the protocol's minor version (2 for 1.2, 1 for 1.1;
+	// absent: 1.0).
 	Minor   int    `json:"minor,omitempty"`
 	Engine  string `json:"engine"`
 	Version string `json:"version"`
@@ -76,7 +85,7 @@ type Scenario struct {
 	Max map[string]int `json:"max,omitempty"`
 }
 
-// ProtocolString is the target's protocol version, "1.0" or "1.1".
+// ProtocolString is the target's protocol version, "1.0", "1.1" or "1.2".
 func (i Info) ProtocolString() string { return fmt.Sprintf("%d.%d", i.Protocol, i.Minor) }
 
 // Supports reports whether info lists scenario name, and why not.
@@ -108,6 +117,11 @@ type StartRequest struct {
 	// Session names the driver session the run belongs to (batch 1,
 	// optional): a batch timeline poll of that session answers for it.
 	Session string `json:"session,omitempty"`
+	// Spans asks for the run's span events (1.2, optional): durabench
+	// sets it when it walks the run's critical path. A target may send
+	// spans whether asked or not; one whose spans cost it something may
+	// send them only when asked.
+	Spans bool `json:"spans,omitempty"`
 }
 
 // StartReply answers StartRequest once the engine accepted the run.

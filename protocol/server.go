@@ -138,8 +138,9 @@ func NewServer(ctx context.Context, b Backend) (*Server, error) {
 	if err := b.Open(ctx, s); err != nil {
 		return nil, err
 	}
-	// This server implements 1.1's endpoints and retention for any
-	// backend.
+	// This server implements 1.2's endpoints and retention for any
+	// backend (span events, 1.2, are the backend's to send, if it has
+	// any: a 1.2 target may send none).
 	s.info = b.Info()
 	if s.info.Protocol == ProtocolVersion {
 		s.info.Minor = ProtocolMinor
@@ -206,6 +207,26 @@ func (s *Server) Event(run string, ev Event) {
 	}
 	ev.Seq = int64(len(l.events) + 1)
 	l.events = append(l.events, ev)
+	l.changedLocked()
+}
+
+// Events records several events of run at once, in order, as that many
+// Event calls would (a backend with many at a time, such as a task's span
+// events, wakes the run's polls once).
+func (s *Server) Events(run string, evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.runs[run]
+	if l == nil {
+		return
+	}
+	for _, ev := range evs {
+		ev.Seq = int64(len(l.events) + 1)
+		l.events = append(l.events, ev)
+	}
 	l.changedLocked()
 }
 
@@ -781,15 +802,17 @@ func (s *Server) RunDirect(ctx context.Context, req StartRequest) (time.Duration
 	if err := s.b.Start(ctx, req); err != nil {
 		return 0, err
 	}
+	var last int64
+	seen := 0 // the events read so far
 	for {
 		s.mu.Lock()
 		status, errMsg, changed := l.status, l.err, l.changed
-		var last int64
-		for _, ev := range l.events {
+		for _, ev := range l.events[seen:] {
 			if ev.Kind == EventStepCompleted {
 				last = max(last, ev.At)
 			}
 		}
+		seen = len(l.events)
 		s.mu.Unlock()
 		switch status {
 		case StatusCompleted:

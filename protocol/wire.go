@@ -415,7 +415,7 @@ var (
 		"end", "category", "name", "span", "parent", "after", "wait"}
 	anomalyKeys = []string{"kind", "detail"}
 	commandKeys = []string{"start"}
-	startKeys   = []string{"run", "scenario", "options", "session"}
+	startKeys   = []string{"run", "scenario", "options", "session", "spans"}
 )
 
 func (d *wireDec) streamMessage(m *StreamMessage) bool {
@@ -488,7 +488,7 @@ func (d *wireDec) streamCommand(c *StreamCommand) bool {
 		st := c.Start
 		return d.object(startKeys, func(k int) bool {
 			if k != 2 {
-				return d.into([]any{&st.Run, &st.Scenario, nil, &st.Session}[k])
+				return d.into([]any{&st.Run, &st.Scenario, nil, &st.Session, &st.Spans}[k])
 			}
 			st.Options = map[string]string{}
 			// An options object's keys are the options' own: any key,
@@ -654,6 +654,9 @@ func AppendStreamCommand(b []byte, c *StreamCommand) []byte {
 	if st.Session != "" {
 		b = append(b, `,"session":`...)
 		b = appendString(b, st.Session)
+	}
+	if st.Spans {
+		b = append(b, `,"spans":true`...)
 	}
 	return append(b, "}}\n"...)
 }

@@ -18,7 +18,7 @@ var streamLines = []string{
 	` { "timeline" : { "run" : "r" , "status" : "running" , "events" : [ ] , "extra" : [1, {"a": [true, false, null]}, "s"] } , "future" : {} } `,
 	`{"timeline":{"run":"r","status":"running","events":[],"anomalies":[]}}`,
 	`{"timeline":{"run":"r","status":"running","events":[{"seq":5,"kind":"span","at":100,"source":"sdk","stage":0,"index":7,"end":250,"category":"queue_wait","name":"queue.deliver","span":12,"parent":3,"after":11,"wait":40},{"seq":6,"kind":"span","at":100,"source":"history","end":100,"category":"compute"}]}}`,
-	`{"start":{"run":"cap-r0001","scenario":"step","options":{"body":"10ms","branches":"20"},"session":"4242-1871f2b8c1d0a3e4-7"}}`,
+	`{"start":{"run":"cap-r0001","scenario":"step","options":{"body":"10ms","branches":"20"},"session":"4242-1871f2b8c1d0a3e4-7","spans":true}}`,
 	`{"start":{"run":"r","scenario":"fanout","options":{}}}`,
 	// Left to encoding/json: each must come out as it reads it.
 	`{"timeline":{"run":null,"status":"running","events":null}}`,

@@ -52,7 +52,10 @@ type HookResumer struct {
 
 type hookRef struct{ run, token string }
 
-var _ engine.SpanObserver = (*HookResumer)(nil)
+var (
+	_ engine.SpanObserver = (*HookResumer)(nil)
+	_ metrics.SpanSink    = (*HookResumer)(nil)
+)
 
 // NewHookResumer returns a HookResumer that records on rec and spawns its
 // resume tasks on rt.
@@ -108,6 +111,9 @@ func (h *HookResumer) StreamChunk(run string, c engine.ChunkSpan) { h.rec.Stream
 
 // Spans passes the engine's spans on to the Recorder (engine.SpanObserver).
 func (h *HookResumer) Spans(run string, spans []engine.Span) { h.rec.Spans(run, spans) }
+
+// AddSpans passes a target's spans on to the Recorder (metrics.SpanSink).
+func (h *HookResumer) AddSpans(run string, spans []metrics.Span) { h.rec.AddSpans(run, spans) }
 
 // RunFinished forwards to the Recorder.
 func (h *HookResumer) RunFinished(run string, at time.Duration, failed bool) {

@@ -402,10 +402,17 @@ func (c CellPlan) summarize(res *driver.Result, id results.Cell) results.Cell {
 			delete(rc.Metrics, name)
 		}
 	}
-	if !slices.Contains(c.Scenario.Metrics, metrics.TTLS) {
+	if !c.reportsTTLS() {
 		rc.CriticalPath = nil // the split of a TTLS the cell does not report
 	}
 	return rc
+}
+
+// reportsTTLS reports whether the cell's scenario reports TTLS (a scenario
+// that declares no metrics reports every one): whether its cells carry a
+// critical path.
+func (c CellPlan) reportsTTLS() bool {
+	return len(c.Scenario.Metrics) == 0 || slices.Contains(c.Scenario.Metrics, metrics.TTLS)
 }
 
 // identity is the results.Cell key fields of c.

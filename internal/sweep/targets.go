@@ -303,6 +303,9 @@ func (r *sweepRun) runCellTarget(ctx context.Context, c CellPlan) (results.Cell,
 	if err != nil {
 		return results.Cell{}, nil, fmt.Errorf("target %s: %w", c.Target.Name, err)
 	}
+	// The target's spans (protocol 1.2) are asked for when the cell
+	// reports TTLS: its critical path splits it.
+	sess.Spans = c.reportsTTLS()
 	dc := r.driverConfig(c, w, r.id+"-"+c.Hash)
 	dc.Target = sess
 	m := startCPU(lt.plugin.CPU)

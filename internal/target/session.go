@@ -14,6 +14,7 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/clockoffset"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/world"
 )
 
@@ -45,15 +46,25 @@ const (
 // the cell's start to its end (ClockWatch) and counts polls answered
 // empty early (Polls).
 type Session struct {
+	// Spans asks the target for its runs' span events (protocol 1.2:
+	// "spans": true in each start), for their critical path: set it before
+	// the first StartRun when the cell reports TTLS. A target may send
+	// spans unasked; the session takes them either way.
+	Spans bool
+
 	c        *Client
 	scenario string
 	opts     map[string]string
 	rt       world.Runtime
 	clk      clockoffset.Offset
 
-	mu     sync.Mutex
-	obs    engine.Observer
-	fail   func(run string, at time.Duration, err error)
+	mu   sync.Mutex
+	obs  engine.Observer
+	fail func(run string, at time.Duration, err error)
+	// sink takes the runs' span events (protocol 1.2), converted: the
+	// observer's, when it keeps spans (metrics.SpanSink), else nil (the
+	// spans are read and left out).
+	sink   metrics.SpanSink
 	ctx    context.Context
 	cancel context.CancelFunc
 	hooks  map[string]hookRef // the driver's hook token -> the run's own
@@ -299,6 +310,7 @@ func (s *Session) resample(ctx context.Context) {
 func (s *Session) Attach(ctx context.Context, obs engine.Observer, fail func(run string, at time.Duration, err error)) (func(), error) {
 	s.mu.Lock()
 	s.obs, s.fail = obs, fail
+	s.sink, _ = obs.(metrics.SpanSink)
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	wctx := s.ctx
 	s.mu.Unlock()
@@ -373,7 +385,7 @@ func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) err
 		s.mu.Lock()
 		s.runs[id] = f
 		s.mu.Unlock()
-		req := protocol.StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Session: s.name}
+		req := protocol.StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Session: s.name, Spans: s.Spans}
 		var err error
 		if s.batchStarts {
 			err = s.startBatched(ctx, req)
@@ -391,7 +403,7 @@ func (s *Session) StartRun(ctx context.Context, id string, p engine.Program) err
 		s.mu.Unlock()
 		return nil
 	}
-	if _, err := s.c.Start(ctx, protocol.StartRequest{Run: id, Scenario: s.scenario, Options: s.opts}); err != nil {
+	if _, err := s.c.Start(ctx, protocol.StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Spans: s.Spans}); err != nil {
 		return fmt.Errorf("target %s: start %s: %w", s.c.URL(), id, err)
 	}
 	s.wg.Add(1)
@@ -439,7 +451,7 @@ func (s *Session) startStreamed(ctx context.Context, id string, p engine.Program
 		s.runs[id] = f
 		s.mu.Unlock()
 		var sent time.Duration
-		if sent, err = st.Start(protocol.StartRequest{Run: id, Scenario: s.scenario, Options: s.opts}, s.rt.Now); err == nil {
+		if sent, err = st.Start(protocol.StartRequest{Run: id, Scenario: s.scenario, Options: s.opts, Spans: s.Spans}, s.rt.Now); err == nil {
 			s.smu.Lock()
 			s.sent[id] = sent
 			s.smu.Unlock()
@@ -656,6 +668,18 @@ type follower struct {
 	// lateEnd ends a stream's run whose status is over lateWait after it
 	// said so, if its terminal event has not come (nil until then).
 	lateEnd *time.Timer
+	// spans are the span events of the answer being applied, converted,
+	// until they are passed on (before the run's end, and at the
+	// answer's end); reused from answer to answer.
+	spans []metrics.Span
+}
+
+// flushSpans passes the spans read so far on to the session's sink.
+func (f *follower) flushSpans() {
+	if len(f.spans) > 0 {
+		f.s.sink.AddSpans(f.run, f.spans)
+		f.spans = f.spans[:0]
+	}
 }
 
 func (s *Session) newFollower(run string, p engine.Program) *follower {
@@ -674,8 +698,11 @@ const (
 // apply feeds one timeline answer of the run to the driver's observer.
 func (f *follower) apply(tl protocol.Timeline) outcome {
 	s := f.s
-	obs, fail := s.obs, s.fail
+	obs, fail, sink := s.obs, s.fail, s.sink
 	conv := func(at int64) time.Duration { return s.clk.ToDriver(time.Duration(at)) }
+	// The spans read are passed on before the run ends (the driver may
+	// take its timeline as soon as it does) and at the answer's end.
+	defer f.flushSpans()
 	if len(tl.Anomalies) > 0 {
 		s.mu.Lock()
 		s.anomalies[f.run] = tl.Anomalies
@@ -707,10 +734,22 @@ func (f *follower) apply(tl protocol.Timeline) outcome {
 			obs.HookCreated(f.run, dt, conv(ev.At))
 		case protocol.EventChunkRead:
 			obs.StreamChunk(f.run, engine.ChunkSpan{Stage: ev.Stage, Index: ev.Index, Written: conv(ev.Written), Read: conv(ev.At), Bytes: ev.Bytes})
+		case protocol.EventSpan:
+			// Accepted from a target of any minor version (the checker
+			// tells one below 1.2 to declare it); one durabench cannot
+			// place is left out.
+			if sink == nil {
+				continue
+			}
+			if sp, ok := SpanOf(ev, conv); ok {
+				f.spans = append(f.spans, sp)
+			}
 		case protocol.EventRunCompleted:
+			f.flushSpans()
 			obs.RunFinished(f.run, conv(ev.At), false)
 			return over
 		case protocol.EventRunFailed:
+			f.flushSpans()
 			msg := ev.Error
 			if msg == "" {
 				msg = tl.Error
@@ -746,6 +785,7 @@ func (f *follower) apply(tl protocol.Timeline) outcome {
 // terminal event never came: on the driver's clock.
 func (f *follower) endOnDriverClock(tl protocol.Timeline) {
 	s := f.s
+	f.flushSpans()
 	if tl.Status == protocol.StatusFailed {
 		s.fail(f.run, s.rt.Now(), fmt.Errorf("target %s: %s", s.c.URL(), tl.Error))
 	} else {

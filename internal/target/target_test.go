@@ -75,6 +75,14 @@ func client(t *testing.T, url, mode string) *target.Client {
 // runCellMode is runCell, the session reaching the target by mode.
 func runCellMode(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, mode string) (*driver.Result, error) {
 	t.Helper()
+	return runCellSpans(t, url, prefix, scenario, opts, reps, mode, false)
+}
+
+// runCellSpans is runCellMode; with spans, the session asks the target
+// for its runs' span events (protocol 1.2), as a sweep does for a cell
+// that reports TTLS.
+func runCellSpans(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, mode string, spans bool) (*driver.Result, error) {
+	t.Helper()
 	ctx := context.Background()
 	c := client(t, url, mode)
 	sc, err := scenarios.Get(scenario)
@@ -91,6 +99,7 @@ func runCellMode(t *testing.T, url, prefix, scenario string, opts map[string]str
 	if err != nil {
 		t.Fatal(err)
 	}
+	sess.Spans = spans
 	pacer, err := driver.NewPacer("closed", 4, 0)
 	if err != nil {
 		t.Fatal(err)

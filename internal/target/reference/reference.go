@@ -10,6 +10,7 @@ import (
 	"github.com/durabench/durabench/protocol"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/scenarios"
 	"github.com/durabench/durabench/world"
 )
@@ -17,14 +18,20 @@ import (
 // Reference serves durabench's built-in engine (one version, on one world)
 // over the protocol: `durabench target serve reference`. Its clock is the
 // world's Runtime; step starts and ends come from the worker that ran the
-// body, hook and run events from the engine's history.
+// body, hook and run events from the engine's history, and the engine's
+// spans (engine.SpanObserver) are sent as span events (protocol 1.2):
+// where each run's time went, on the same clock.
 type Reference struct {
 	w       world.World
 	version engine.Version
 	eng     *engine.Engine
 	sink    protocol.Sink
+	obs     *refObserver
 	// MaxBranches bounds the fan-outs it accepts (Info).
 	MaxBranches int
+	// NoSpans, set before the server opens it, runs the engine without
+	// spans: it sends no span event (a target of 1.2 may send none).
+	NoSpans bool
 
 	// programs holds what Start built for a scenario and its options (or
 	// why it refused them): the runs of a cell share one program, and
@@ -74,7 +81,13 @@ func (r *Reference) Now() time.Duration { return r.w.Runtime().Now() }
 // Open starts the engine with an observer that reports to sink.
 func (r *Reference) Open(ctx context.Context, sink protocol.Sink) error {
 	r.sink = sink
-	eng, err := engine.New(engine.Config{World: r.w, Features: r.version.Features, Observer: refObserver{sink}})
+	r.obs = &refObserver{sink: sink, runs: map[string]*runSpans{}}
+	r.obs.batch, _ = sink.(eventsSink)
+	var obs engine.Observer = r.obs
+	if !r.NoSpans {
+		obs = spanObserver{r.obs}
+	}
+	eng, err := engine.New(engine.Config{World: r.w, Features: r.version.Features, Observer: obs})
 	if err != nil {
 		return err
 	}
@@ -94,8 +107,15 @@ func (r *Reference) Start(ctx context.Context, req protocol.StartRequest) error 
 	}
 	// Recorded first: the run may finish before StartRun returns. A run
 	// that fails to start is forgotten by the server.
+	if !r.NoSpans && req.Spans {
+		r.obs.begin(req.Run)
+	}
 	r.sink.Event(req.Run, protocol.Event{Kind: protocol.EventRunStarted, At: int64(r.Now()), Source: protocol.SourceHistory})
-	return r.eng.StartRun(ctx, req.Run, p)
+	err = r.eng.StartRun(ctx, req.Run, p)
+	if err != nil {
+		r.obs.end(req.Run)
+	}
+	return err
 }
 
 // program is the scenario's program for opts, built and checked against
@@ -151,9 +171,111 @@ func (r *Reference) Close(ctx context.Context) error {
 }
 
 // refObserver turns the engine's observer callbacks into protocol events.
-type refObserver struct{ sink protocol.Sink }
+type refObserver struct {
+	sink protocol.Sink
+	// batch is sink's Events, when it has it: a task's spans are recorded
+	// at once.
+	batch eventsSink
+	// runs are the runs whose spans are sent, from their start to their
+	// terminal event.
+	mu   sync.Mutex
+	runs map[string]*runSpans
+}
 
-func (o refObserver) StepBody(run string, s engine.StepSpan) {
+// eventsSink records several events of a run at once (protocol.Server's
+// Events).
+type eventsSink interface {
+	Events(run string, evs []protocol.Event)
+}
+
+// runSpans numbers a run's spans: the engine's span ids (unique in the
+// engine) become the run's own, 1, 2, 3, … in the order they are first
+// seen — as a span or as one a span refers to.
+type runSpans struct {
+	mu   sync.Mutex
+	ids  map[uint64]int64
+	done bool // the run's terminal event is sent: no span after it
+	buf  []metrics.Span
+	evs  []protocol.Event
+}
+
+// id is the run's id for the engine's span id (0: none).
+func (rs *runSpans) id(engineID uint64) int64 {
+	if engineID == 0 {
+		return 0
+	}
+	id, ok := rs.ids[engineID]
+	if !ok {
+		id = int64(len(rs.ids) + 1)
+		rs.ids[engineID] = id
+	}
+	return id
+}
+
+// begin sends run's spans from now on.
+func (o *refObserver) begin(run string) {
+	o.mu.Lock()
+	o.runs[run] = &runSpans{ids: map[uint64]int64{}}
+	o.mu.Unlock()
+}
+
+// end sends no more span of run, and waits for one being sent.
+func (o *refObserver) end(run string) {
+	o.mu.Lock()
+	rs := o.runs[run]
+	delete(o.runs, run)
+	o.mu.Unlock()
+	if rs != nil {
+		rs.mu.Lock()
+		rs.done = true
+		rs.mu.Unlock()
+	}
+}
+
+// spans sends a task's spans (engine.SpanObserver) as span events: their
+// categories and structure as the in-process engine's (metrics.FromEngine),
+// their ids the run's. A task still running when its run finished reports
+// again when it ends, after the terminal event: that report is dropped.
+func (o *refObserver) spans(run string, spans []engine.Span) {
+	o.mu.Lock()
+	rs := o.runs[run]
+	o.mu.Unlock()
+	if rs == nil {
+		return
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.done {
+		return
+	}
+	rs.buf = metrics.FromEngine(rs.buf[:0], spans)
+	rs.evs = rs.evs[:0]
+	for i := range rs.buf {
+		sp := &rs.buf[i]
+		ev := protocol.Event{Kind: protocol.EventSpan, At: int64(sp.Start), End: int64(sp.End), Source: protocol.SourceSDK,
+			Category: sp.Category, Name: sp.Name, Wait: int64(sp.Wait),
+			SpanID: rs.id(sp.ID), Parent: rs.id(sp.Parent), After: rs.id(sp.After)}
+		if sp.Stage >= 0 {
+			ev.Stage, ev.Index = sp.Stage, max(sp.Index, 0)
+		}
+		rs.evs = append(rs.evs, ev)
+	}
+	if o.batch != nil {
+		o.batch.Events(run, rs.evs)
+		return
+	}
+	for _, ev := range rs.evs {
+		o.sink.Event(run, ev)
+	}
+}
+
+// spanObserver is refObserver that also receives the engine's spans.
+type spanObserver struct{ *refObserver }
+
+// Spans sends a task's spans (engine.SpanObserver).
+func (o spanObserver) Spans(run string, spans []engine.Span) { o.spans(run, spans) }
+
+func (o *refObserver) StepBody(run string, s engine.StepSpan) {
 	ev := protocol.Event{Stage: s.Stage, Index: s.Index, Attempt: s.Attempt, Inline: s.Inline, Source: protocol.SourceWorker}
 	ev.Kind, ev.At = protocol.EventStepStarted, int64(s.Start)
 	o.sink.Event(run, ev)
@@ -161,16 +283,17 @@ func (o refObserver) StepBody(run string, s engine.StepSpan) {
 	o.sink.Event(run, ev)
 }
 
-func (o refObserver) HookCreated(run, token string, at time.Duration) {
+func (o *refObserver) HookCreated(run, token string, at time.Duration) {
 	o.sink.Event(run, protocol.Event{Kind: protocol.EventHookWaiting, At: int64(at), Token: token, Source: protocol.SourceHistory})
 }
 
-func (o refObserver) StreamChunk(run string, c engine.ChunkSpan) {
+func (o *refObserver) StreamChunk(run string, c engine.ChunkSpan) {
 	o.sink.Event(run, protocol.Event{Kind: protocol.EventChunkRead, At: int64(c.Read), Written: int64(c.Written), Stage: c.Stage, Index: c.Index, Bytes: c.Bytes,
 		Source: protocol.SourceWorker})
 }
 
-func (o refObserver) RunFinished(run string, at time.Duration, failed bool) {
+func (o *refObserver) RunFinished(run string, at time.Duration, failed bool) {
+	o.end(run) // the spans so far are sent; none after the terminal event
 	kind := protocol.EventRunCompleted
 	if failed {
 		kind = protocol.EventRunFailed

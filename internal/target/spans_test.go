@@ -1,0 +1,259 @@
+package target_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/internal/driver"
+	"github.com/durabench/durabench/internal/target/reference"
+	"github.com/durabench/durabench/metrics"
+	"github.com/durabench/durabench/protocol"
+	"github.com/durabench/durabench/scenarios"
+	"github.com/durabench/durabench/world"
+	"github.com/durabench/durabench/world/mem"
+	"github.com/durabench/durabench/world/profile"
+)
+
+// shortOverTheProtocol are option values that keep a scenario short in
+// real time.
+var shortOverTheProtocol = map[string]map[string]string{
+	"fanout":          {"branches": "20"},
+	"sequential":      {"steps": "10"},
+	"stream-latency":  {"chunks": "10", "interval": "1ms"},
+	"stream-overhead": {"chunks": "30", "interval": "1ms"},
+	"stream-replay":   {"speed": "8"},
+	"stream-sizes":    {"chunks": "30", "interval": "1ms"},
+	"stream-pipeline": {"chunks": "30", "size": "1KB"},
+}
+
+// TestTargetCriticalPathSumsExactly: every scenario of the book on the
+// reference served over the protocol, its span events asked for: every
+// finished run's critical path, walked on the target's spans converted to
+// the driver's clock, tiles [t0, last step end] — its categories add up to
+// its TTLS to the nanosecond — and the cell's per-run category
+// microseconds add up exactly to each run's TTLS sample, as on the
+// built-in engine (scenarios.TestCriticalPathSumsExactly). The target's
+// span ids never meet the driver's driver_lag span.
+func TestTargetCriticalPathSumsExactly(t *testing.T) {
+	hs := serveReference(t, "pending-count")
+	for i, s := range scenarios.All() {
+		t.Run(s.Name, func(t *testing.T) {
+			res, err := runCellSpans(t, hs.URL, fmt.Sprint("cp", i), s.Name, shortOverTheProtocol[s.Name], 3, "stream", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Timelines) != 3 {
+				t.Fatalf("%d timelines, want 3", len(res.Timelines))
+			}
+			checkTargetPaths(t, res.Timelines)
+		})
+	}
+	// Batch polls and per-run polls carry them alike.
+	for _, mode := range modes[1:] {
+		t.Run("fanout/"+mode, func(t *testing.T) {
+			res, err := runCellSpans(t, hs.URL, "cp-"+mode, "fanout", map[string]string{"branches": "64"}, 3, mode, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTargetPaths(t, res.Timelines)
+		})
+	}
+}
+
+// checkTargetPaths checks each finished run's spans and path, and the
+// cell's per-run category values against the runs' TTLS samples.
+func checkTargetPaths(t *testing.T, tls []metrics.RunTimeline) {
+	t.Helper()
+	var ttls []int64
+	for i := range tls {
+		tl := &tls[i]
+		if !tl.Finished || tl.Failed {
+			t.Fatalf("run %s: finished %v failed %v (%s)", tl.ID, tl.Finished, tl.Failed, tl.Error)
+		}
+		lags := 0
+		for _, sp := range tl.Spans {
+			switch {
+			case sp.Category == metrics.CatDriverLag:
+				lags++
+				if sp.ID != 0 {
+					t.Fatalf("run %s: the driver_lag span has id %d", tl.ID, sp.ID)
+				}
+			case sp.ID != 0 && sp.ID&metrics.TargetSpanIDs == 0, sp.Parent != 0 && sp.Parent&metrics.TargetSpanIDs == 0,
+				sp.After != 0 && sp.After&metrics.TargetSpanIDs == 0:
+				t.Fatalf("run %s: a target's span %+v outside the target's ids", tl.ID, sp)
+			}
+		}
+		if lags != 1 {
+			t.Fatalf("run %s: %d driver_lag spans, want 1", tl.ID, lags)
+		}
+		segs, ok := metrics.RunPath(tl)
+		if !ok {
+			continue // a run without steps
+		}
+		if !tl.HasEngineSpans() {
+			t.Fatalf("run %s: no span event from the target", tl.ID)
+		}
+		d, _ := metrics.TimeToLastStep(tl)
+		ttls = append(ttls, max(d, 0).Microseconds())
+		if len(segs) == 0 {
+			if d > 0 {
+				t.Fatalf("run %s: no path for a TTLS of %v", tl.ID, d)
+			}
+			continue
+		}
+		if segs[0].Start != tl.T0 || segs[len(segs)-1].End != tl.T0+d {
+			t.Fatalf("run %s: path [%v, %v], want [%v, %v]", tl.ID, segs[0].Start, segs[len(segs)-1].End, tl.T0, tl.T0+d)
+		}
+		for j := 1; j < len(segs); j++ {
+			if segs[j].Start != segs[j-1].End {
+				t.Fatalf("run %s: segment %d starts at %v, the one before ends at %v", tl.ID, j, segs[j].Start, segs[j-1].End)
+			}
+		}
+		if tot := metrics.Totals(segs); tot.Sum() != d {
+			t.Fatalf("run %s: categories sum to %v, TTLS %v", tl.ID, tot.Sum(), d)
+		}
+	}
+	col := metrics.Collect(tls, metrics.Config{})
+	if len(ttls) > 0 && col.CriticalPath == nil {
+		t.Fatal("no critical path in the collection")
+	}
+	for r, want := range ttls {
+		var sum int64
+		for c := range col.CriticalPath {
+			sum += col.CriticalPath[c][r]
+		}
+		if sum != want {
+			t.Fatalf("run %d: categories add up to %d µs, TTLS %d µs", r, sum, want)
+		}
+	}
+}
+
+// fixedLatencies is a profile of fixed latencies, long enough that the
+// protocol's own time (a start's way to the target) is a small part of a
+// run's TTLS even on a busy machine under -race.
+const fixedLatencies = "default.latency=fixed:5ms,deliver.latency=fixed:30ms"
+
+// profiled is a mem world under fixedLatencies.
+func profiled(t *testing.T) world.World {
+	t.Helper()
+	p, err := profile.Load("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = profile.ApplyOverrides(p, fixedLatencies); err != nil {
+		t.Fatal(err)
+	}
+	return profile.Wrap(mem.New(world.Options{Seed: 1}), p, 1)
+}
+
+// TestTargetCriticalPathAsInProcess: a fan-out of the built-in engine
+// under fixed latencies, run in process and on the reference over the
+// protocol (its span events asked for): the path over the protocol leaves
+// less than 5% of the TTLS unattributed, and its largest category is the
+// in-process path's.
+func TestTargetCriticalPathAsInProcess(t *testing.T) {
+	const reps = 4
+	opts := map[string]string{"branches": "32"}
+	v, err := engine.LookupVersion("pending-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := scenarios.Get("fanout")
+	p, _, err := sc.Build(scenarios.Values(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := profiled(t)
+	defer w.Close()
+	// As runCellSpans drives the target: 4 runs in flight.
+	pacer, err := driver.NewPacer("closed", 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := driver.Run(context.Background(), driver.Config{World: w, Features: v.Features, Program: p, RunPrefix: "inproc",
+		Reps: reps, Warmup: 1, Pacer: pacer, CellTimeout: time.Minute, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := protocol.NewServer(context.Background(), reference.New(profiled(t), v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serveHTTP(t, srv)
+	over, err := runCellSpans(t, hs, "overproto", "fanout", opts, reps, "stream", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTargetPaths(t, over.Timelines)
+	inMeans, inTTLS := pathMeans(t, in.Timelines)
+	overMeans, overTTLS := pathMeans(t, over.Timelines)
+	un := overMeans[catIndex(t, metrics.CatUnattributed)]
+	t.Logf("TTLS mean in process %v, over the protocol %v (%.2f%% unattributed)", inTTLS, overTTLS, 100*float64(un)/float64(overTTLS))
+	for i, c := range metrics.Categories {
+		t.Logf("  %-12s in process %10v  over the protocol %10v", c.Name, inMeans[i], overMeans[i])
+	}
+	if un*20 >= overTTLS {
+		t.Errorf("over the protocol, %v of a TTLS mean of %v unattributed: 5%% or more", un, overTTLS)
+	}
+	if a, b := dominant(inMeans), dominant(overMeans); a != b {
+		t.Errorf("the largest category in process is %s, over the protocol %s", a, b)
+	}
+}
+
+// serveHTTP serves srv on loopback until the test ends.
+func serveHTTP(t *testing.T, srv *protocol.Server) string {
+	t.Helper()
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+	})
+	return hs.URL
+}
+
+// pathMeans are the finished runs' mean time per category on their
+// critical paths (indexed like metrics.Categories), and their mean TTLS.
+func pathMeans(t *testing.T, tls []metrics.RunTimeline) (means metrics.PathTotals, ttls time.Duration) {
+	t.Helper()
+	n := 0
+	for i := range tls {
+		segs, ok := metrics.RunPath(&tls[i])
+		if !ok {
+			t.Fatalf("run %s: no critical path (finished %v, failed %v: %s)", tls[i].ID, tls[i].Finished, tls[i].Failed, tls[i].Error)
+		}
+		d, _ := metrics.TimeToLastStep(&tls[i])
+		for c, v := range metrics.Totals(segs) {
+			means[c] += v
+		}
+		ttls += d
+		n++
+	}
+	for c := range means {
+		means[c] /= time.Duration(n)
+	}
+	return means, ttls / time.Duration(n)
+}
+
+// dominant is the category that holds the most time.
+func dominant(p metrics.PathTotals) string {
+	best := 0
+	for i, v := range p {
+		if v > p[best] {
+			best = i
+		}
+	}
+	return metrics.Categories[best].Name
+}
+
+func catIndex(t *testing.T, name string) int {
+	t.Helper()
+	i, ok := metrics.CategoryIndex(name)
+	if !ok {
+		t.Fatalf("no category %s", name)
+	}
+	return i
+}
