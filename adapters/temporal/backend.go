@@ -71,8 +71,9 @@ type Config struct {
 	MaxSteps         int
 	Verbose          bool
 	WorkflowTimeout  time.Duration
-	// NoSpans sends no span events (protocol 1.1): no history is read at
-	// a run's end and the worker's calls are not timed.
+	// NoSpans sends no span events, even when a start asks for them
+	// (1.1 in the info): no history is read at a run's end and the
+	// worker's calls are not timed.
 	NoSpans bool
 }
 
@@ -310,7 +311,8 @@ func (b *Backend) Start(ctx context.Context, req protocol.StartRequest) error {
 	in.Token = "hook-" + req.Run
 	st := &runState{workflowID: workflowPrefix + req.Run, token: in.Token,
 		completed: map[stepKey]bool{}, hookSeen: map[string]bool{}, resumed: map[string]bool{}}
-	if !b.cfg.NoSpans {
+	if req.Spans && !b.cfg.NoSpans {
+		// Spans cost a history read at the run's end: only when asked.
 		st.trace = newRunTrace(b.now())
 	}
 	b.mu.Lock()
@@ -477,8 +479,12 @@ func (b *Backend) finish(run string, at int64, err error) {
 	st.finished = true
 	st.trace = nil
 	if st.started {
-		for _, sp := range spans {
-			b.sink.Event(run, sp)
+		if es, ok := b.sink.(interface{ Events(string, []protocol.Event) }); ok {
+			es.Events(run, spans) // one wake-up of the run's polls
+		} else {
+			for _, sp := range spans {
+				b.sink.Event(run, sp)
+			}
 		}
 	}
 	ev := protocol.Event{Kind: protocol.EventRunCompleted, At: at, Source: protocol.SourceSDK}

@@ -85,6 +85,7 @@ func (sb *spanBuilder) add(ev protocol.Event) int64 {
 	if ev.End < ev.At {
 		ev.End = ev.At
 	}
+	ev.Wait = min(max(ev.Wait, 0), ev.End-ev.At)
 	ev.SpanID = int64(len(sb.spans) + 1)
 	sb.spans = append(sb.spans, ev)
 	return ev.SpanID
@@ -97,6 +98,9 @@ func (sb *spanBuilder) get(id int64) *protocol.Event { return &sb.spans[id-1] }
 // after clipping is left out.
 func (sb *spanBuilder) child(parent int64, ev protocol.Event) {
 	p := sb.get(parent)
+	if p.At > ev.At {
+		ev.Wait -= p.At - ev.At // the wait is from the span's start
+	}
 	ev.At, ev.End = max(ev.At, p.At), min(ev.End, p.End)
 	if ev.End <= ev.At {
 		return
@@ -135,6 +139,26 @@ type actRec struct {
 func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Time) int64) []protocol.Event {
 	sb := &spanBuilder{wall: wall, tr: tr}
 	at := func(e *historypb.HistoryEvent) int64 { return wall(e.GetEventTime().AsTime()) }
+	// Every event's time, sorted: behindOthers reads them.
+	stamps := make([]int64, 0, len(hist))
+	for _, e := range hist {
+		stamps = append(stamps, at(e))
+	}
+	slices.Sort(stamps)
+	// behindOthers is how long a request of the run the worker sent at
+	// sent, whose event the server stamped at stamp, demonstrably waited
+	// behind the run's other updates: the server applies one run's
+	// updates one at a time (they hold its mutable state's lock while
+	// they are applied and written), and an event of another update
+	// stamped after sent was applied ahead of this one. A lower bound:
+	// that update's own write after its stamp is not counted.
+	behindOthers := func(sent, stamp int64) int64 {
+		i, _ := slices.BinarySearch(stamps, stamp) // stamps[i-1] < stamp
+		if i > 0 && stamps[i-1] > sent {
+			return stamps[i-1] - sent
+		}
+		return 0
+	}
 	wts := map[int64]*wtRec{} // by scheduled event id
 	wtByStarted := map[int64]*wtRec{}
 	wtByCompleted := map[int64]*wtRec{}
@@ -283,7 +307,8 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 				sb.child(w.task, protocol.Event{At: w.startAt, End: wk.recv, Category: catWrite, Name: "WorkflowTaskStarted→worker"})
 			}
 			if wk.respondStart != 0 {
-				sb.child(w.task, protocol.Event{At: wk.respondStart, End: w.endAt, Category: catWrite, Name: "RespondWorkflowTaskCompleted"})
+				sb.child(w.task, protocol.Event{At: wk.respondStart, End: w.endAt, Category: catWrite, Name: "RespondWorkflowTaskCompleted",
+					Wait: behindOthers(wk.respondStart, w.endAt)})
 			}
 		}
 	}
@@ -328,11 +353,14 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 		if hasBody {
 			b := step(protocol.Event{At: body.start, End: body.end, Category: catBody, Name: "activity " + activityName, Parent: r.task})
 			sb.add(b) // exactly the step's events' times, never clipped
-			report := body.end
+			// The completion's report: from the worker's call (else the
+			// body's end) to the server stamping ActivityTaskCompleted,
+			// its wait behind the run's other updates as contention.
+			report, wait := body.end, int64(0)
 			if wk != nil && wk.respondStart >= body.end {
-				report = wk.respondStart
+				report, wait = wk.respondStart, behindOthers(wk.respondStart, r.endAt)
 			}
-			sb.child(r.task, step(protocol.Event{At: report, End: r.endAt, Category: catWrite, Name: "RespondActivityTaskCompleted"}))
+			sb.child(r.task, step(protocol.Event{At: report, End: r.endAt, Category: catWrite, Name: "RespondActivityTaskCompleted", Wait: wait}))
 		}
 	}
 

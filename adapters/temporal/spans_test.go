@@ -205,7 +205,8 @@ func TestSpans(t *testing.T) {
 	}
 }
 
-// TestNoSpans: with --no-spans the adapter is a 1.1 target and sends none.
+// TestNoSpans: with --no-spans the adapter declares 1.1 and sends no span,
+// even when asked; without it, a run whose start does not ask has none.
 func TestNoSpans(t *testing.T) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -224,6 +225,23 @@ func TestNoSpans(t *testing.T) {
 	for _, ev := range runToEnd(t, c, "nospans", "fanout", map[string]string{"branches": "4"}) {
 		if ev.Kind == protocol.EventSpan {
 			t.Fatalf("span event %+v with --no-spans", ev)
+		}
+	}
+}
+
+func TestSpansOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	b := NewBackend(DefaultConfig())
+	srv, err := protocol.NewServer(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() { hs.Close(); _ = srv.Close(ctx) }()
+	c, _ := target.NewClient(hs.URL)
+	for _, ev := range runToEndSpans(t, c, "unasked", "fanout", map[string]string{"branches": "4"}, false) {
+		if ev.Kind == protocol.EventSpan {
+			t.Fatalf("span event %+v in a run whose start did not ask", ev)
 		}
 	}
 }

@@ -90,13 +90,19 @@ func checkPasses(t *testing.T, url string) {
 	}
 }
 
-// runToEnd starts a run and follows its timeline to the end, resuming its
-// hooks; it returns every event.
+// runToEnd starts a run, asking for its spans, and follows its timeline to
+// the end, resuming its hooks; it returns every event.
 func runToEnd(t *testing.T, c *target.Client, run, scenario string, opts map[string]string) []protocol.Event {
+	t.Helper()
+	return runToEndSpans(t, c, run, scenario, opts, true)
+}
+
+// runToEndSpans is runToEnd, asking for the run's spans or not.
+func runToEndSpans(t *testing.T, c *target.Client, run, scenario string, opts map[string]string, spans bool) []protocol.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := c.Start(ctx, protocol.StartRequest{Run: run, Scenario: scenario, Options: opts}); err != nil {
+	if _, err := c.Start(ctx, protocol.StartRequest{Run: run, Scenario: scenario, Options: opts, Spans: spans}); err != nil {
 		t.Fatalf("start %s: %v", run, err)
 	}
 	var evs []protocol.Event
