@@ -479,7 +479,7 @@ func (b *Backend) finish(run string, at int64, err error) {
 	st.finished = true
 	st.trace = nil
 	if st.started {
-		if es, ok := b.sink.(interface{ Events(string, []protocol.Event) }); ok {
+		if es, ok := b.sink.(eventsSink); ok {
 			es.Events(run, spans) // one wake-up of the run's polls
 		} else {
 			for _, sp := range spans {
@@ -546,6 +546,12 @@ func (b *Backend) checkWallClock() {
 		}
 		b.wallDrift = int64(d)
 	}
+}
+
+// eventsSink is a sink that records several events at once
+// (protocol.Server's Events).
+type eventsSink interface {
+	Events(run string, evs []protocol.Event)
 }
 
 // keepFinished is how many finished runs' states the backend keeps.
