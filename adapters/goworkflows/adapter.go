@@ -229,12 +229,6 @@ func (a *Adapter) Start(ctx context.Context, req protocol.StartRequest) error {
 		a.mu.Unlock()
 		return fmt.Errorf("go-workflows: create instance: %w", err)
 	}
-	if st.trace != nil {
-		created := a.now()
-		a.mu.Lock()
-		st.trace.created = created
-		a.mu.Unlock()
-	}
 	return nil
 }
 

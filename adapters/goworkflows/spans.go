@@ -19,8 +19,9 @@ import (
 // backend the worker and client use (observed), and times those calls
 // there, on its own clock, per run:
 //
-//   - start: the start request reaching the adapter → CreateWorkflowInstance
-//     returning (the instance and its first event written);
+//   - start: the start request reaching the adapter → the backend's
+//     CreateWorkflowInstance returning (the instance and its first event
+//     committed);
 //   - each workflow task: its queue wait, from the write that made it (the
 //     start, an activity's completion, a signal, or the previous workflow
 //     task when events came in while it ran) to GetWorkflowTask returning
@@ -100,6 +101,20 @@ func stepOf(e *history.Event) (stepKey, bool) {
 		return stepKey{}, false
 	}
 	return stepKey{in.Stage, in.Index}, true
+}
+
+func (o *observed) CreateWorkflowInstance(ctx context.Context, instance *workflow.Instance, event *history.Event) error {
+	err := o.Backend.CreateWorkflowInstance(ctx, instance, event)
+	if err == nil {
+		at := o.a.now()
+		a := o.a
+		a.mu.Lock()
+		if tr := a.traceOfLocked(instance.InstanceID); tr != nil {
+			tr.created = at
+		}
+		a.mu.Unlock()
+	}
+	return err
 }
 
 func (o *observed) GetWorkflowTask(ctx context.Context, queues []workflow.Queue) (*backend.WorkflowTask, error) {
