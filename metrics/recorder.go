@@ -141,8 +141,9 @@ var _ SpanSink = (*Recorder)(nil)
 
 // TargetSpanIDs is where a target's span ids live in a run's id space: a
 // target's id n (≥ 1) is n | TargetSpanIDs (TargetSpanID), apart from the
-// built-in engine's ids (blocks counted from 1 << 20, far below) and from
-// the driver's own driver_lag span (which nothing refers to: ID 0).
+// built-in engine's ids (blocks counted from 1 << 20, far below; an
+// external worker's above 1 << 52, below 1 << 63) and from the driver's
+// own driver_lag span (which nothing refers to: ID 0).
 const TargetSpanIDs uint64 = 1 << 63
 
 // TargetSpanID maps a target's span id into the run's id space; 0 (and any

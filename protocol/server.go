@@ -485,8 +485,12 @@ func waitArg(w http.ResponseWriter, ws string) (wait time.Duration, ok bool) {
 // timeline is run's timeline from its event after on (the server's mu held).
 func (l *runLog) timeline(run string, after int64) Timeline {
 	tl := Timeline{Run: run, Status: l.status, Error: l.err, Events: []Event{}}
-	if after < int64(len(l.events)) {
-		tl.Events = append(tl.Events, l.events[after:]...)
+	if n := int64(len(l.events)); after < n {
+		// Shared, not copied (a 256-branch run's span events are
+		// thousands): a run's events are only ever appended, and the
+		// view's capacity is capped, so no later append writes where it
+		// reads.
+		tl.Events = l.events[max(after, 0):n:n]
 	}
 	return tl
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/durabench/durabench/world"
 )
 
 // A session stream carries a line per start and one or two per run, at
@@ -28,6 +30,9 @@ type LineReader struct {
 	long []byte // a line longer than r's buffer, so far
 }
 
+// maxKeptLine bounds the buffer a LineReader keeps for long lines.
+const maxKeptLine = 8 << 20
+
 func NewLineReader(r io.Reader, max int) *LineReader {
 	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
 }
@@ -44,8 +49,14 @@ func (lr *LineReader) Next() ([]byte, error) {
 			continue
 		}
 		line := part
-		if lr.long != nil {
-			line, lr.long = append(lr.long, part...), nil
+		if len(lr.long) > 0 {
+			// The buffer is kept for the next long line (a run's span
+			// events come in one): line is valid until the next call.
+			line = append(lr.long, part...)
+			lr.long = line[:0]
+			if cap(lr.long) > maxKeptLine {
+				lr.long = nil
+			}
 		}
 		blank := len(bytes.TrimSpace(line)) == 0
 		switch {
@@ -397,12 +408,19 @@ func (d *wireDec) skip() bool {
 }
 
 // common are the strings every line repeats (kinds, sources, statuses):
-// read without allocating them again.
+// read without allocating them again. A span event's category is one of
+// a few, and its name often the engine's name for a world call (the
+// reference target's are the world's operations and its task kinds).
 var common = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{EventRunStarted, EventStepStarted, EventStepCompleted, EventRunCompleted, EventRunFailed,
-		EventHookWaiting, EventChunkRead, EventSpan, SourceHistory, SourceWorker, StatusRunning, StatusCompleted, StatusFailed} {
+		EventHookWaiting, EventChunkRead, EventSpan, SourceHistory, SourceWorker, SourceSDK, StatusRunning, StatusCompleted, StatusFailed,
+		"start", "queue_wait", "log_load", "write", "publish", "run_read", "compute", "body", "contention", "unattributed",
+		"task", "resume", "queue"} {
 		m[s] = s
+	}
+	for _, op := range world.Ops() {
+		m[string(op)] = string(op)
 	}
 	return m
 }()

@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -152,4 +154,27 @@ func BenchmarkStreamLine(b *testing.B) {
 	b.ReportMetric(float64(std.Nanoseconds())/float64(lines), "json-ns/line")
 	b.ReportMetric(float64(wire)/float64(std), "wire/json")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestLineReaderLongLines: lines longer than the reader's buffer (a run's
+// span events come in one) read whole, one after another, the buffer kept
+// for them reused without mixing them up.
+func TestLineReaderLongLines(t *testing.T) {
+	var in strings.Builder
+	var want []string
+	for i, n := range []int{200 << 10, 10, 150 << 10, 300 << 10, 5} {
+		line := strings.Repeat(string(rune('a'+i)), n)
+		want = append(want, line+"\n")
+		in.WriteString(line + "\n\n")
+	}
+	lr := NewLineReader(strings.NewReader(in.String()), 1<<20)
+	for i, w := range want {
+		got, err := lr.Next()
+		if err != nil || string(got) != w {
+			t.Fatalf("line %d: %d bytes (%v), want %d bytes of %q", i, len(got), err, len(w), w[0])
+		}
+	}
+	if _, err := lr.Next(); err != io.EOF {
+		t.Fatalf("after the last line: %v, want EOF", err)
+	}
 }

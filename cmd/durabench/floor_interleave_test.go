@@ -12,6 +12,14 @@
 //
 //	go test -tags floor -run TestInterleavedFloor -v -timeout 1h ./cmd/durabench/ [-floor.pairs 20] [-floor.world nats]
 //	  [-floor.order random|abba] [-floor.flags '--nats-storage memory'] [-floor.out FILE]
+//	  [-floor.targets 'A|B'] [-floor.cells 'sweep flags']
+//
+// With -floor.targets (the adapters on PATH: PATH=$PWD/bin:$PATH after make
+// engines) the pair is two targets instead (an A/A: one build
+// named two ways, e.g. 'workflow --sdk=4.8.9|workflow --sdk=DIR' where DIR
+// is that version's installed directory), and -floor.cells replaces the
+// cells (e.g. '--scenario fanout,sequential --branches 20 --option
+// steps=20 --reps 20 --warmup 2 --quiet').
 
 package main
 
@@ -31,10 +39,32 @@ import (
 )
 
 var (
-	floorWorld = flag.String("floor.world", "nats", "world of the interleaved A/A sweeps")
-	floorOrder = flag.String("floor.order", "random", "order of the interleaved blocks: random or abba")
-	floorFlags = flag.String("floor.flags", "", "more sweep flags, e.g. --nats-storage memory")
+	floorWorld   = flag.String("floor.world", "nats", "world of the interleaved A/A sweeps")
+	floorOrder   = flag.String("floor.order", "random", "order of the interleaved blocks: random or abba")
+	floorFlags   = flag.String("floor.flags", "", "more sweep flags, e.g. --nats-storage memory")
+	floorTargets = flag.String("floor.targets", "", "the pair as two targets, A|B (default: resilient under two switch sets that change nothing)")
+	floorCellArg = flag.String("floor.cells", "", "the cells' sweep flags (default: fan-out 8 and sequential 10, 10 runs + 2 warm-ups)")
 )
+
+// interleavedPair is the sweep flags of the A/A pair and its cells.
+func interleavedPair(t *testing.T) (pair, cells []string, what string) {
+	cells = floorCells
+	if *floorCellArg != "" {
+		cells = strings.Fields(*floorCellArg)
+	}
+	what = "fan-out 8 branches and sequential 10 steps, 10 runs + 2 warm-ups a side"
+	if *floorCellArg != "" {
+		what = "`" + *floorCellArg + "`"
+	}
+	if *floorTargets == "" {
+		return []string{"--world", *floorWorld, "--versions", "resilient", "--switches", "none,lazy-hook-resume=1"}, cells, what
+	}
+	ab := strings.Split(*floorTargets, "|")
+	if len(ab) != 2 {
+		t.Fatalf("-floor.targets %q: want two targets, A|B", *floorTargets)
+	}
+	return []string{"--targets", ab[0] + "," + ab[1]}, cells, what
+}
 
 // interleavedRow is one metric of one scenario over every A/A sweep.
 type interleavedRow struct {
@@ -48,13 +78,23 @@ type interleavedRow struct {
 func TestInterleavedFloor(t *testing.T) {
 	dir := t.TempDir()
 	start, loadStart := time.Now(), loadavg()
+	pair, cells, what := interleavedPair(t)
+	where := *floorWorld
+	if *floorTargets != "" {
+		where = "the targets' own worlds"
+	}
+	side := "`--versions resilient --switches none,lazy-hook-resume=1"
+	if *floorTargets != "" {
+		side = "`--targets '" + strings.ReplaceAll(*floorTargets, "|", "','") + "'"
+	}
 	rows := map[string]*interleavedRow{}
 	var keys []string
 	total, sig := 0, 0
 	var sweepTime time.Duration
 	for i := range *floorPairs {
 		out := filepath.Join(dir, fmt.Sprintf("aa%d", i))
-		args := append([]string{"sweep", "--world", *floorWorld, "--versions", "resilient", "--switches", "none,lazy-hook-resume=1", "--interleave=" + *floorOrder}, floorCells...)
+		args := append(append([]string{"sweep"}, pair...), "--interleave="+*floorOrder)
+		args = append(args, cells...)
 		args = append(args, strings.Fields(*floorFlags)...)
 		args = append(args, "--seed", fmt.Sprint(i+1), "--out", out)
 		t0 := time.Now()
@@ -118,12 +158,15 @@ func TestInterleavedFloor(t *testing.T) {
 		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Interleaved A/A on %s: %d sweeps (`--versions resilient --switches none,lazy-hook-resume=1 --interleave=%s %s`, fan-out 8 branches and sequential 10 steps, "+
-		"10 runs + 2 warm-ups a side), measured %s in %s (%s of sweeps), load average %s at the start, %s at the end. "+
+	fmt.Fprintf(&sb, "Interleaved A/A on %s: %d sweeps (%s --interleave=%s %s`, %s), measured %s in %s (%s of sweeps), load average %s at the start, %s at the end. "+
 		"Paired tests significant: %d of %d (%.1f%%).\n\n",
-		*floorWorld, *floorPairs, *floorOrder, *floorFlags, start.UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second), sweepTime.Round(time.Second),
+		where, *floorPairs, side, *floorOrder, *floorFlags, what, start.UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second), sweepTime.Round(time.Second),
 		loadStart, loadavg(), sig, total, 100*float64(sig)/float64(max(total, 1)))
-	sb.WriteString("| metric · scenario | significant | MDE at 10 pairs | sweep at 10 pairs | pairs in a 1-minute sweep | MDE after 1 minute | sweep for MDE 5% |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	n := 0
+	if len(keys) > 0 {
+		n = rows[keys[0]].n
+	}
+	fmt.Fprintf(&sb, "| metric · scenario | significant | MDE at %d pairs | sweep at %d pairs | pairs in a 1-minute sweep | MDE after 1 minute | sweep for MDE 5%% |\n|---|--:|--:|--:|--:|--:|--:|\n", n, n)
 	for _, k := range keys {
 		r := rows[k]
 		mde, perPair, setup := median(r.mde), median(r.perPair), median(r.setup)

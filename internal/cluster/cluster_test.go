@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,6 +266,26 @@ func testTwoWorkers(t *testing.T, url string, replicas int) {
 	if want := int64((reps + 1) * branches); steps < want {
 		t.Errorf("workers ran %d step bodies, want at least %d", steps, want)
 	}
+	// Where the time went, from the workers' spans: every run's TTLS is
+	// split along its critical path, most of it attributed.
+	var sum, un float64
+	for _, pc := range c.CriticalPath {
+		if len(pc.Values) != reps {
+			t.Fatalf("critical_path %s: %d values, want %d", pc.Category, len(pc.Values), reps)
+		}
+		sum += pc.Mean
+		if pc.Category == "unattributed" {
+			un = pc.Mean
+		}
+	}
+	ttls := c.Metrics["ttls"]
+	if len(c.CriticalPath) == 0 || math.Abs(sum-ttls.Mean) > 1 {
+		t.Fatalf("critical_path means add up to %.0f µs, TTLS mean %.0f µs (%d categories)", sum, ttls.Mean, len(c.CriticalPath))
+	}
+	if un > 0.2*sum {
+		t.Errorf("unattributed %.0f µs of %.0f µs: the workers' spans do not reach the driver", un, sum)
+	}
+	t.Logf("critical path: unattributed %.0f of %.0f µs", un, sum)
 }
 
 // testKillWorker: a worker killed with SIGKILL mid-cell leaves its

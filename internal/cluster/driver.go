@@ -228,7 +228,14 @@ type workerState struct {
 	// batches is the highest batch number seen; lost counts the numbers
 	// skipped (record batches that never arrived).
 	batches, lost uint64
+	// spanBase sets the top bits of the worker's span IDs, so that two
+	// workers' spans of one run never share an ID.
+	spanBase uint64
 }
+
+// workerSpanShift places a worker's number above the span IDs its engine
+// makes (a task's block of 2^20 IDs times its count).
+const workerSpanShift = 52
 
 func (ws *workerState) gone() bool { return ws.bye || ws.silent }
 
@@ -278,7 +285,7 @@ func (d *Coordinator) Open(ctx context.Context, spec CellSpec, rt world.Runtime)
 	}
 	answers := make(chan answer, len(hellos))
 	for _, h := range hellos {
-		c.workers[h.ID] = &workerState{hello: h}
+		c.workers[h.ID] = &workerState{hello: h, spanBase: uint64(len(c.workers)+1) << workerSpanShift}
 		c.order = append(c.order, h.ID)
 		go func() {
 			actx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -443,8 +450,9 @@ func (c *Session) onBatch(m *nats.Msg) {
 		return
 	}
 	ws.see(seq, len(recs) > 0)
-	obs, clk := c.obs, ws.conv
+	obs, clk, base := c.obs, ws.conv, ws.spanBase
 	c.mu.Unlock()
+	so, spans := obs.(engine.SpanObserver)
 	ends := 0
 	for _, r := range recs {
 		switch r.kind {
@@ -461,6 +469,16 @@ func (c *Session) onBatch(m *nats.Msg) {
 			ch := r.chunk
 			ch.Written, ch.Read = clk.ToDriver(ch.Written), clk.ToDriver(ch.Read)
 			obs.StreamChunk(r.run, ch)
+		case recSpans:
+			if !spans {
+				continue
+			}
+			for i := range r.spans {
+				s := &r.spans[i]
+				s.Start, s.End = clk.ToDriver(s.Start), clk.ToDriver(s.End)
+				s.ID, s.Parent, s.After = workerSpanID(base, s.ID), workerSpanID(base, s.Parent), workerSpanID(base, s.After)
+			}
+			so.Spans(r.run, r.spans)
 		case recFinished:
 			ends++
 		}
@@ -477,6 +495,15 @@ func (c *Session) onBatch(m *nats.Msg) {
 	}
 	c.mu.Unlock()
 	c.release()
+}
+
+// workerSpanID is a worker's span id in the session's id space (0 stays 0:
+// no span).
+func workerSpanID(base, id uint64) uint64 {
+	if id == 0 {
+		return 0
+	}
+	return base | id
 }
 
 // release passes on the held RunFinished records that no live worker can

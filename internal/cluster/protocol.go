@@ -225,10 +225,11 @@ const (
 	recHook
 	recChunk
 	recFinished
+	recSpans
 )
 
-// batchVersion is the first byte of every batch.
-const batchVersion = 2
+// batchVersion is the first byte of every batch (3: span records).
+const batchVersion = 3
 
 // record is one decoded timeline record, on the worker's clock.
 type record struct {
@@ -239,6 +240,7 @@ type record struct {
 	token  string
 	at     time.Duration
 	failed bool
+	spans  []engine.Span
 }
 
 // batchHeader starts a batch: version, worker id, the batch's sequence
@@ -301,6 +303,32 @@ func appendFinished(b []byte, run string, at time.Duration, failed bool) []byte 
 	}
 	return append(b, f)
 }
+
+// appendSpans is one task's spans as the engine reported them (its own
+// span last): where the worker's time went, for the run's critical path.
+func appendSpans(b []byte, run string, spans []engine.Span) []byte {
+	b = append(b, recSpans)
+	b = appendString(b, run)
+	b = binary.AppendUvarint(b, uint64(len(spans)))
+	for i := range spans {
+		s := &spans[i]
+		b = append(b, byte(s.Kind))
+		b = appendString(b, string(s.Op))
+		b = binary.AppendVarint(b, int64(s.Start))
+		b = binary.AppendVarint(b, int64(s.End))
+		b = binary.AppendVarint(b, int64(s.Wait))
+		b = binary.AppendVarint(b, int64(s.Stage))
+		b = binary.AppendVarint(b, int64(s.Index))
+		b = binary.AppendUvarint(b, s.ID)
+		b = binary.AppendUvarint(b, s.Parent)
+		b = binary.AppendUvarint(b, s.After)
+	}
+	return b
+}
+
+// maxSpansPerRecord bounds a span record's count before anything is
+// allocated for it (a corrupt count must not allocate gigabytes).
+const maxSpansPerRecord = 1 << 20
 
 // errBatch marks a batch that does not decode.
 var errBatch = errors.New("cluster: malformed record batch")
@@ -385,6 +413,22 @@ func decodeBatch(b []byte) (id string, seq uint64, watermark time.Duration, recs
 		case recFinished:
 			rec.at = time.Duration(r.varint())
 			rec.failed = r.byte() == 1
+		case recSpans:
+			n := r.uvarint()
+			if n > maxSpansPerRecord || n > uint64(len(r.b)) {
+				r.err = fmt.Errorf("%w: %d spans in a record", errBatch, n)
+				break
+			}
+			rec.spans = make([]engine.Span, 0, n)
+			for range n {
+				s := engine.Span{Kind: engine.SpanKind(r.byte()), Op: world.Op(r.string()),
+					Start: time.Duration(r.varint()), End: time.Duration(r.varint()), Wait: time.Duration(r.varint()),
+					Stage: int32(r.varint()), Index: int32(r.varint()), ID: r.uvarint(), Parent: r.uvarint(), After: r.uvarint()}
+				if r.err != nil {
+					break
+				}
+				rec.spans = append(rec.spans, s)
+			}
 		default:
 			if r.err == nil {
 				r.err = fmt.Errorf("%w: record kind %d", errBatch, rec.kind)

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
 )
 
 func TestBatchRoundTrip(t *testing.T) {
@@ -18,8 +20,13 @@ func TestBatchRoundTrip(t *testing.T) {
 	b = appendHook(b, "run-b", "tok", 7*time.Millisecond)
 	b = appendChunk(b, "run-c", chunk)
 	b = appendFinished(b, "run-a", 9*time.Millisecond, true)
+	spans := []engine.Span{
+		{Kind: engine.SpanCall, Op: world.OpLoad, Start: time.Millisecond, End: 2 * time.Millisecond, Wait: 300 * time.Microsecond, Stage: -1, Index: -1, ID: 1<<20 + 1, Parent: 1 << 20},
+		{Kind: engine.SpanTask, Start: 0, End: 3 * time.Millisecond, Stage: 0, Index: 5, ID: 1 << 20, After: 7},
+	}
+	b = appendSpans(b, "run-a", spans)
 	id, seq, wm, recs, err := decodeBatch(b)
-	if err != nil || id != "w-1" || seq != 7 || wm != 42*time.Millisecond || len(recs) != 4 {
+	if err != nil || id != "w-1" || seq != 7 || wm != 42*time.Millisecond || len(recs) != 5 {
 		t.Fatalf("decode: %q %v %d records, %v", id, wm, len(recs), err)
 	}
 	if r := recs[0]; r.kind != recStep || r.run != "run-a" || r.step != step {
@@ -34,13 +41,16 @@ func TestBatchRoundTrip(t *testing.T) {
 	if r := recs[3]; r.kind != recFinished || r.run != "run-a" || r.at != 9*time.Millisecond || !r.failed {
 		t.Errorf("finished record %+v", r)
 	}
+	if r := recs[4]; r.kind != recSpans || r.run != "run-a" || !slices.Equal(r.spans, spans) {
+		t.Errorf("spans record %+v", r)
+	}
 	// An empty batch is a heartbeat.
 	if _, seq, wm, recs, err := decodeBatch(appendBatchHeader(nil, "w", 1, time.Second)); err != nil || seq != 1 || wm != time.Second || len(recs) != 0 {
 		t.Errorf("heartbeat: %v %d %v", wm, len(recs), err)
 	}
 	// Every truncation of a batch is an error, never a panic.
 	for n := 1; n < len(b); n++ {
-		if _, _, _, recs, err := decodeBatch(b[:n]); err == nil && len(recs) == 4 {
+		if _, _, _, recs, err := decodeBatch(b[:n]); err == nil && len(recs) == 5 {
 			t.Errorf("truncated to %d bytes: decoded all records", n)
 		}
 	}

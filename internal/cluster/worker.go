@@ -599,6 +599,16 @@ func (o *recordingObserver) StreamChunk(run string, c engine.ChunkSpan) {
 	b.added()
 }
 
+// Spans makes the worker's engine record where its time went: each task's
+// spans travel to the driver like the other records, for the runs'
+// critical paths.
+func (o *recordingObserver) Spans(run string, spans []engine.Span) {
+	b := o.b
+	b.mu.Lock()
+	b.buf = appendSpans(b.buf, run, spans)
+	b.added()
+}
+
 func (o *recordingObserver) RunFinished(run string, at time.Duration, failed bool) {
 	b := o.b
 	b.mu.Lock()

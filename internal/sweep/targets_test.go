@@ -6,12 +6,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/target/reference"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/protocol"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
@@ -110,4 +112,80 @@ func sweepSteps(t *testing.T, url string, reps int, out string) *Outcome {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// spansAsked is the reference engine, recording which scenarios' starts
+// asked for span events.
+type spansAsked struct {
+	*reference.Reference
+	mu    sync.Mutex
+	asked map[string]bool
+}
+
+func (s *spansAsked) Start(ctx context.Context, req protocol.StartRequest) error {
+	s.mu.Lock()
+	s.asked[req.Scenario] = s.asked[req.Scenario] || req.Spans
+	s.mu.Unlock()
+	return s.Reference.Start(ctx, req)
+}
+
+// TestTargetCellsCarryCriticalPath: a sweep over the reference target asks
+// for span events in a cell that reports TTLS, and its results.json cell
+// carries critical_path, each run's categories adding up to its TTLS
+// sample; a stream cell (no TTLS) asks for none and carries none.
+func TestTargetCellsCarryCriticalPath(t *testing.T) {
+	v, err := engine.LookupVersion("pending-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &spansAsked{Reference: reference.New(mem.New(world.Options{}), v), asked: map[string]bool{}}
+	srv, err := protocol.NewServer(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+	}()
+	plan, err := planFrom(t, "--targets", hs.URL, "--scenario", "fanout,stream-sizes", "--branches", "16", "--reps", "3",
+		"--warmup", "0", "--pace", "closed", "--option", "chunks=10", "--option", "interval=1ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Plan: plan, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, c := range res.File.Cells {
+		switch c.Scenario {
+		case "fanout":
+			seen++
+			ttls := c.Metrics[metrics.TTLS].Values
+			if len(c.CriticalPath) != metrics.NumCategories || len(ttls) != 3 {
+				t.Fatalf("fanout cell: %d critical-path categories, %d TTLS values; want %d and 3", len(c.CriticalPath), len(ttls),
+					metrics.NumCategories)
+			}
+			for r, want := range ttls {
+				var sum int64
+				for _, pc := range c.CriticalPath {
+					sum += pc.Values[r]
+				}
+				if sum != want {
+					t.Errorf("fanout run %d: categories add up to %d µs, TTLS %d µs", r, sum, want)
+				}
+			}
+		case "stream-sizes":
+			seen++
+			if c.CriticalPath != nil {
+				t.Errorf("stream-sizes cell: a critical path %v", c.CriticalPath)
+			}
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seen != 2 || !b.asked["fanout"] || b.asked["stream-sizes"] {
+		t.Fatalf("%d cells; spans asked for %v, want fanout's only", seen, b.asked)
+	}
 }

@@ -202,10 +202,53 @@ func (r *resumes) Resume(ctx context.Context, run, token string, req protocol.Re
 	return r.Backend.Resume(ctx, run, token, req)
 }
 
+// spanAfterEnd sends a span event after each run's terminal event (before
+// the run's status is over).
+type spanAfterEnd struct{ protocol.Backend }
+
+type spanAfterEndSink struct{ protocol.Sink }
+
+func (s spanAfterEndSink) Event(run string, ev protocol.Event) {
+	s.Sink.Event(run, ev)
+	if ev.Kind == protocol.EventRunCompleted {
+		s.Sink.Event(run, protocol.Event{Kind: protocol.EventSpan, At: ev.At, End: ev.At, Category: "compute", Name: "cleanup",
+			Source: protocol.SourceSDK})
+	}
+}
+
+func (b spanAfterEnd) Open(ctx context.Context, sink protocol.Sink) error {
+	return b.Backend.Open(ctx, spanAfterEndSink{sink})
+}
+
+// editSpans is the reference with every span event of category cat
+// changed by edit.
+func editSpans(cat string, edit func(ev *protocol.Event)) func(protocol.Backend) protocol.Backend {
+	return func(b protocol.Backend) protocol.Backend {
+		return &sinkFilter{Backend: b, edit: func(_ string, ev *protocol.Event) bool {
+			if ev.Kind == protocol.EventSpan && ev.Category == cat {
+				edit(ev)
+			}
+			return true
+		}}
+	}
+}
+
+// minor11 declares protocol 1.1 in a target's info.
+func minor11(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/info" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rewrite(h, w, r, func(m map[string]any) { m["minor"] = 1 })
+	})
+}
+
 // TestCheckFaults: a target with one careless fault at a time fails the
 // checker on that fault's own row, with a reason that says what is wrong —
 // never a raw transport error — and the rows it could not run are "n/a",
-// not "pass".
+// not "pass". A broken span fails "span events" alone ("spans attribute"
+// is then n/a: the spans are not walked).
 func TestCheckFaults(t *testing.T) {
 	nothing := func(h http.Handler) http.Handler { return h }
 	for _, tc := range []struct {
@@ -217,7 +260,23 @@ func TestCheckFaults(t *testing.T) {
 		timeout   time.Duration
 		check     string
 		reason    string
+		// alone: every other row passes or is n/a.
+		alone bool
 	}{
+		{name: "a span of an unknown category", scenarios: []string{"step"}, alone: true,
+			backend: editSpans("queue_wait", func(ev *protocol.Event) { ev.Category = "network" }),
+			check:   "span events", reason: `category "network" is not one of durabench's critical-path categories`},
+		{name: "a span that ends before it starts", scenarios: []string{"step"}, alone: true,
+			backend: editSpans("start", func(ev *protocol.Event) { ev.End = ev.At - int64(time.Millisecond) }),
+			check:   "span events", reason: "before at"},
+		{name: "a span whose parent is no span of the run", scenarios: []string{"step"}, alone: true,
+			backend: editSpans("queue_wait", func(ev *protocol.Event) { ev.Parent = 999999 }),
+			check:   "span events", reason: "parent 999999 names no span of the run"},
+		{name: "a span after the terminal event", scenarios: []string{"step"}, alone: true,
+			backend: func(b protocol.Backend) protocol.Backend { return spanAfterEnd{b} },
+			check:   "span events", reason: "after the terminal event"},
+		{name: "spans from a 1.1 target", scenarios: []string{"step"}, alone: true, wrap: minor11,
+			check: "span events", reason: `declares protocol 1.1: a target that sends spans declares "minor": 2`},
 		{name: "nagle", scenarios: []string{"step"}, listener: func(l net.Listener) net.Listener { return nagleListener{l, 5 * time.Millisecond} },
 			check: "clock bound", reason: "Nagle"},
 		{name: "clock steps", scenarios: []string{"step"}, backend: func(b protocol.Backend) protocol.Backend {
@@ -328,6 +387,14 @@ func TestCheckFaults(t *testing.T) {
 			if !strings.Contains(r, tc.reason) {
 				t.Fatalf("%q fails with %q, want a reason with %q:\n%s", tc.check, r, tc.reason, out.String())
 			}
+			for _, res := range rep.Results {
+				if tc.alone && res.Check != tc.check && !res.Pass && !res.NA {
+					t.Errorf("%q fails too (%s):\n%s", res.Check, res.Reason, out.String())
+				}
+				if tc.check == "span events" && res.Check == "spans attribute" && !res.NA {
+					t.Errorf("spans attribute of broken spans: %+v, want n/a", res)
+				}
+			}
 			if strings.Contains(out.String(), "deadline exceeded") {
 				t.Errorf("a raw transport error in the report:\n%s", out.String())
 			}
@@ -360,6 +427,27 @@ func TestCheckNA(t *testing.T) {
 		}
 		if (r.Check == "batch polls" || r.Check == "batch starts" || r.Check == "batch streams") && !r.Pass {
 			t.Errorf("the reference's %s: %+v; want pass", r.Check, r)
+		}
+		if r.Check == "span events" && !r.Pass || r.Check == "spans attribute" && (!r.Pass || !strings.Contains(r.Reason, "of TTLS unattributed")) {
+			t.Errorf("the reference's %s: %+v; want pass (with the unattributed share)", r.Check, r)
+		}
+	}
+	// A target that sends no span: n/a, with why (a 1.2 target sent none;
+	// a 1.1 target has none).
+	for _, tc := range []struct {
+		wrap   func(http.Handler) http.Handler
+		reason string
+	}{{func(h http.Handler) http.Handler { return h }, "the target sent no span event"}, {minor11, "span events are 1.2"}} {
+		ref := newRef(t).(*reference.Reference)
+		ref.NoSpans = true
+		rep := checkURL(t, serveHandler(t, only{ref, []string{"step"}}, tc.wrap), 1, 10*time.Second)
+		if !rep.Passed() {
+			t.Errorf("a target without spans fails")
+		}
+		for _, r := range rep.Results {
+			if (r.Check == "span events" || r.Check == "spans attribute") && (r.Pass || !r.NA || !strings.Contains(r.Reason, tc.reason)) {
+				t.Errorf("%s of a target without spans: %+v; want n/a: %s", r.Check, r, tc.reason)
+			}
 		}
 	}
 	// A target that declares no batch endpoint: its check is n/a.

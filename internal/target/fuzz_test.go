@@ -14,6 +14,7 @@ import (
 	"github.com/durabench/durabench/protocol"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
 )
@@ -41,11 +42,19 @@ func (a *answers) RoundTrip(r *http.Request) (*http.Response, error) {
 		Header: http.Header{}, Request: r}, nil
 }
 
-// observed counts what a session fed its observer.
+// observed counts what a session fed its observer (its spans included:
+// a metrics.SpanSink).
 type observed struct {
-	mu    sync.Mutex
-	spans []engine.StepSpan
-	done  bool
+	mu        sync.Mutex
+	spans     []engine.StepSpan
+	intervals []metrics.Span
+	done      bool
+}
+
+func (o *observed) AddSpans(_ string, spans []metrics.Span) {
+	o.mu.Lock()
+	o.intervals = append(o.intervals, spans...)
+	o.mu.Unlock()
 }
 
 func (o *observed) StepBody(_ string, s engine.StepSpan) {
@@ -78,6 +87,10 @@ func FuzzTargetAnswers(f *testing.F) {
 			`{"seq":3,"kind":"step_completed","at":5,"source":"worker","stage":0,"index":3,"attempt":1},` +
 			`{"seq":4,"kind":"hook_waiting","at":6,"token":"t"},{"seq":5,"kind":"chunk_read","at":7,"written":6,"stage":1,"index":0},` +
 			`{"seq":6,"kind":"run_completed","at":9}]}`},
+		{200, `{"run":"r","status":"completed","events":[{"seq":1,"kind":"span","at":1,"end":4,"source":"sdk","category":"queue_wait",` +
+			`"name":"q","span":2,"parent":1,"after":3,"wait":9},{"seq":2,"kind":"span","at":5,"end":4,"category":"network"},` +
+			`{"seq":3,"kind":"span","at":1,"end":2,"category":"driver_lag","span":-4,"wait":-1},` +
+			`{"seq":4,"kind":"step_completed","at":5,"stage":0,"index":1},{"seq":5,"kind":"run_completed","at":9}]}`},
 		{200, `{"run":"r","status":"failed","error":"boom","events":[{"seq":1,"kind":"run_failed","at":3}]}`},
 		{200, `{"run":"r","status":"running","events":[{"seq":2,"kind":"x"},{"seq":1,"kind":"x"}]}`},
 		{500, `{"error":"no such scenario"}`}, {404, "not json"}, {200, "garbage"}, {200, ""},
@@ -122,6 +135,15 @@ func FuzzTargetAnswers(f *testing.F) {
 		detach()
 		if !failed && !obs.done {
 			t.Fatal("the run neither finished nor failed")
+		}
+		for _, sp := range obs.intervals {
+			// Only the spans durabench can place reach the timeline.
+			if sp.End < sp.Start || sp.Wait < 0 || sp.Wait > sp.End-sp.Start || sp.Category == metrics.CatDriverLag {
+				t.Fatalf("a span that cannot be placed reached the timeline: %+v", sp)
+			}
+			if _, ok := metrics.CategoryIndex(sp.Category); !ok {
+				t.Fatalf("a span of an unknown category reached the timeline: %+v", sp)
+			}
 		}
 	})
 }

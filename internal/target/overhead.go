@@ -25,8 +25,23 @@ import (
 // conversion's error.
 type Overhead struct {
 	Direct, Protocol []time.Duration // TTLS per run
+	// Spans is the TTLS per run through the protocol with the runs' span
+	// events asked for (protocol 1.2), when measured (OverheadOptions).
+	Spans []time.Duration
+	// DirectCPU, ProtocolCPU and SpansCPU are this process's CPU time
+	// (the backend's and the driver's, in one process here) from each
+	// run's start to its end, per side.
+	DirectCPU, ProtocolCPU, SpansCPU []time.Duration
 	// ClockError is the protocol session's clock error bound (RTT/2).
 	ClockError time.Duration
+}
+
+// OverheadOptions tune MeasureOverheadWith.
+type OverheadOptions struct {
+	// Spans measures a third side, alternating with the other two: runs
+	// through the protocol whose span events the session asks for, as a
+	// sweep's cell that reports TTLS does.
+	Spans bool
 }
 
 // p50 is the median of ds.
@@ -39,9 +54,24 @@ func p50(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// DirectP50 and ProtocolP50 are the medians of each side's TTLS.
+// pairedRatio is the median of a[i]/b[i].
+func pairedRatio(a, b []time.Duration) float64 {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		rs = append(rs, float64(a[i])/float64(max(b[i], 1)))
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	return rs[len(rs)/2]
+}
+
+// DirectP50, ProtocolP50 and SpansP50 are the medians of each side's
+// TTLS.
 func (o Overhead) DirectP50() time.Duration   { return p50(o.Direct) }
 func (o Overhead) ProtocolP50() time.Duration { return p50(o.Protocol) }
+func (o Overhead) SpansP50() time.Duration    { return p50(o.Spans) }
 
 // Share is the protocol's share of a target cell's TTLS p50:
 // (protocol − direct) / protocol (negative when the difference is noise).
@@ -63,6 +93,20 @@ func (o Overhead) Report(b interface{ ReportMetric(float64, string) }) {
 	b.ReportMetric(float64(o.ProtocolP50())/float64(max(o.DirectP50(), 1)), "protocol/direct")
 	b.ReportMetric(100*o.Share(), "share-%")
 	b.ReportMetric(us(o.ClockError), "clock-error-us")
+	if len(o.Spans) > 0 {
+		// What span events add: TTLS and CPU per run against the same
+		// runs through the protocol without them.
+		b.ReportMetric(us(o.SpansP50()), "spans-ttls-p50-us")
+		b.ReportMetric(float64(o.SpansP50())/float64(max(o.ProtocolP50(), 1)), "spans/protocol")
+		b.ReportMetric(us(p50(o.ProtocolCPU)), "protocol-cpu-p50-us")
+		b.ReportMetric(us(p50(o.SpansCPU)), "spans-cpu-p50-us")
+		b.ReportMetric(float64(p50(o.SpansCPU))/float64(max(p50(o.ProtocolCPU), 1)), "spans-cpu/protocol-cpu")
+		// The same, as the median of the runs' paired ratios (each
+		// with-spans run against the run without them next to it): less
+		// moved by the machine's load drifting over the measurement.
+		b.ReportMetric(pairedRatio(o.Spans, o.Protocol), "spans/protocol-paired")
+		b.ReportMetric(pairedRatio(o.SpansCPU, o.ProtocolCPU), "spans-cpu/protocol-cpu-paired")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -70,6 +114,13 @@ func (o Overhead) Report(b interface{ ReportMetric(float64, string) }) {
 // alternating (so that load on the machine falls on both alike), and closes
 // b. Scenarios with hooks are not measured (their resume is the driver's).
 func MeasureOverhead(ctx context.Context, b protocol.Backend, scenario string, opts map[string]string, runs int) (Overhead, error) {
+	return MeasureOverheadWith(ctx, b, scenario, opts, runs, OverheadOptions{})
+}
+
+// MeasureOverheadWith is MeasureOverhead with options: with Spans, a third
+// side, the protocol with span events, alternates with the other two.
+func MeasureOverheadWith(ctx context.Context, b protocol.Backend, scenario string, opts map[string]string, runs int,
+	oo OverheadOptions) (Overhead, error) {
 	var o Overhead
 	sc, err := scenarios.Get(scenario)
 	if err != nil {
@@ -111,16 +162,26 @@ func MeasureOverhead(ctx context.Context, b protocol.Backend, scenario string, o
 	// After a run of the given TTLS, a pause of half of it, between 1 ms
 	// and 1 s.
 	settle := func(ttls time.Duration) error { return rt.Sleep(ctx, min(max(ttls/2, time.Millisecond), time.Second)) }
+	cpu := func() time.Duration {
+		d, _ := SelfCPU()
+		return d
+	}
 	direct := func(i int) error {
+		c0 := cpu()
 		d, err := srv.RunDirect(ctx, protocol.StartRequest{Run: fmt.Sprintf("overhead-%d-direct", i), Scenario: scenario, Options: opts})
 		if err != nil {
 			return err
 		}
-		o.Direct = append(o.Direct, d)
+		o.Direct, o.DirectCPU = append(o.Direct, d), append(o.DirectCPU, cpu()-c0)
 		return settle(d)
 	}
-	protocol := func(i int) error {
+	through := func(i int, spans bool) error {
 		id := fmt.Sprintf("overhead-%d-protocol", i)
+		if spans {
+			id = fmt.Sprintf("overhead-%d-spans", i)
+		}
+		sess.Spans = spans
+		c0 := cpu()
 		done := make(chan struct{})
 		if err := rec.Begin(id, rt.Now(), prog.StepCount(), func() { close(done) }); err != nil {
 			return err
@@ -135,28 +196,34 @@ func MeasureOverhead(ctx context.Context, b protocol.Backend, scenario string, o
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		c := cpu() - c0
 		tl, _ := rec.Snapshot(id, rt.Now())
 		if tl.Failed {
 			return fmt.Errorf("run %s: %s", id, tl.Error)
 		}
+		if spans && !tl.HasEngineSpans() {
+			return fmt.Errorf("run %s: span events asked for, none came", id)
+		}
 		ttls, _ := metrics.TimeToLastStep(&tl)
-		o.Protocol = append(o.Protocol, ttls)
+		if spans {
+			o.Spans, o.SpansCPU = append(o.Spans, ttls), append(o.SpansCPU, c)
+		} else {
+			o.Protocol, o.ProtocolCPU = append(o.Protocol, ttls), append(o.ProtocolCPU, c)
+		}
 		return settle(ttls)
 	}
+	sides := []func(int) error{direct, func(i int) error { return through(i, false) }}
+	if oo.Spans {
+		sides = append(sides, func(i int) error { return through(i, true) })
+	}
 	for i := range runs {
-		// Which side goes first alternates, and each run is followed by
-		// a pause of half its TTLS: the engine's work after a run ends
-		// (its last writes, caches) falls on neither side more than the
-		// other.
-		first, second := direct, protocol
-		if i%2 == 1 {
-			first, second = protocol, direct
-		}
-		if err := first(i); err != nil {
-			return o, err
-		}
-		if err := second(i); err != nil {
-			return o, err
+		// Which side goes first rotates, and each run is followed by a
+		// pause of half its TTLS: the engine's work after a run ends
+		// (its last writes, caches) falls on no side more than another.
+		for j := range sides {
+			if err := sides[(i+j)%len(sides)](i); err != nil {
+				return o, err
+			}
 		}
 	}
 	return o, nil

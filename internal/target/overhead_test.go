@@ -15,8 +15,10 @@ import (
 // BenchmarkProtocolOverhead: the built-in engine on the embedded NATS world,
 // one fan-out cell measured directly and through the target protocol
 // (loopback HTTP, the session a sweep uses), runs alternating: TTLS p50 of
-// each, their ratio, and the protocol's share of the protocol-side TTLS.
-// b.N runs each way (make bench: -benchtime=20x).
+// each, their ratio, and the protocol's share of the protocol-side TTLS;
+// and a third side alternating with them, through the protocol with the
+// runs' span events (1.2): its TTLS p50 and CPU per run against the
+// protocol's without them. b.N runs each way (make bench: -benchtime=20x).
 func BenchmarkProtocolOverhead(b *testing.B) {
 	for _, branches := range []int{20, 64, 256} {
 		b.Run(fmt.Sprintf("branches=%d", branches), func(b *testing.B) {
@@ -33,8 +35,8 @@ func BenchmarkProtocolOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			o, err := target.MeasureOverhead(ctx, reference.New(w, v), "fanout",
-				map[string]string{"branches": fmt.Sprint(branches)}, b.N)
+			o, err := target.MeasureOverheadWith(ctx, reference.New(w, v), "fanout",
+				map[string]string{"branches": fmt.Sprint(branches)}, b.N, target.OverheadOptions{Spans: true})
 			if err != nil {
 				b.Fatal(err)
 			}

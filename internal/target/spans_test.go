@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/driver"
+	"github.com/durabench/durabench/internal/target"
 	"github.com/durabench/durabench/internal/target/reference"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/protocol"
@@ -256,4 +258,50 @@ func catIndex(t *testing.T, name string) int {
 		t.Fatalf("no category %s", name)
 	}
 	return i
+}
+
+// TestSpanOf: a span event becomes a span of the run's timeline on the
+// driver's clock, its ids in the target's part of the id space; one
+// durabench cannot place is left out, and CheckSpan says why.
+func TestSpanOf(t *testing.T) {
+	conv := func(at int64) time.Duration { return time.Duration(at) - time.Second } // the target's clock 1 s ahead
+	ev := protocol.Event{Kind: protocol.EventSpan, At: int64(time.Second + 10), End: int64(time.Second + 50), Category: "write",
+		Name: "step_completed", Stage: 0, Index: 3, SpanID: 7, Parent: 2, After: 5, Wait: 15}
+	sp, ok := target.SpanOf(ev, conv)
+	if err := target.CheckSpan(ev); !ok || err != nil {
+		t.Fatalf("a sound span: ok %v, %v", ok, err)
+	}
+	want := metrics.Span{Category: "write", Name: "step_completed", Start: 10, End: 50, Wait: 15, Stage: 0, Index: 3,
+		ID: 7 | metrics.TargetSpanIDs, Parent: 2 | metrics.TargetSpanIDs, After: 5 | metrics.TargetSpanIDs}
+	if sp != want {
+		t.Fatalf("SpanOf: %+v, want %+v", sp, want)
+	}
+	// No step (0.0 on anything but a body), no ids, a wait over the span.
+	sp, _ = target.SpanOf(protocol.Event{Kind: protocol.EventSpan, At: 100, End: 130, Category: "compute", Wait: 99}, conv)
+	if sp.Stage != -1 || sp.Index != -1 || sp.ID != 0 || sp.Parent != 0 || sp.Wait != 30 {
+		t.Fatalf("a span about no step, with no ids and a long wait: %+v", sp)
+	}
+	if sp, _ = target.SpanOf(protocol.Event{Kind: protocol.EventSpan, At: 100, End: 130, Category: "body"}, conv); sp.Stage != 0 || sp.Index != 0 {
+		t.Fatalf("a body span of step 0.0: %+v", sp)
+	}
+	for _, tc := range []struct {
+		ev     protocol.Event
+		placed bool
+		why    string
+	}{
+		{protocol.Event{At: 5, End: 9, Category: "network"}, false, "not one of durabench's critical-path categories"},
+		{protocol.Event{At: 5, End: 9}, false, "no category"},
+		{protocol.Event{At: 5, End: 9, Category: "driver_lag"}, false, "the driver's own"},
+		{protocol.Event{At: 9, End: 5, Category: "write"}, false, "before at"},
+		{protocol.Event{At: 5, End: 9, Category: "write", Wait: 5}, true, "wait 5ns outside the span's 4ns"},
+		{protocol.Event{At: 5, End: 9, Category: "write", Parent: -1}, true, "parent -1"},
+		{protocol.Event{At: 5, End: 9, Category: "write", SpanID: 3, After: 3}, true, "refers to itself"},
+	} {
+		tc.ev.Kind = protocol.EventSpan
+		_, placed := target.SpanOf(tc.ev, conv)
+		err := target.CheckSpan(tc.ev)
+		if placed != tc.placed || err == nil || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%+v: placed %v, %v; want placed %v and %q", tc.ev, placed, err, tc.placed, tc.why)
+		}
+	}
 }

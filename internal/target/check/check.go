@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -131,10 +132,12 @@ const (
 	checkHooks      = "hooks resume"
 	checkResumeID   = "resume id deduplicated per run"
 	checkRetention  = "timeline kept until DELETE"
+	checkSpans      = "span events"
+	checkAttribute  = "spans attribute"
 )
 
 var scenarioChecks = []string{checkCompletes, checkRunID, checkSequence, checkStepsOnce, checkStartFirst, checkOrder,
-	checkStatus, checkWindow, checkLongPoll, checkHooks, checkResumeID, checkRetention}
+	checkStatus, checkWindow, checkLongPoll, checkHooks, checkResumeID, checkRetention, checkSpans, checkAttribute}
 
 // The checks of the whole target.
 const (
@@ -170,10 +173,16 @@ type findings struct {
 	fail map[string]string
 	ran  map[string]bool
 	na   map[string]string
+	// note is what a check that passed reports (an informational row's
+	// figure).
+	note map[string]string
+	// unattributed is, per run whose spans were walked, the share of its
+	// TTLS its critical path left unattributed.
+	unattributed []float64
 }
 
 func newFindings() *findings {
-	return &findings{fail: map[string]string{}, ran: map[string]bool{}, na: map[string]string{}}
+	return &findings{fail: map[string]string{}, ran: map[string]bool{}, na: map[string]string{}, note: map[string]string{}}
 }
 
 func (f *findings) failf(check, format string, a ...any) {
@@ -194,6 +203,7 @@ func (f *findings) results(scenario string, checks []string) []Result {
 			r.Reason = reason
 		case f.ran[check]:
 			r.Pass = true
+			r.Reason = f.note[check]
 		default:
 			r.NA = true
 			r.Reason = f.na[check]
@@ -265,19 +275,25 @@ func Run(ctx context.Context, c *target.Client, opt Options) (Report, error) {
 			f.na[checkResumeID] = "the scenario has no hook"
 		}
 		f.na[checkLongPoll] = "no poll had to wait (every answer had events or the run was over)"
-		if info.Minor < 1 {
+		if info.Minor < protocol.MinorRelease {
 			f.na[checkRetention] = "a protocol 1.0 target (DELETE is 1.1)"
 		}
+		f.na[checkSpans] = "the target sent no span event"
+		if info.Minor < protocol.MinorSpans {
+			f.na[checkSpans] = fmt.Sprintf("a protocol %s target that sent no span event (span events are 1.2)", info.ProtocolString())
+		}
+		f.na[checkAttribute] = f.na[checkSpans]
 		for r := range opt.Runs {
 			run := fmt.Sprintf("check-%d-%d-%d", k.epoch.UnixNano()%1e6, i, r)
 			ok := k.checkRun(ctx, run, sc.Name, p, hooks, f)
 			if i == 0 && r == 0 && ok {
 				k.checkConflict(ctx, run, sc.Name, tf)
 			}
-			if ok && info.Minor >= 1 {
+			if ok && info.Minor >= protocol.MinorRelease {
 				k.checkRelease(ctx, run, f)
 			}
 		}
+		attribution(f, hooks, opt.HoldWait)
 		rep.Results = append(rep.Results, f.results(sc.Name, scenarioChecks)...)
 	}
 	k.checkUnsupported(ctx, tf)
@@ -320,7 +336,7 @@ func (k *checker) checkRun(ctx context.Context, run, scenario string, p engine.P
 	ctx, cancel := context.WithTimeout(ctx, k.opt.RunTimeout)
 	defer cancel()
 	sent := k.now()
-	reply, err := k.c.Start(ctx, protocol.StartRequest{Run: run, Scenario: scenario, Options: OptionsFor[scenario]})
+	reply, err := k.c.Start(ctx, protocol.StartRequest{Run: run, Scenario: scenario, Options: OptionsFor[scenario], Spans: true})
 	if err != nil {
 		f.failf(checkCompletes, "%s: start: %s", run, k.explain(ctx, err))
 		return false
@@ -363,6 +379,11 @@ func (k *checker) checkRun(ctx context.Context, run, scenario string, p engine.P
 			}
 			after = max(after, ev.Seq)
 			events = append(events, ev)
+			if ev.Kind == protocol.EventSpan {
+				// Checked with the run's other spans (checkSpans).
+				k.spanWindow(run, ev, sent, last, f)
+				continue
+			}
 			at := k.clk.ToDriver(time.Duration(ev.At))
 			if at < sent-k.bound || at > last+k.bound {
 				f.failf(checkWindow, "%s: %s at %s, outside [%s, %s] (clock error bound %s)", run, ev.Kind,
@@ -416,6 +437,7 @@ func (k *checker) checkRun(ctx context.Context, run, scenario string, p engine.P
 		}
 		if tl.Terminal() {
 			k.terminal(run, tl, events, f)
+			k.spans(run, tl, events, sent, f)
 			break
 		}
 	}
@@ -479,6 +501,9 @@ func (k *checker) terminal(run string, tl protocol.Timeline, events []protocol.E
 	if tl.Status == protocol.StatusFailed {
 		want = protocol.EventRunFailed
 	}
+	// Span events are checked on their own rows (a span after the
+	// terminal event: checkSpans).
+	events = slices.DeleteFunc(slices.Clone(events), func(ev protocol.Event) bool { return ev.Kind == protocol.EventSpan })
 	if len(events) == 0 || events[len(events)-1].Kind != want {
 		lastKind := "none"
 		if len(events) > 0 {
@@ -591,6 +616,20 @@ func (k *checker) checkRelease(ctx context.Context, run string, f *findings) {
 	if !again.Terminal() || len(again.Events) == 0 {
 		f.failf(checkRetention, "%s: its timeline read again before DELETE: status %s, %d events", run, again.Status, len(again.Events))
 		return
+	}
+	// A span recorded after the terminal answer was read comes now.
+	for i, ev := range again.Events {
+		if !ev.Terminal() {
+			continue
+		}
+		for _, sp := range again.Events[i+1:] {
+			if sp.Kind == protocol.EventSpan {
+				f.failf(checkSpans, "%s: span event seq %d (%s) after the terminal event (seq %d): send every span before %s",
+					run, sp.Seq, spanName(sp), ev.Seq, ev.Kind)
+				break
+			}
+		}
+		break
 	}
 	if err := k.c.Release(ctx, run); err != nil {
 		f.failf(checkRetention, "%s: DELETE: %s", run, k.explain(ctx, err))

@@ -81,7 +81,7 @@ func (r *Reference) Now() time.Duration { return r.w.Runtime().Now() }
 // Open starts the engine with an observer that reports to sink.
 func (r *Reference) Open(ctx context.Context, sink protocol.Sink) error {
 	r.sink = sink
-	r.obs = &refObserver{sink: sink, runs: map[string]*runSpans{}}
+	r.obs = &refObserver{sink: sink}
 	r.obs.batch, _ = sink.(eventsSink)
 	var obs engine.Observer = r.obs
 	if !r.NoSpans {
@@ -173,13 +173,12 @@ func (r *Reference) Close(ctx context.Context) error {
 // refObserver turns the engine's observer callbacks into protocol events.
 type refObserver struct {
 	sink protocol.Sink
-	// batch is sink's Events, when it has it: a task's spans are recorded
+	// batch is sink's Events, when it has it: a run's spans are recorded
 	// at once.
 	batch eventsSink
-	// runs are the runs whose spans are sent, from their start to their
-	// terminal event.
-	mu   sync.Mutex
-	runs map[string]*runSpans
+	// runs are the runs whose spans are sent (run -> *runSpans), from
+	// their start to their terminal event.
+	runs sync.Map
 }
 
 // eventsSink records several events of a run at once (protocol.Server's
@@ -188,91 +187,84 @@ type eventsSink interface {
 	Events(run string, evs []protocol.Event)
 }
 
-// runSpans numbers a run's spans: the engine's span ids (unique in the
-// engine) become the run's own, 1, 2, 3, … in the order they are first
-// seen — as a span or as one a span refers to.
+// runSpans collects a run's spans until it ends, in the critical path's
+// terms (metrics.FromEngine: each task's categories and structure).
 type runSpans struct {
 	mu   sync.Mutex
-	ids  map[uint64]int64
-	done bool // the run's terminal event is sent: no span after it
+	done bool // the run's spans are sent: none after its terminal event
 	buf  []metrics.Span
-	evs  []protocol.Event
 }
 
-// id is the run's id for the engine's span id (0: none).
-func (rs *runSpans) id(engineID uint64) int64 {
-	if engineID == 0 {
-		return 0
-	}
-	id, ok := rs.ids[engineID]
+// begin collects run's spans from now on.
+func (o *refObserver) begin(run string) { o.runs.Store(run, &runSpans{}) }
+
+// end stops collecting run's spans and returns them (nil: none asked).
+func (o *refObserver) end(run string) []metrics.Span {
+	v, ok := o.runs.LoadAndDelete(run)
 	if !ok {
-		id = int64(len(rs.ids) + 1)
-		rs.ids[engineID] = id
+		return nil
 	}
-	return id
-}
-
-// begin sends run's spans from now on.
-func (o *refObserver) begin(run string) {
-	o.mu.Lock()
-	o.runs[run] = &runSpans{ids: map[uint64]int64{}}
-	o.mu.Unlock()
-}
-
-// end sends no more span of run, and waits for one being sent.
-func (o *refObserver) end(run string) {
-	o.mu.Lock()
-	rs := o.runs[run]
-	delete(o.runs, run)
-	o.mu.Unlock()
-	if rs != nil {
-		rs.mu.Lock()
-		rs.done = true
-		rs.mu.Unlock()
-	}
-}
-
-// spans sends a task's spans (engine.SpanObserver) as span events: their
-// categories and structure as the in-process engine's (metrics.FromEngine),
-// their ids the run's. A task still running when its run finished reports
-// again when it ends, after the terminal event: that report is dropped.
-func (o *refObserver) spans(run string, spans []engine.Span) {
-	o.mu.Lock()
-	rs := o.runs[run]
-	o.mu.Unlock()
-	if rs == nil {
-		return
-	}
+	rs := v.(*runSpans)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.done {
+	rs.done = true
+	return rs.buf
+}
+
+// spans collects a task's spans (engine.SpanObserver). A run's spans are
+// sent together at its end, just before its terminal event: a task costs
+// the engine an append while the run goes on. A task still running when
+// its run finished reports what it has just before RunFinished, and again
+// when it ends, after the terminal event: that report is dropped.
+func (o *refObserver) spans(run string, spans []engine.Span) {
+	v, ok := o.runs.Load(run)
+	if !ok {
 		return
 	}
-	rs.buf = metrics.FromEngine(rs.buf[:0], spans)
-	rs.evs = rs.evs[:0]
-	for i := range rs.buf {
-		sp := &rs.buf[i]
+	rs := v.(*runSpans)
+	rs.mu.Lock()
+	if !rs.done {
+		rs.buf = metrics.FromEngine(rs.buf, spans)
+	}
+	rs.mu.Unlock()
+}
+
+// spanEvents are a run's spans as span events: their ids the run's own,
+// 1, 2, 3, … in the order they were reported (the engine's are unique in
+// the engine, and long); a span reported twice is its later report (a
+// task's own span, reported when its run finished and again when it
+// ended), and a reference to a span never reported is left out.
+func spanEvents(buf []metrics.Span) []protocol.Event {
+	ids := make(map[uint64]int64, len(buf))
+	last := make(map[uint64]int, len(buf)) // the last report of each id
+	for i := range buf {
+		if id := buf[i].ID; id != 0 {
+			if _, ok := ids[id]; !ok {
+				ids[id] = int64(len(ids) + 1)
+			}
+			last[id] = i
+		}
+	}
+	evs := make([]protocol.Event, 0, len(buf))
+	for i := range buf {
+		sp := &buf[i]
+		if sp.ID != 0 && last[sp.ID] != i {
+			continue // superseded
+		}
 		ev := protocol.Event{Kind: protocol.EventSpan, At: int64(sp.Start), End: int64(sp.End), Source: protocol.SourceSDK,
-			Category: sp.Category, Name: sp.Name, Wait: int64(sp.Wait),
-			SpanID: rs.id(sp.ID), Parent: rs.id(sp.Parent), After: rs.id(sp.After)}
+			Category: sp.Category, Name: sp.Name, Wait: int64(sp.Wait), SpanID: ids[sp.ID], Parent: ids[sp.Parent], After: ids[sp.After]}
 		if sp.Stage >= 0 {
 			ev.Stage, ev.Index = sp.Stage, max(sp.Index, 0)
 		}
-		rs.evs = append(rs.evs, ev)
+		evs = append(evs, ev)
 	}
-	if o.batch != nil {
-		o.batch.Events(run, rs.evs)
-		return
-	}
-	for _, ev := range rs.evs {
-		o.sink.Event(run, ev)
-	}
+	return evs
 }
 
 // spanObserver is refObserver that also receives the engine's spans.
 type spanObserver struct{ *refObserver }
 
-// Spans sends a task's spans (engine.SpanObserver).
+// Spans collects a task's spans (engine.SpanObserver).
 func (o spanObserver) Spans(run string, spans []engine.Span) { o.spans(run, spans) }
 
 func (o *refObserver) StepBody(run string, s engine.StepSpan) {
@@ -293,7 +285,16 @@ func (o *refObserver) StreamChunk(run string, c engine.ChunkSpan) {
 }
 
 func (o *refObserver) RunFinished(run string, at time.Duration, failed bool) {
-	o.end(run) // the spans so far are sent; none after the terminal event
+	// The run's spans, before its terminal event; none after it.
+	if evs := spanEvents(o.end(run)); len(evs) > 0 {
+		if o.batch != nil {
+			o.batch.Events(run, evs)
+		} else {
+			for _, ev := range evs {
+				o.sink.Event(run, ev)
+			}
+		}
+	}
 	kind := protocol.EventRunCompleted
 	if failed {
 		kind = protocol.EventRunFailed
