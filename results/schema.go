@@ -14,8 +14,12 @@ import (
 const Schema = "durabench/results/v1"
 
 // Methodology versions how metrics are measured; results with different
-// methodology are never compared.
-const Methodology = 1
+// methodology are never compared. 2: WO is the uncovered time of the steps
+// the run waited for (it was span − Σ step durations, which read slower
+// world writes on a fan-out as a gain); STSO after a race counts from the
+// winner's end; a step whose completion write returned after its run
+// finished ends at the run's finish.
+const Methodology = 2
 
 // File is one sweep's results document.
 type File struct {

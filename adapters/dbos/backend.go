@@ -87,6 +87,9 @@ type Backend struct {
 type runState struct {
 	mu       sync.Mutex
 	attempts map[[2]int]int // (stage, index) -> step bodies begun
+	// trace is what the adapter measures for the run's spans (nil: its
+	// start did not ask for them).
+	trace *runTrace
 }
 
 // New returns the backend (started by Open).
@@ -120,7 +123,8 @@ func dbosVersion() string {
 
 // Info names DBOS and the scenarios it runs.
 func (b *Backend) Info() protocol.Info {
-	info := protocol.Info{Protocol: protocol.ProtocolVersion, Engine: "dbos", Version: dbosVersion(),
+	// Minor 2: protocol 1.2, span events (spans.go).
+	info := protocol.Info{Protocol: protocol.ProtocolVersion, Minor: 2, Engine: "dbos", Version: dbosVersion(),
 		Clock: "monotonic ns since the adapter started"}
 	for _, name := range supported {
 		sc := protocol.Scenario{Name: name}
@@ -247,7 +251,11 @@ func (b *Backend) Start(_ context.Context, req protocol.StartRequest) error {
 		b.mu.Unlock()
 		return fmt.Errorf("run %s is live", req.Run)
 	}
-	b.runs[req.Run] = &runState{attempts: map[[2]int]int{}}
+	rs := &runState{attempts: map[[2]int]int{}}
+	if req.Spans {
+		rs.trace = newRunTrace(b.at())
+	}
+	b.runs[req.Run] = rs
 	b.mu.Unlock()
 	// Reject, not DBOS's default of returning the existing workflow: a run
 	// id DBOS knows (a server reused with --pg-url, or a run the protocol
@@ -273,6 +281,15 @@ func maxStage(p engine.Program) int {
 // await reports the run's end once DBOS recorded the workflow's outcome.
 func (b *Backend) await(run string, h dbos.WorkflowHandle[string]) {
 	_, err := h.GetResult()
+	end := b.at()
+	b.mu.Lock()
+	rs := b.runs[run]
+	b.mu.Unlock()
+	// The run's spans, before its terminal event (which ends what
+	// durabench follows of it).
+	if rs != nil && rs.trace != nil {
+		b.sendSpans(run, rs, end)
+	}
 	b.forget(run)
 	if err != nil {
 		b.sink.Event(run, protocol.Event{Kind: protocol.EventRunFailed, At: b.at(), Source: protocol.SourceSDK, Error: err.Error()})
@@ -306,7 +323,9 @@ func (b *Backend) attempt(run string, stage, index int) int {
 
 // workflow is the one DBOS workflow: it runs the program's stages in order.
 func (b *Backend) workflow(ctx dbos.Context, in Input) (string, error) {
-	b.sink.Event(in.Run, protocol.Event{Kind: protocol.EventRunStarted, At: b.at(), Source: protocol.SourceWorker})
+	started := b.at()
+	b.sink.Event(in.Run, protocol.Event{Kind: protocol.EventRunStarted, At: started, Source: protocol.SourceWorker})
+	b.note(in.Run, func(tr *runTrace) { tr.runStarted = started })
 	for stage, st := range in.Program.Stages {
 		switch st.Kind {
 		case engine.StageHook:
@@ -340,6 +359,8 @@ func (b *Backend) hook(ctx dbos.Context, run string) error {
 func (b *Backend) steps(ctx dbos.Context, in Input, stage, n int) error {
 	if n == 1 {
 		_, err := dbos.RunAsStep(ctx, b.body(in, stage, 0), dbos.WithStepName(stepName(stage, 0)))
+		ret := b.at() // DBOS committed the step's output
+		b.note(in.Run, func(tr *runTrace) { tr.returned[[2]int{stage, 0}] = ret })
 		return err
 	}
 	chans := make([]<-chan dbos.StepOutcome[int], n)
@@ -382,7 +403,9 @@ func (b *Backend) body(in Input, stage, index int) dbos.Step[int] {
 				return 0, ctx.Err()
 			}
 		}
+		start := ev.At
 		ev.Kind, ev.At = protocol.EventStepCompleted, b.at()
+		b.note(in.Run, func(tr *runTrace) { tr.bodies[[2]int{stage, index}] = interval{start, ev.At} })
 		b.sink.Event(in.Run, ev)
 		return index, nil
 	}

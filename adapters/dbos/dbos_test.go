@@ -70,6 +70,7 @@ func conform(t *testing.T, c *target.Client) {
 	if !rep.Passed() {
 		t.Fatalf("target check failed:\n%s", out.String())
 	}
+	spansChecked(t, rep)
 	if len(rep.Info.Scenarios) != len(supported) {
 		t.Fatalf("checked %d scenarios, want %d:\n%s", len(rep.Info.Scenarios), len(supported), out.String())
 	}
@@ -433,5 +434,23 @@ func TestBadFlags(t *testing.T) {
 	err := exec.Command(exe, "--no-such-flag").Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Errorf("a bad flag: %v, want exit 2", err)
+	}
+}
+
+// spansChecked asserts that the checker validated span events (protocol
+// 1.2) for every scenario: the "span events" row passed, not n/a.
+func spansChecked(t *testing.T, rep check.Report) {
+	t.Helper()
+	n := 0
+	for _, r := range rep.Results {
+		if r.Check == "span events" {
+			n++
+			if !r.Pass {
+				t.Errorf("%s: span events %s", r.Scenario, r.Reason)
+			}
+		}
+	}
+	if n == 0 || rep.Info.Minor != 2 {
+		t.Errorf("the checker checked no span events (protocol %s)", rep.Info.ProtocolString())
 	}
 }

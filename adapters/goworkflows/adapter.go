@@ -109,6 +109,9 @@ type runState struct {
 	hookSent  map[string]bool  // hook events already reported, by kind
 	resumes   map[string]bool  // resume ids already applied
 	done      bool
+	// trace is what the adapter measures for the run's spans (nil: its
+	// start did not ask for them; spans.go).
+	trace *runTrace
 }
 
 // New returns the adapter (NewServer opens it).
@@ -119,7 +122,8 @@ func New(cfg Config) *Adapter {
 
 // Info declares the scenarios the adapter runs and its verified limits.
 func (a *Adapter) Info() protocol.Info {
-	return protocol.Info{Protocol: protocol.ProtocolVersion, Engine: "go-workflows", Version: Version + " sqlite",
+	// Minor 2: protocol 1.2, span events (spans.go).
+	return protocol.Info{Protocol: protocol.ProtocolVersion, Minor: 2, Engine: "go-workflows", Version: Version + " sqlite",
 		Clock: "monotonic ns since the adapter started",
 		Scenarios: []protocol.Scenario{
 			{Name: "fanout", Max: map[string]int{"branches": a.cfg.MaxBranches}},
@@ -196,12 +200,16 @@ func (a *Adapter) Open(ctx context.Context, sink protocol.Sink) (err error) {
 
 // Start validates the request and creates the workflow instance.
 func (a *Adapter) Start(ctx context.Context, req protocol.StartRequest) error {
+	startReq := a.now()
 	in, err := a.input(req)
 	if err != nil {
 		return err
 	}
 	st := &runState{instance: req.Run + "@" + a.session, token: in.Token, attempts: map[stepKey]int{},
 		completed: map[stepKey]bool{}, hookSent: map[string]bool{}, resumes: map[string]bool{}}
+	if req.Spans {
+		st.trace = newRunTrace(startReq)
+	}
 	a.mu.Lock()
 	if _, dup := a.runs[req.Run]; dup {
 		a.mu.Unlock()
@@ -345,6 +353,9 @@ func (a *Adapter) stepStarted(in StepInput) (int, bool) {
 	k := stepKey{in.Stage, in.Index}
 	st.attempts[k]++
 	attempt := st.attempts[k]
+	if st.trace != nil {
+		st.trace.step(k).body = interval{start: at}
+	}
 	a.mu.Unlock()
 	a.sink.Event(in.Run, protocol.Event{Kind: protocol.EventStepStarted, At: at, Source: protocol.SourceWorker,
 		Stage: in.Stage, Index: in.Index, Attempt: attempt})
@@ -362,6 +373,9 @@ func (a *Adapter) stepCompleted(in StepInput, attempt int) {
 		return
 	}
 	st.completed[k] = true
+	if st.trace != nil {
+		st.trace.step(k).body.end = at
+	}
 	a.mu.Unlock()
 	a.sink.Event(in.Run, protocol.Event{Kind: protocol.EventStepCompleted, At: at, Source: protocol.SourceWorker,
 		Stage: in.Stage, Index: in.Index, Attempt: attempt})
@@ -405,7 +419,8 @@ func (a *Adapter) finished(instance string, failed bool, msg string) {
 	}
 	// Kept (without its step tables) so that a repeated resume stays a
 	// no-op; the oldest finished runs are forgotten.
-	st.done, st.attempts, st.completed = true, nil, nil
+	tr := st.trace
+	st.done, st.attempts, st.completed, st.trace = true, nil, nil, nil
 	delete(a.instances, instance)
 	a.finishedRuns = append(a.finishedRuns, run)
 	if len(a.finishedRuns) > keepFinished {
@@ -413,6 +428,19 @@ func (a *Adapter) finished(instance string, failed bool, msg string) {
 		a.finishedRuns = a.finishedRuns[1:]
 	}
 	a.mu.Unlock()
+	// The run's spans, before its terminal event (which ends what
+	// durabench follows of it).
+	if tr != nil {
+		if spans := buildSpans(tr); len(spans) > 0 {
+			if es, ok := a.sink.(eventsSink); ok {
+				es.Events(run, spans)
+			} else {
+				for _, sp := range spans {
+					a.sink.Event(run, sp)
+				}
+			}
+		}
+	}
 	ev := protocol.Event{Kind: protocol.EventRunCompleted, At: at, Source: protocol.SourceHistory}
 	if failed {
 		ev.Kind, ev.Error = protocol.EventRunFailed, msg
@@ -431,9 +459,11 @@ type observed struct {
 
 func (o *observed) CompleteWorkflowTask(ctx context.Context, task *backend.WorkflowTask, state core.WorkflowInstanceState,
 	executed, activityEvents, timerEvents []*history.Event, workflowEvents []*history.WorkflowEvent) error {
+	start := o.a.now()
 	if err := o.Backend.CompleteWorkflowTask(ctx, task, state, executed, activityEvents, timerEvents, workflowEvents); err != nil {
 		return err
 	}
+	o.a.noteWorkflowTaskCompleted(task.WorkflowInstance.InstanceID, start, o.a.now(), executed)
 	if state != core.WorkflowInstanceStateFinished {
 		return nil
 	}

@@ -64,6 +64,7 @@ func TestCheck(t *testing.T) {
 			if !rep.Passed() {
 				t.Fatalf("check failed:\n%s", out.String())
 			}
+			spansChecked(t, rep)
 			want := map[string]bool{"fanout": true, "sequential": true, "hook-step": true, "step": true}
 			for _, r := range rep.Results {
 				delete(want, r.Scenario)
@@ -272,5 +273,23 @@ func TestExecutable(t *testing.T) {
 	left, _ := os.ReadDir(filepath.Dir(db))
 	for _, e := range left {
 		t.Errorf("left behind: %s", e.Name())
+	}
+}
+
+// spansChecked asserts that the checker validated span events (protocol
+// 1.2) for every scenario: the "span events" row passed, not n/a.
+func spansChecked(t *testing.T, rep check.Report) {
+	t.Helper()
+	n := 0
+	for _, r := range rep.Results {
+		if r.Check == "span events" {
+			n++
+			if !r.Pass {
+				t.Errorf("%s: span events %s", r.Scenario, r.Reason)
+			}
+		}
+	}
+	if n == 0 || rep.Info.Minor != 2 {
+		t.Errorf("the checker checked no span events (protocol %s)", rep.Info.ProtocolString())
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -21,6 +22,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc"
 
 	"github.com/durabench/durabench/protocol"
 	"github.com/durabench/durabench/scenarios"
@@ -69,6 +71,10 @@ type Config struct {
 	MaxSteps         int
 	Verbose          bool
 	WorkflowTimeout  time.Duration
+	// NoSpans sends no span events, even when a start asks for them
+	// (1.1 in the info): no history is read at a run's end and the
+	// worker's calls are not timed.
+	NoSpans bool
 }
 
 // DefaultConfig is what the flags default to.
@@ -111,7 +117,12 @@ type runState struct {
 	hookSeen  map[string]bool // hook_waiting / hook_received recorded
 	resumed   map[string]bool // resume ids
 	closing   bool            // the workflow function returned
+	// finishing is set once the run's end is seen: its history is read and
+	// its spans sent, then its terminal event (finished).
+	finishing bool
 	finished  bool
+	// trace is what the adapter measured of the run for its spans.
+	trace *runTrace
 }
 
 // Backend serves Temporal over the durabench target protocol.
@@ -133,6 +144,12 @@ type Backend struct {
 	mu       sync.Mutex
 	runs     map[string]*runState
 	finished []string // finished runs, oldest first (keepFinished)
+	// tokens are the task tokens of tasks the worker holds (grpctrace.go).
+	tokens map[string]tokenRef
+	// wallDrift is the largest difference seen between the wall clock and
+	// the monotonic clock since epoch (spans.go converts history times
+	// with the offset taken at epoch), ns.
+	wallDrift int64
 }
 
 // NewBackend returns the backend (Open starts it).
@@ -141,7 +158,7 @@ func NewBackend(cfg Config) *Backend {
 	if cfg.Verbose {
 		lvl = slog.LevelInfo
 	}
-	return &Backend{cfg: cfg, epoch: time.Now(), runs: map[string]*runState{},
+	return &Backend{cfg: cfg, epoch: time.Now(), runs: map[string]*runState{}, tokens: map[string]tokenRef{},
 		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))}
 }
 
@@ -150,9 +167,19 @@ func (b *Backend) Now() time.Duration { return time.Since(b.epoch) }
 
 func (b *Backend) now() int64 { return int64(b.Now()) }
 
+// wall puts a wall-clock time (the server's history times) on the adapter's
+// clock, with the one offset measured when the backend was made: epoch's
+// wall reading is the instant the monotonic clock starts.
+func (b *Backend) wall(t time.Time) int64 { return t.UnixNano() - b.epoch.UnixNano() }
+
 // Info names Temporal, its versions and the four scenarios.
 func (b *Backend) Info() protocol.Info {
-	info := protocol.Info{Protocol: protocol.ProtocolVersion, Engine: "temporal", Version: b.version,
+	// Minor 2: protocol 1.2, span events (spans.go).
+	minor := 2
+	if b.cfg.NoSpans {
+		minor = 1
+	}
+	info := protocol.Info{Protocol: protocol.ProtocolVersion, Minor: minor, Engine: "temporal", Version: b.version,
 		Clock: "monotonic ns since the adapter started"}
 	for _, s := range supported {
 		sc := protocol.Scenario{Name: s}
@@ -182,8 +209,13 @@ func (b *Backend) Open(ctx context.Context, sink protocol.Sink) error {
 		b.dev, addr = dev, dev.hostPort
 		where = fmt.Sprintf("in-process server %s (sqlite in memory, stock dynamic config %v)", addr, b.cfg.StockServer)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: b.cfg.Namespace,
-		Logger: sdklog.NewStructuredLogger(b.log), Identity: fmt.Sprintf("durabench-target-temporal@%d", os.Getpid())})
+	copts := client.Options{HostPort: addr, Namespace: b.cfg.Namespace,
+		Logger: sdklog.NewStructuredLogger(b.log), Identity: fmt.Sprintf("durabench-target-temporal@%d", os.Getpid())}
+	if !b.cfg.NoSpans {
+		// The worker's calls, timed for the runs' spans (grpctrace.go).
+		copts.ConnectionOptions.DialOptions = []grpc.DialOption{grpc.WithChainUnaryInterceptor(b.traceCalls)}
+	}
+	c, err := client.DialContext(ctx, copts)
 	if err != nil {
 		b.stopServer()
 		return fmt.Errorf("connect to temporal at %s: %w", addr, err)
@@ -279,6 +311,10 @@ func (b *Backend) Start(ctx context.Context, req protocol.StartRequest) error {
 	in.Token = "hook-" + req.Run
 	st := &runState{workflowID: workflowPrefix + req.Run, token: in.Token,
 		completed: map[stepKey]bool{}, hookSeen: map[string]bool{}, resumed: map[string]bool{}}
+	if req.Spans && !b.cfg.NoSpans {
+		// Spans cost a history read at the run's end: only when asked.
+		st.trace = newRunTrace(b.now())
+	}
 	b.mu.Lock()
 	if _, dup := b.runs[req.Run]; dup {
 		b.mu.Unlock()
@@ -416,15 +452,41 @@ func (b *Backend) closing(run string) {
 // closeWait bounds how long closing polls (then watch is left to it).
 const closeWait = 30 * time.Second
 
-// finish records run_completed or run_failed, once.
+// finish records run_completed or run_failed, once: first the run's span
+// events, from its history (read now, before the terminal event, which ends
+// what durabench follows of the run), then the terminal event. at is when
+// the end was seen.
 func (b *Backend) finish(run string, at int64, err error) {
 	b.mu.Lock()
 	st := b.runs[run]
-	if st == nil || st.finished {
+	if st == nil || st.finished || st.finishing {
 		b.mu.Unlock()
 		return
 	}
+	st.finishing = true
+	tr := st.trace
+	if tr != nil {
+		for _, t := range tr.tokens {
+			if ref, ok := b.tokens[t]; ok && ref.st == st {
+				delete(b.tokens, t)
+			}
+		}
+	}
+	wid, rid := st.workflowID, st.runID
+	b.mu.Unlock()
+	spans := b.spans(wid, rid, tr)
+	b.mu.Lock()
 	st.finished = true
+	st.trace = nil
+	if st.started {
+		if es, ok := b.sink.(eventsSink); ok {
+			es.Events(run, spans) // one wake-up of the run's polls
+		} else {
+			for _, sp := range spans {
+				b.sink.Event(run, sp)
+			}
+		}
+	}
 	ev := protocol.Event{Kind: protocol.EventRunCompleted, At: at, Source: protocol.SourceSDK}
 	if err != nil {
 		ev.Kind, ev.Error = protocol.EventRunFailed, err.Error()
@@ -441,6 +503,55 @@ func (b *Backend) finish(run string, at int64, err error) {
 		b.finished = b.finished[1:]
 	}
 	b.mu.Unlock()
+}
+
+// spans reads the run's history and returns its span events (none when
+// the history cannot be read: the run then has no spans, and the log says
+// so).
+func (b *Backend) spans(wid, rid string, tr *runTrace) []protocol.Event {
+	if tr == nil || b.ctx.Err() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	var hist []*historypb.HistoryEvent
+	it := b.c.GetWorkflowHistory(ctx, wid, rid, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			b.log.Warn("read the run's history for its spans; the run has none", "workflow", wid, "err", err)
+			return nil
+		}
+		hist = append(hist, e)
+	}
+	b.checkWallClock()
+	return buildSpans(hist, tr, b.wall)
+}
+
+// checkWallClock warns once the wall clock has moved 1 ms or more from the
+// monotonic clock since the backend was made: history times are converted
+// with the offset of that moment, so the history's spans are off by that
+// much against the worker's.
+func (b *Backend) checkWallClock() {
+	now := time.Now()
+	d := now.Round(0).Sub(b.epoch.Round(0)) - now.Sub(b.epoch)
+	if d < 0 {
+		d = -d
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if int64(d) > b.wallDrift {
+		if d >= time.Millisecond && b.wallDrift < int64(time.Millisecond) {
+			b.log.Warn("the wall clock moved from the monotonic clock since the adapter started: history spans are off by it", "drift", d)
+		}
+		b.wallDrift = int64(d)
+	}
+}
+
+// eventsSink is a sink that records several events at once
+// (protocol.Server's Events).
+type eventsSink interface {
+	Events(run string, evs []protocol.Event)
 }
 
 // keepFinished is how many finished runs' states the backend keeps.
@@ -499,6 +610,7 @@ func (b *Backend) Resume(ctx context.Context, run, token string, req protocol.Re
 		return fmt.Errorf("run %s has no hook %q (its hook is %q)", run, token, st.token)
 	}
 	wid, rid := st.workflowID, st.runID
+	sent := b.now()
 	b.mu.Unlock()
 	payloads, err := converter.GetDefaultDataConverter().ToPayloads(req.Payload)
 	if err != nil {
@@ -517,6 +629,9 @@ func (b *Backend) Resume(ctx context.Context, run, token string, req protocol.Re
 	}
 	b.mu.Lock()
 	st.resumed[req.ResumeID] = true
+	if st.trace != nil {
+		st.trace.resumes = append(st.trace.resumes, sent)
+	}
 	b.mu.Unlock()
 	return nil
 }

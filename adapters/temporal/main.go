@@ -46,6 +46,7 @@ func setup(fs *flag.FlagSet) func(ctx context.Context) (protocol.Backend, error)
 	fs.BoolVar(&cfg.DisableEager, "no-eager-activities", false, "turn off eager activity dispatch (up to 3 activities handed back with each workflow task completion)")
 	fs.IntVar(&cfg.MaxBranches, "max-branches", cfg.MaxBranches, "largest fan-out accepted (declared in /v1/info)")
 	fs.IntVar(&cfg.MaxSteps, "max-steps", cfg.MaxSteps, "longest sequence accepted (declared in /v1/info)")
+	fs.BoolVar(&cfg.NoSpans, "no-spans", false, "send no span events (protocol 1.1): read no history at a run's end")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the SDK's info messages to stderr")
 	return func(ctx context.Context) (protocol.Backend, error) {
 		return NewBackend(cfg), nil

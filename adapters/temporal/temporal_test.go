@@ -85,18 +85,25 @@ func checkPasses(t *testing.T, url string) {
 	if !rep.Passed() {
 		t.Fatalf("target check failed")
 	}
+	spansChecked(t, rep)
 	if len(rep.Info.Scenarios) != 4 {
 		t.Errorf("scenarios %v, want fanout, sequential, hook-step, step", rep.Info.Scenarios)
 	}
 }
 
-// runToEnd starts a run and follows its timeline to the end, resuming its
-// hooks; it returns every event.
+// runToEnd starts a run, asking for its spans, and follows its timeline to
+// the end, resuming its hooks; it returns every event.
 func runToEnd(t *testing.T, c *target.Client, run, scenario string, opts map[string]string) []protocol.Event {
+	t.Helper()
+	return runToEndSpans(t, c, run, scenario, opts, true)
+}
+
+// runToEndSpans is runToEnd, asking for the run's spans or not.
+func runToEndSpans(t *testing.T, c *target.Client, run, scenario string, opts map[string]string, spans bool) []protocol.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := c.Start(ctx, protocol.StartRequest{Run: run, Scenario: scenario, Options: opts}); err != nil {
+	if _, err := c.Start(ctx, protocol.StartRequest{Run: run, Scenario: scenario, Options: opts, Spans: spans}); err != nil {
 		t.Fatalf("start %s: %v", run, err)
 	}
 	var evs []protocol.Event
@@ -364,5 +371,23 @@ func TestExternalServer(t *testing.T) {
 	for i, n := range fanoutSizes {
 		took := fanoutOnce(t, c, fmt.Sprintf("ext-fanout-%d-%d", n, i), n)
 		t.Logf("fanout %d branches through the external server: %v (start to terminal timeline)", n, took)
+	}
+}
+
+// spansChecked asserts that the checker validated span events (protocol
+// 1.2) for every scenario: the "span events" row passed, not n/a.
+func spansChecked(t *testing.T, rep check.Report) {
+	t.Helper()
+	n := 0
+	for _, r := range rep.Results {
+		if r.Check == "span events" {
+			n++
+			if !r.Pass {
+				t.Errorf("%s: span events %s", r.Scenario, r.Reason)
+			}
+		}
+	}
+	if n == 0 || rep.Info.Minor != 2 {
+		t.Errorf("the checker checked no span events (protocol %s)", rep.Info.ProtocolString())
 	}
 }

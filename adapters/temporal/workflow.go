@@ -127,10 +127,20 @@ func (a *stepActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exec
 	a.b.emit(run, ev)
 	res, err := a.Next.ExecuteActivity(ctx, in)
 	ev.At = a.b.now()
+	a.b.noteBody(run, attemptKey{stage, index, int(info.Attempt)}, start, ev.At)
 	ev.Kind = protocol.EventStepCompleted
 	if err != nil {
 		ev.Kind, ev.Error = protocol.EventStepFailed, err.Error()
 	}
 	a.b.emit(run, ev)
 	return res, err
+}
+
+// noteBody records a step body's interval for the run's spans.
+func (b *Backend) noteBody(run string, k attemptKey, start, end int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st := b.runs[run]; st != nil && st.trace != nil && !st.finishing {
+		st.trace.bodies[k] = interval{start, end}
+	}
 }
