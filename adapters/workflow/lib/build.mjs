@@ -18,6 +18,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import { basename, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { abortBuilds, leftovers, locked, run } from "./exec.mjs";
+import { OTEL_PACKAGES } from "./otel.mjs";
 import { readPackage } from "./tgz.mjs";
 
 /** @typedef {import("./tgz.mjs").Tarball} Tarball */
@@ -27,7 +28,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 // RECIPE is the version of the steps below: part of every build's hash,
 // so a change to how builds are made never reuses one made the old way.
-export const RECIPE = "1";
+// 2: the build installs the OpenTelemetry packages (lib/otel.mjs).
+export const RECIPE = "2";
 
 // BUILT marks a complete build (written last, before the rename): it says
 // what the build was made from.
@@ -179,7 +181,9 @@ export const tgzName = (t) => `${t.name.replace(/^@/, "").replace("/", "-")}-${t
  * as the build's tarballs (file:tgz/…) or, those the build lacks, at the
  * release's versions; every package of the build in npm overrides too, so
  * that the SDK's packages, which depend on each other by exact version,
- * resolve to the build wherever they are required.
+ * resolve to the build wherever they are required; and the OpenTelemetry
+ * packages the adapter collects the SDK's spans with (OTEL_PACKAGES, at
+ * the release's versions where it has them).
  * @param {Tarball[]} tarballs
  * @param {any} release the release's package.json, or null
  * @returns {any}
@@ -194,6 +198,7 @@ export function manifest(tarballs, release) {
     const spec = overrides[n] ?? release?.dependencies?.[n];
     if (spec) dependencies[n] = spec;
   }
+  for (const [n, v] of Object.entries(OTEL_PACKAGES)) dependencies[n] = overrides[n] ?? release?.dependencies?.[n] ?? v;
   const version = tarballs.find((t) => t.name === "workflow")?.version;
   return {
     name: "durabench-target-workflow-sdk-build",

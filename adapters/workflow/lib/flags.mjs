@@ -28,6 +28,7 @@ export function parseFlags(argv) {
       "max-steps": { type: "string", default: "1024" },
       "max-chunks": { type: "string", default: "10000" },
       "build-only": { type: "boolean", default: false },
+      spans: { type: "string", default: "on" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -47,6 +48,7 @@ export function parseFlags(argv) {
     if (!Number.isInteger(v) || v < 1) throw new Error(`--${flag} ${values[flag]}: want a positive integer`);
     return v;
   };
+  if (values.spans !== "on" && values.spans !== "off") throw new Error(`--spans ${values.spans}: want on or off`);
   const m = /^(.*):(\d+)$/.exec(values.addr);
   if (!m) throw new Error(`--addr ${values.addr}: want host:port`);
   return {
@@ -62,10 +64,11 @@ export function parseFlags(argv) {
     maxBranches: int("max-branches"),
     maxSteps: int("max-steps"),
     maxChunks: int("max-chunks"),
+    spans: values.spans === "on",
   };
 }
 
-export const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-url URL] [--sdk VERSION|PATH] [--env NAME=VALUE]… [--build-only]
+export const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres] [--pg-url URL] [--sdk VERSION|PATH] [--env NAME=VALUE]… [--spans on|off] [--build-only]
   --addr          address to listen on (port 0: a free port; default 127.0.0.1:0)
   --world         local (default: world-local, a fresh data dir under a temp dir) or postgres
   --pg-url        world-postgres database (default: a throwaway PostgreSQL from the system's binaries)
@@ -81,6 +84,8 @@ export const USAGE = `usage: ${NAME} [--addr HOST:PORT] [--world local|postgres]
   --max-branches  largest fanout declared in /v1/info (default 1024)
   --max-steps     longest sequential declared in /v1/info (default 1024)
   --max-chunks    most chunks a stream scenario's writer writes, declared in /v1/info (default 10000)
+  --spans         on (default): report the SDK's OpenTelemetry spans as span events (protocol 1.2,
+                  docs/critical-path.md); off: none (a tracer provider is not even registered)
 `;
 
 // SHORT abbreviates the SDK's switches in a cell's label.

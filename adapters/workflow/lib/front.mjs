@@ -5,7 +5,7 @@
 // after it finished. The SDK runs on a worker thread (lib/worker.mjs), a
 // new one for every cell: the front asks it to start and resume runs and
 // hears the runs' events from it.
-import { now, toClock } from "./clock.mjs";
+import { abs, now, toClock } from "./clock.mjs";
 import { warn } from "./process.mjs";
 import { KEEP_MS, RunLog } from "./timeline.mjs";
 
@@ -199,6 +199,17 @@ export class Front {
         if (log) log.add({ ...m.ev, at: toClock(m.ev.at), ...(m.ev.written !== undefined ? { written: toClock(m.ev.written) } : {}) });
         break;
       }
+      case "spans": {
+        // The run's spans (lib/spans.mjs), before its terminal event.
+        const log = this.runs.get(m.run)?.log;
+        if (!log) break;
+        for (const sp of m.spans) {
+          const at = toClock(sp.at);
+          const end = Math.max(toClock(sp.end), at);
+          log.add({ ...sp, at, end, ...(sp.wait !== undefined ? { wait: Math.min(sp.wait, end - at) } : {}) });
+        }
+        break;
+      }
       case "finish": {
         const log = this.runs.get(m.run)?.log;
         if (!log) break;
@@ -249,7 +260,10 @@ export class Front {
    * @param {Start} s
    * @returns {Promise<Answer>}
    */
-  async start({ run, scenario, options }) {
+  async start({ run, scenario, options, spans, recv = abs(performance.now()) }) {
+    // recv, when the start came in: its task (the run's start,
+    // lib/otel.mjs) begins there, the cell's new SDK and the worker's
+    // turn included.
     if (this.runs.has(run)) return [409, { error: `run ${run} exists`, run }];
     const f = new Followed(run);
     this.runs.set(run, f);
@@ -257,7 +271,7 @@ export class Front {
     let r;
     try {
       await this.newCell(JSON.stringify([scenario, Object.entries(options).sort()]));
-      r = await this.call({ t: "start", run, scenario, options });
+      r = await this.call({ t: "start", run, scenario, options, recv, ...(spans ? { spans } : {}) });
     } catch (e) {
       r = { code: 500, error: `starting the SDK for a new cell: ${/** @type {Error} */ (e).message}` };
     }
@@ -316,7 +330,8 @@ export class Front {
     if (!f) return [404, { error: `no run ${run}` }];
     let p = f.resumes.get(resumeId);
     if (!p) {
-      p = this.call({ t: "resume", run, token, payload }).then((r) => {
+      // When the resume came in: its task (lib/otel.mjs) begins there.
+      p = this.call({ t: "resume", run, token, payload, recv: abs(performance.now()) }).then((r) => {
         if (r.error) throw new Error(r.error);
       });
       f.resumes.set(resumeId, p);

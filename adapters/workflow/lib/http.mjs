@@ -116,3 +116,17 @@ export function reply(res, code, v) {
   res.writeHead(code, { "content-type": "application/json", "content-length": Buffer.byteLength(b) });
   res.end(b);
 }
+
+/**
+ * headersOf is a request's headers as a fetch Headers.
+ * @param {http.IncomingMessage} req
+ * @returns {Headers}
+ */
+export function headersOf(req) {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
+    else if (v !== undefined) headers.set(k, v);
+  }
+  return headers;
+}

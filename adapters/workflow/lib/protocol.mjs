@@ -1,10 +1,10 @@
 // @ts-check
-// The target protocol's endpoints (docs/target-protocol.md, 1.1), routed in
+// The target protocol's endpoints (docs/target-protocol.md, 1.2), routed in
 // one place: the requests are read and checked here, and answered by an
 // Endpoints — the protocol front (lib/front.mjs), or, for a combination
 // that cannot run, `unavailable` (its info says why, a start is 422, and
 // it has no runs).
-import { now } from "./clock.mjs";
+import { abs, now } from "./clock.mjs";
 import { notFound, pathOf, readJSON, reply, serve } from "./http.mjs";
 import { parseWait } from "./timeline.mjs";
 
@@ -16,8 +16,10 @@ import { parseWait } from "./timeline.mjs";
  */
 
 /**
- * A well-formed start request.
- * @typedef {{ run: string, scenario: string, options: Record<string, any> }} Start
+ * A well-formed start request: `spans` whether durabench asks for the
+ * run's span events (1.2), `recv` when the request came in (absolute ms:
+ * the run's start task begins there, lib/otel.mjs).
+ * @typedef {{ run: string, scenario: string, options: Record<string, any>, spans?: boolean, recv?: number }} Start
  */
 
 /**
@@ -30,8 +32,8 @@ import { parseWait } from "./timeline.mjs";
  * @property {(run: string, token: string, resumeId: string, payload: unknown) => Promise<Answer>} [resume] POST /v1/runs/{run}/hooks/{token}
  */
 
-// INFO is what every /v1/info says.
-export const INFO = { protocol: 1, minor: 1, engine: "workflow" };
+// INFO is what every /v1/info says (1.2: the adapter sends the SDK's spans).
+export const INFO = { protocol: 1, minor: 2, engine: "workflow" };
 
 /**
  * protocol is the request handler of the protocol's server.
@@ -44,7 +46,10 @@ export function protocol(ep) {
     const q = new URL(String(req.url), "http://x").searchParams;
     if (req.method === "GET" && path === "/v1/info") return reply(res, 200, ep.info());
     if (req.method === "GET" && path === "/v1/clock") return reply(res, 200, { now: now() });
-    if (req.method === "POST" && path === "/v1/runs") return send(res, await start(await readJSON(req), ep.start));
+    if (req.method === "POST" && path === "/v1/runs") {
+      const recv = abs(performance.now());
+      return send(res, await start(await readJSON(req), ep.start, recv));
+    }
     const run = path.startsWith("/v1/") && parts[0] === "runs" ? parts[1] : undefined;
     if (run === undefined) return notFound(req, res);
     if (req.method === "GET" && parts.length === 3 && parts[2] === "timeline" && ep.timeline) {
@@ -71,15 +76,16 @@ export function protocol(ep) {
  * endpoint has it.
  * @param {any} body
  * @param {Endpoints["start"]} endpoint
+ * @param {number} recv when it came in (absolute ms)
  * @returns {Promise<Answer>}
  */
-async function start(body, endpoint) {
+async function start(body, endpoint, recv) {
   if (body === undefined) return [400, { error: "a start request is a JSON object" }];
-  const { run, scenario, options } = body ?? {};
+  const { run, scenario, options, spans } = body ?? {};
   if (typeof run !== "string" || !run || typeof scenario !== "string" || !scenario) {
     return [400, { error: "a start request needs run and scenario" }];
   }
-  return endpoint({ run, scenario, options: options ?? {} });
+  return endpoint({ run, scenario, options: options ?? {}, ...(spans === true ? { spans } : {}), recv });
 }
 
 /**

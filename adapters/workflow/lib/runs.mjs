@@ -45,7 +45,7 @@ export class LogSink {
 
 /**
  * A step whose body ran here.
- * @typedef {{ stage: number, index: number, attempt: number, end: number, done: boolean, inline: boolean }} Step
+ * @typedef {{ stage: number, index: number, attempt: number, end: number, done: boolean, inline: boolean, completed?: number }} Step
  */
 
 export class Run {
@@ -98,6 +98,20 @@ export class Run {
     // What the adapter spent on the run while it ran: its host around
     // the SDK's handlers, its reads of the event log (ms).
     this.cost = { deliveries: 0, hostMs: 0, handlerMs: 0, reads: 0, readMs: 0 };
+    /** @type {import("./spans.mjs").RunSpans | null} the SDK's spans of the run, while it runs (lib/otel.mjs) */
+    this.spans = null;
+  }
+
+  /**
+   * completions maps each completed step ("stage.index") to its
+   * step_completed time (absolute ms).
+   * @returns {Map<string, number>}
+   */
+  completions() {
+    /** @type {Map<string, number>} */
+    const out = new Map();
+    for (const s of this.steps.values()) if (s.completed !== undefined) out.set(`${s.stage}.${s.index}`, s.completed);
+    return out;
   }
 
   /**
@@ -160,7 +174,8 @@ export class Run {
           const s = this.steps.get(e.correlationId);
           if (!s || s.done) break; // a body that never ran here, or a duplicate: the check reports it
           s.done = true;
-          log.add({ kind: "step_completed", at: Math.max(at, s.end), source: "history", stage: s.stage, index: s.index, attempt: s.attempt, ...(s.inline ? { inline: true } : {}) });
+          s.completed = Math.max(at, s.end);
+          log.add({ kind: "step_completed", at: s.completed, source: "history", stage: s.stage, index: s.index, attempt: s.attempt, ...(s.inline ? { inline: true } : {}) });
           break;
         }
         case "step_failed":
@@ -191,5 +206,20 @@ export class Run {
     const us = (ms) => Math.round(ms * 1000);
     const c = this.cost;
     return { deliveries: c.deliveries, host_us: us(c.hostMs), handler_us: us(c.handlerMs), reads: c.reads, read_us: us(c.readMs) };
+  }
+}
+
+/**
+ * messageRun is the SDK run id a queue message names (a workflow
+ * message's runId, a step message's workflowRunId), if it is JSON.
+ * @param {Buffer} body
+ * @returns {string | undefined}
+ */
+export function messageRun(body) {
+  try {
+    const msg = JSON.parse(body.toString());
+    return msg.runId ?? msg.workflowRunId;
+  } catch {
+    return undefined;
   }
 }

@@ -1,16 +1,18 @@
 // @ts-check
 // The SDK's side of the adapter, on the worker thread: it hosts the SDK's
 // routes (world-local's queue and world-postgres' worker deliver there),
-// starts runs with start(), and reads and checks their event logs.
+// starts runs with start(), reads and checks their event logs, and sends
+// their spans when asked (lib/otel.mjs).
 import { AsyncLocalStorage } from "node:async_hooks";
 import { abs } from "./clock.mjs";
 import { label } from "./flags.mjs";
 import { checkHistory, readEvents, recordEvents } from "./history.mjs";
-import { notFound, pathOf, readBody, reply, serve } from "./http.mjs";
+import { headersOf, notFound, pathOf, readBody, reply, serve } from "./http.mjs";
 import { plan, scenariosInfo, Unsupported } from "./options.mjs";
 import { INFO } from "./protocol.mjs";
 import { warn } from "./process.mjs";
-import { LogSink, Run } from "./runs.mjs";
+import { LogSink, messageRun, Run } from "./runs.mjs";
+import { AT, MESSAGE, RunSpans, TASK } from "./spans.mjs";
 import { readStream } from "./stream.mjs";
 
 /** @typedef {import("node:http").IncomingMessage} IncomingMessage */
@@ -20,6 +22,7 @@ import { readStream } from "./stream.mjs";
 /** @typedef {import("./types.mjs").Reply} Reply */
 /** @typedef {import("./types.mjs").Anomaly} Anomaly */
 /** @typedef {import("./load.mjs").SDK} SDK */
+/** @typedef {import("./otel.mjs").Tracing} Tracing */
 
 // READ_GAP_MS: a run's event log is read at most this often (each flow or
 // step delivery asks for a read; they are coalesced), and every
@@ -54,13 +57,15 @@ export class Adapter {
    * @param {Record<string, string>} switches the SDK's switches (--env)
    * @param {(m: FromWorker) => void} post tells the main thread
    * @param {string} [cwd] where an option's relative path is (the adapter's starting directory)
+   * @param {Tracing | null} [tracing] the SDK's spans, collected per run (lib/otel.mjs)
    */
-  constructor(sdk, flags, switches, post, cwd = process.cwd()) {
+  constructor(sdk, flags, switches, post, cwd = process.cwd(), tracing = null) {
     this.sdk = sdk;
     this.flags = flags;
     this.switches = switches;
     this.post = post;
     this.cwd = cwd;
+    this.tracing = tracing;
     /** @type {Map<string, Run>} durabench run id -> the run, while it runs */
     this.runs = new Map();
     /** @type {Map<string, string>} SDK run id -> durabench run id */
@@ -110,7 +115,9 @@ export class Adapter {
   stepBody(run, stage, index, attempt, start, end, stepId) {
     // A step run by a delivery of the workflow's own queue ran inline.
     const inline = /wkf_workflow_/.test(route.getStore()?.queue ?? "");
-    this.runs.get(run)?.bodyRan(stage, index, attempt, start, end, stepId, inline);
+    const st = this.runs.get(run);
+    st?.bodyRan(stage, index, attempt, start, end, stepId, inline);
+    if (st?.spans) this.tracing?.bodyRan(st.spans, stage, index, abs(start), abs(end)); // its step.execute span
   }
 
   /**
@@ -137,7 +144,9 @@ export class Adapter {
 
   /**
    * sdkRoute hands a queue delivery to the SDK's handler, then asks for a
-   * read of the event logs it may have written.
+   * read of the event logs it may have written. A delivery of a run the
+   * adapter follows is a task of that run (lib/otel.mjs): its spans are
+   * the run's, and it happens after its message's wait in the queue.
    * @param {IncomingMessage} req
    * @param {ServerResponse} res
    * @param {string} base
@@ -149,15 +158,16 @@ export class Adapter {
     const handler = name === "flow" ? this.sdk.flow : name === "step" ? this.sdk.step : null;
     if (!handler) return reply(res, 404, { error: `no SDK route ${path}` });
     const body = await readBody(req);
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
-      else if (v !== undefined) headers.set(k, v);
-    }
+    const headers = headersOf(req);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const queue = String(req.headers["x-vqs-queue-name"] ?? "");
+    const runId = messageRun(body); // none (not a JSON message): every run is read
+    const run = runId && this.bySdkRun.get(runId);
+    const st = run ? this.runs.get(run) : undefined;
     const t1 = performance.now();
-    const r = await route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
+    const call = () => route.run({ name, queue }, () => handler(new Request(base + req.url, { method: req.method, headers, body: hasBody ? body : undefined })));
+    const message = String(req.headers["x-vqs-message-id"] ?? "");
+    const r = await this.traced(st, `queue.deliver ${name}`, { [TASK]: name, [AT]: abs(t0), ...(message ? { [MESSAGE]: message } : {}) }, call);
     const t2 = performance.now();
     const out = Buffer.from(await r.arrayBuffer());
     /** @type {Record<string, string>} */
@@ -165,18 +175,8 @@ export class Adapter {
     r.headers.forEach((v, k) => (h[k] = v));
     res.writeHead(r.status, h);
     res.end(out);
-    let runId;
-    try {
-      const msg = JSON.parse(body.toString());
-      runId = msg.runId ?? msg.workflowRunId;
-    } catch {
-      // not a JSON message: read every run
-    }
-    const run = runId && this.bySdkRun.get(runId);
-    const st = run && this.runs.get(run);
     if (st) {
-      // The adapter's own share of this delivery: the request's and the
-      // response's conversions around the SDK's handler.
+      // The adapter's own share: the conversions around the SDK's handler.
       st.cost.deliveries++;
       st.cost.hostMs += t1 - t0 + (performance.now() - t2);
       st.cost.handlerMs += t2 - t1;
@@ -190,9 +190,11 @@ export class Adapter {
    * @param {string} run
    * @param {string} scenario
    * @param {Record<string, any>} options
+   * @param {number} [recv] when the main thread received the start (absolute ms): the start task's start
+   * @param {boolean} [spans] durabench asks for the run's spans (they are collected only then)
    * @returns {Promise<Reply>}
    */
-  async startRun(run, scenario, options) {
+  async startRun(run, scenario, options, recv, spans = false) {
     let p;
     try {
       p = plan(scenario, options, this.flags, run, this.cwd);
@@ -201,19 +203,31 @@ export class Adapter {
       throw e;
     }
     const st = new Run(run, p, new LogSink(run, this.post));
+    if (this.tracing && spans) st.spans = new RunSpans();
     this.runs.set(run, st);
     let r;
     try {
-      r = await this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
+      const start = () => this.sdk.api.start({ workflowId: this.sdk.ids[scenario] }, p.args);
+      r = await this.traced(st, "run.start", { [TASK]: "start", ...(recv ? { [AT]: recv } : {}) }, start);
     } catch (e) {
       this.runs.delete(run);
       return { code: 500, error: `start: ${/** @type {Error} */ (e).message}` };
     }
     st.sdkRun = r.runId;
     this.bySdkRun.set(r.runId, run);
-    if (st.chunks !== undefined) readStream(st, r);
+    if (st.chunks !== undefined) this.untraced(() => readStream(st, r));
     this.schedule(st);
     return { code: 202, sdkRun: r.runId };
+  }
+
+  /**
+   * sdkRunOf learns a run's SDK run id before start() returned it (its
+   * start task queued its first message, lib/otel.mjs): the first
+   * delivery, which may come first, is then a task of the run.
+   * @param {string} run @param {string} sdkRun
+   */
+  sdkRunOf(run, sdkRun) {
+    if (this.runs.has(run) && !this.bySdkRun.has(sdkRun)) this.bySdkRun.set(sdkRun, run);
   }
 
   /**
@@ -228,10 +242,11 @@ export class Adapter {
     st.sink = null;
     this.runs.delete(run);
     this.bySdkRun.delete(st.sdkRun);
+    this.dropSpans(st);
     if (st.timer) clearTimeout(st.timer);
     if (!st.terminal) {
       Promise.resolve()
-        .then(() => this.sdk.api.getRun(st.sdkRun).cancel())
+        .then(() => this.untraced(() => this.sdk.api.getRun(st.sdkRun).cancel()))
         .catch((e) => warn(`cancelling ${st.sdkRun}: ${e.message}`));
     }
     const why = "abandoned: durabench stopped following the run; cancelled in the SDK";
@@ -239,12 +254,42 @@ export class Adapter {
   }
 
   /**
-   * resumed asks for a read of a run whose hook was resumed.
-   * @param {string} run
+   * resume resumes a run's hook (a task of the run: its spans are the
+   * run's), then asks for a read of the run.
+   * @param {string} run @param {string} token @param {any} payload
+   * @param {number} [recv] its receipt on the main thread (absolute ms): the task's start
    */
-  resumed(run) {
+  async resume(run, token, payload, recv) {
     const st = this.runs.get(run);
+    const call = () => this.sdk.api.resumeHook(token, { payload });
+    await this.traced(st, "run.resume", { [TASK]: "resume", ...(recv ? { [AT]: recv } : {}) }, call);
     if (st) this.schedule(st);
+  }
+
+  /**
+   * traced runs call as a task of st's run when its spans are collected
+   * (lib/otel.mjs: task); untraced runs fn outside every run's spans (the
+   * adapter's own reads).
+   * @template T
+   * @param {Run | undefined} st
+   * @param {string} name
+   * @param {Record<string, any>} attrs
+   * @param {() => Promise<T>} call
+   * @returns {Promise<T>}
+   */
+  traced(st, name, attrs, call) {
+    return st?.spans && this.tracing ? this.tracing.task(st.run, name, attrs, call) : call();
+  }
+
+  /** @template T @param {() => T} fn @returns {T} */
+  untraced(fn) {
+    return this.tracing ? this.tracing.untraced(fn) : fn();
+  }
+
+  /** @param {Run} st dropSpans forgets a run's spans (sent or not) */
+  dropSpans(st) {
+    if (st.spans) this.tracing?.done(st.spans);
+    st.spans = null;
   }
 
   /**
@@ -262,7 +307,7 @@ export class Adapter {
     const wait = Math.max(0, st.lastRead + READ_GAP_MS - Date.now());
     st.timer = setTimeout(() => {
       st.timer = null;
-      this.read(st);
+      this.untraced(() => this.read(st));
     }, wait);
   }
 
@@ -300,7 +345,7 @@ export class Adapter {
       }
       if (st.terminal && !st.settling) {
         st.settling = true;
-        setTimeout(() => this.settle(st), SETTLE_MS);
+        setTimeout(() => this.untraced(() => this.settle(st)), SETTLE_MS);
       }
     } catch (e) {
       warn(`reading run ${st.run} (${st.sdkRun}): ${/** @type {Error} */ (e).message}`);
@@ -341,6 +386,13 @@ export class Adapter {
     if (st.early) anomalies.unshift(st.early);
     anomalies.push(...st.readAnomalies);
     st.sink = null;
+    // The run's spans go before its terminal event (durabench stops
+    // following a run there); a span still open now is left out.
+    if (st.spans) {
+      const spans = st.spans.events(st.completions());
+      this.dropSpans(st);
+      if (spans.length) this.post({ t: "spans", run: st.run, spans });
+    }
     log.finish(st.terminal !== "run_completed", st.terminal ?? "", anomalies, st.spent(), st.terminalEvent);
   }
 }

@@ -19,6 +19,7 @@
  * @property {number} maxBranches
  * @property {number} maxSteps
  * @property {number} maxChunks
+ * @property {boolean} spans report the SDK's OpenTelemetry spans (protocol 1.2 span events; --spans off: none)
  */
 
 /**
@@ -38,6 +39,13 @@
  * @property {number} [written]
  * @property {number} [bytes]
  * @property {boolean} [inline]
+ * @property {number} [end] a span's end (lib/spans.mjs)
+ * @property {string} [category] a span's critical-path category
+ * @property {string} [name] a span's name
+ * @property {number} [span] a span's id in its run
+ * @property {number} [parent] the span holding it
+ * @property {number} [after] the span it happens after
+ * @property {number} [wait] its wait for backend capacity (ns)
  */
 
 /**
@@ -54,6 +62,7 @@
  * What the worker thread tells the main thread.
  * @typedef {{ t: "ready", info: object }
  *   | { t: "event", run: string, ev: TimelineEvent }
+ *   | { t: "spans", run: string, spans: import("./spans.mjs").SpanEvent[] }
  *   | { t: "finish", run: string, failed: boolean, msg: string, anomalies: Anomaly[], adapter: Cost | null, terminal: TimelineEvent | null }
  *   | { t: "reply", id: number } & Reply} FromWorker
  */
@@ -61,8 +70,8 @@
 /**
  * What the main thread asks of the worker thread (a call has an id the
  * worker's reply carries).
- * @typedef {{ t: "start", run: string, scenario: string, options: Record<string, any> }
- *   | { t: "resume", run: string, token: string, payload: any }
+ * @typedef {{ t: "start", run: string, scenario: string, options: Record<string, any>, recv?: number, spans?: boolean }
+ *   | { t: "resume", run: string, token: string, payload: any, recv?: number }
  *   | { t: "abandon", run: string }
  *   | { t: "close" }} ToWorker
  */

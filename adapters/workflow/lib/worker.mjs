@@ -6,6 +6,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { close, listen, urlOf } from "./http.mjs";
 import { openSDK } from "./load.mjs";
+import { patchWorldPool, setUpTracing } from "./otel.mjs";
 import { warn } from "./process.mjs";
 import { Adapter } from "./sdk.mjs";
 
@@ -25,24 +26,37 @@ async function main(port, { dir, flags, switches, cwd }) {
   process.env.WORKFLOW_EMBEDDED_BASE_URL = base; // world-local of the 4.0.1 betas (lib/world.mjs localNames)
   // world-local 4.0.1-beta.7 (workflow 4.0.1-beta.13) reads no base URL, only PORT.
   process.env.PORT = String(new URL(base).port);
+  // The SDK's spans (lib/otel.mjs), registered before the SDK loads: each
+  // run's go to it (adapter, below, once the SDK is loaded).
+  /** @type {Adapter | undefined} */
+  let adapter;
+  const tracing = flags.spans ? setUpTracing(dir, (run) => adapter?.runs.get(run)?.spans ?? null, (run, id) => adapter?.sdkRunOf(run, id)) : null;
   const sdk = await openSDK(dir);
+  if (tracing) {
+    tracing.instrumentQueue(sdk.world);
+    if (flags.world === "postgres") {
+      // world-postgres traces none of its calls: the adapter does.
+      tracing.instrumentWorld(sdk.world);
+      patchWorldPool(tracing, dir);
+    }
+  }
   /** @param {FromWorker} m */
   const post = (m) => port.postMessage(m);
-  const adapter = new Adapter(sdk, flags, switches, post, cwd);
-  server.on("request", adapter.routes(base));
+  adapter = new Adapter(sdk, flags, switches, post, cwd, tracing);
+  const a = adapter;
+  server.on("request", a.routes(base));
   port.on("message", async (/** @type {ToWorker & { id: number }} */ m) => {
     /** @param {Reply} r */
     const answer = (r) => post({ t: "reply", id: m.id, ...r });
     try {
       switch (m.t) {
         case "start":
-          return answer(await adapter.startRun(m.run, m.scenario, m.options));
+          return answer(await a.startRun(m.run, m.scenario, m.options, m.recv, m.spans));
         case "resume":
-          await sdk.api.resumeHook(m.token, { payload: m.payload });
-          adapter.resumed(m.run);
+          await a.resume(m.run, m.token, m.payload, m.recv);
           return answer({});
         case "abandon":
-          adapter.abandon(m.run);
+          a.abandon(m.run);
           return;
         case "close":
           // Everything this thread serves is closed before it exits on
@@ -50,7 +64,7 @@ async function main(port, { dir, flags, switches, cwd }) {
           // handing a queue delivery to JavaScript aborted the process
           // (Node 20: "FATAL ERROR: v8::ToLocalChecked Empty MaybeLocal"),
           // leaving its data dir behind.
-          await adapter.close();
+          await a.close();
           close(server);
           await sdk.world.close?.();
           answer({});
@@ -61,7 +75,7 @@ async function main(port, { dir, flags, switches, cwd }) {
       answer({ code: 500, error: /** @type {Error} */ (e).message });
     }
   });
-  post({ t: "ready", info: adapter.info() });
+  post({ t: "ready", info: a.info() });
 }
 
 if (!parentPort) throw new Error("lib/worker.mjs is the SDK's worker thread: adapter.mjs starts it");

@@ -89,6 +89,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
   test("info names the SDK, its world and the scenarios", async () => {
     const { body } = await call("GET", "/v1/info");
     assert.equal(body.protocol, 1);
+    assert.equal(body.minor, 2, "1.2: span events");
     assert.equal(body.engine, "workflow");
     assert.equal(body.version, sdk);
     assert.match(body.world, /^world-local \d/);
@@ -98,7 +99,7 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
   });
 
   test("a fan-out of 8: every step started and completed once, the terminal event before the status", async () => {
-    const start = await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout", options: { branches: "8" } });
+    const start = await call("POST", "/v1/runs", { run: "t-fan", scenario: "fanout", options: { branches: "8" }, spans: true });
     assert.equal(start.status, 202);
     assert.equal(start.body.run, "t-fan");
     const tl = await follow("t-fan");
@@ -116,15 +117,43 @@ describe(`the adapter on SDK ${sdk}, world-local`, { skip: built ? false : `sdk/
     }
     // anomalies, when the SDK wrote any, are named
     for (const a of tl.anomalies ?? []) assert.ok(a.kind && a.detail);
+    // The SDK's spans (1.2, asked for), all before the terminal event: each step's
+    // body with its step, starting at its step_started; every delivery
+    // (5.0 runs steps inline: fewer than the steps) after its queue wait,
+    // after the publish of its message.
+    const spans = tl.events.filter((e) => e.kind === "span");
+    assert.ok(spans.length > 8 * 4, `${spans.length} spans`);
+    const ids = new Map(spans.map((e) => [e.span, e]));
+    assert.equal(ids.size, spans.length, "span ids are unique");
+    const cats = ["start", "queue_wait", "log_load", "write", "publish", "run_read", "compute", "body", "contention", "unattributed"];
+    for (const e of spans) {
+      assert.ok(cats.includes(e.category), `${e.name}: category ${e.category}`);
+      assert.ok(e.end >= e.at, `${e.name}: end >= at`);
+      if (e.parent !== undefined) assert.ok(ids.has(e.parent), `${e.name}: its parent is reported`);
+      if (e.after !== undefined) assert.ok(ids.has(e.after), `${e.name}: what it follows is reported`);
+    }
+    for (const s of tl.events.filter((e) => e.kind === "step_started")) {
+      const b = spans.find((e) => e.category === "body" && e.index === s.index && e.at === s.at);
+      assert.ok(b, `step ${s.index}: a body span at its start`);
+      assert.ok(b.parent !== undefined, `step ${s.index}: its body is in a task`);
+    }
+    const deliveries = spans.filter((e) => /^queue\.deliver /.test(e.name));
+    assert.ok(deliveries.length >= 1, "the run's deliveries");
+    for (const d of deliveries) assert.equal(ids.get(d.after)?.category, "queue_wait", `${d.name} ${d.span}: after its queue wait`);
+    for (const w of spans.filter((e) => e.category === "queue_wait")) assert.match(ids.get(w.after)?.name ?? "", /^(queue\.publish|world\.queue)$/);
+    assert.ok(spans.some((e) => e.category === "start"), "the run's start");
+    assert.ok(spans.some((e) => e.category === "write" && /step_completed$/.test(e.name)), "the steps' completions written");
   });
 
   test("a hook-step resumes once however often it is resumed with one id", async () => {
-    assert.equal((await call("POST", "/v1/runs", { run: "t-hook", scenario: "hook-step" })).status, 202);
+    assert.equal((await call("POST", "/v1/runs", { run: "t-hook", scenario: "hook-step", spans: true })).status, 202);
     const tl = await follow("t-hook");
     assert.equal(tl.status, "completed");
-    assert.deepEqual(tl.events.filter((e) => e.kind !== "step_started").map((e) => e.kind),
+    assert.deepEqual(tl.events.filter((e) => e.kind !== "step_started" && e.kind !== "span").map((e) => e.kind),
       ["run_started", "hook_waiting", "hook_received", "step_completed", "run_completed"]);
     assert.equal(tl.events.filter((e) => e.kind === "hook_received").length, 1);
+    // The resume is a task of the run: hook.resume's spans are the run's.
+    assert.ok(tl.events.some((e) => e.kind === "span" && e.name === "hook.resume"), "the resume's task");
   });
 
   test("a repeated run id is 409, an unknown scenario or an option over its limit 422", async () => {

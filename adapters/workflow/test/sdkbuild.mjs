@@ -4,7 +4,8 @@
 // from the npm registry with `npm pack`, and the same with a one-line
 // change to @workflow/core repacked; the adapter builds each (its own code
 // path: adapter.mjs --sdk DIR), serves a fan-out on it, names the build's
-// hash in /v1/info, finds the build again from the cache in seconds, and
+// hash in /v1/info (and the SDK's spans: the build has the OpenTelemetry
+// packages), finds the build again from the cache in seconds, and
 // another hash for the changed build. It installs from the registry (npm
 // pack, npm install: minutes), so it is not a unit test: make test-targets
 // runs it (test/adapter.test.mjs imports it for the default SDK), or
@@ -123,7 +124,7 @@ describe(`--sdk DIR: the SDK ${release} packed from the registry, built by the a
     assert.equal(info.version, release);
     assert.equal(info.sdk_hash, baseHash);
     assert.equal(info.label, `workflow ${release}+${baseHash} · local`);
-    assert.equal((await call("/v1/runs", { run: "b-fan", scenario: "fanout", options: { branches: "4" } })).status, 202);
+    assert.equal((await call("/v1/runs", { run: "b-fan", scenario: "fanout", options: { branches: "4" }, spans: true })).status, 202);
     /** @type {any[]} */
     const events = [];
     for (;;) {
@@ -138,6 +139,9 @@ describe(`--sdk DIR: the SDK ${release} packed from the registry, built by the a
     const started = events.filter((e) => e.kind === "step_started").map((e) => e.index).sort();
     assert.deepEqual(started, [0, 1, 2, 3]);
     assert.equal(events.at(-1).kind, "run_completed");
+    // The build has the OpenTelemetry packages: the SDK's spans come.
+    const bodies = events.filter((e) => e.kind === "span" && e.category === "body").map((e) => e.index).sort();
+    assert.deepEqual(bodies, [0, 1, 2, 3], "a body span per step");
   });
 
   test("one line changed in one package: another hash, another build", { timeout: 15 * 60_000 }, async () => {

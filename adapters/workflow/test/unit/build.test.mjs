@@ -12,6 +12,7 @@ import { after, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { BuildError, buildHash, ensureBuild, manifest, patchLock, readTarballs, sdkKind, tgzName, workloads } from "../../lib/build.mjs";
 import { locked } from "../../lib/exec.mjs";
+import { OTEL_PACKAGES } from "../../lib/otel.mjs";
 import { needed, unbuilt, workspacePackages } from "../../lib/pack.mjs";
 import { canonical, readPackage, readTgz } from "../../lib/tgz.mjs";
 
@@ -155,15 +156,15 @@ test("the build's package.json: the entries as tarballs (or the release's versio
   errors(d);
   const ts = readTarballs(".", d);
   assert.equal(tgzName(ts[0]), "workflow-core-1.0.0.tgz");
-  const release = { dependencies: { workflow: "1.0.0", "@workflow/cli": "1.0.0", "@workflow/world-local": "1.0.2" } };
+  const release = { dependencies: { workflow: "1.0.0", "@workflow/cli": "1.0.0", "@workflow/world-local": "1.0.2", "@opentelemetry/api": "1.8.0" } };
   const m = manifest(ts, release);
-  assert.deepEqual(m.dependencies, { workflow: "file:tgz/workflow-1.0.0.tgz", "@workflow/cli": "1.0.0", "@workflow/world-local": "1.0.2" });
+  assert.deepEqual(m.dependencies, { workflow: "file:tgz/workflow-1.0.0.tgz", "@workflow/cli": "1.0.0", "@workflow/world-local": "1.0.2", ...OTEL_PACKAGES, "@opentelemetry/api": "1.8.0" });
   assert.deepEqual(m.overrides, {
     "@workflow/core": "file:tgz/workflow-core-1.0.0.tgz",
     "@workflow/errors": "file:tgz/workflow-errors-1.0.0.tgz",
     workflow: "file:tgz/workflow-1.0.0.tgz",
   });
-  assert.deepEqual(manifest(ts, null).dependencies, { workflow: "file:tgz/workflow-1.0.0.tgz" }, "no release: the build's own entries only");
+  assert.deepEqual(manifest(ts, null).dependencies, { workflow: "file:tgz/workflow-1.0.0.tgz", ...OTEL_PACKAGES }, "no release: the build's own entries only, and the OTel packages the adapter pins");
 
   // The release's lockfile made the build's: the build's packages (nested
   // ones too) its tarballs, everything else as pinned.

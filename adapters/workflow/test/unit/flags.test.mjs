@@ -7,7 +7,7 @@ import { DEFAULT_SDK, label, parseFlags } from "../../lib/flags.mjs";
 test("no flags: world-local on the default SDK, on a free loopback port", () => {
   assert.deepEqual(parseFlags([]), {
     help: false, buildOnly: false, host: "127.0.0.1", port: 0, world: "local", pgURL: undefined, pgNoFsync: false,
-    sdk: DEFAULT_SDK, env: {}, maxBranches: 1024, maxSteps: 1024, maxChunks: 10000,
+    sdk: DEFAULT_SDK, env: {}, maxBranches: 1024, maxSteps: 1024, maxChunks: 10000, spans: true,
   });
 });
 
@@ -15,11 +15,11 @@ test("every flag is read", () => {
   const f = parseFlags([
     "--addr", "[::1]:8080", "--world=postgres", "--pg-url", "postgres://x", "--pg-no-fsync", "--sdk", "5.0.0-beta.55",
     "--env", "WORKFLOW_TURBO=0", "--env", "WORKFLOW_VM=quickjs=x", "--max-branches", "8", "--max-steps", "9", "--max-chunks", "10", "-h",
-    "--build-only",
+    "--build-only", "--spans", "off",
   ]);
   assert.deepEqual(f, {
     help: true, buildOnly: true, host: "[::1]", port: 8080, world: "postgres", pgURL: "postgres://x", pgNoFsync: true, sdk: "5.0.0-beta.55",
-    env: { WORKFLOW_TURBO: "0", WORKFLOW_VM: "quickjs=x" }, maxBranches: 8, maxSteps: 9, maxChunks: 10,
+    env: { WORKFLOW_TURBO: "0", WORKFLOW_VM: "quickjs=x" }, maxBranches: 8, maxSteps: 9, maxChunks: 10, spans: false,
   });
   assert.equal(parseFlags(["--addr", ":9"]).host, "127.0.0.1", "an address without a host is loopback");
 });
@@ -28,6 +28,7 @@ test("a bad flag is an error naming it", () => {
   /** @type {[string[], RegExp][]} */
   const bad = [
     [["--world", "mongo"], /^--world mongo: want local or postgres$/],
+    [["--spans", "yes"], /^--spans yes: want on or off$/],
     [["--env", "WORKFLOW_TURBO"], /^--env "WORKFLOW_TURBO": want NAME=VALUE$/],
     [["--env", "=1"], /^--env "=1": want NAME=VALUE$/],
     [["--max-branches", "0"], /^--max-branches 0: want a positive integer$/],

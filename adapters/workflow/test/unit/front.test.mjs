@@ -81,7 +81,9 @@ test("a run is started in the worker, its events and its end are its timeline, a
     const [code, body] = await ep.start({ run: "r", scenario: "step", options: {} });
     assert.equal(code, 202);
     assert.deepEqual(/** @type {any} */ (body).sdk_run, "sdk-r");
-    assert.deepEqual(workers[0].sent[0], { t: "start", run: "r", scenario: "step", options: {}, id: 1 });
+    const { recv, ...sent } = /** @type {any} */ (workers[0].sent[0]);
+    assert.deepEqual(sent, { t: "start", run: "r", scenario: "step", options: {}, id: 1 });
+    assert.ok(Math.abs(recv - (performance.timeOrigin + performance.now())) < 5000, "the start's receipt, absolute ms");
     assert.deepEqual(await ep.start({ run: "r", scenario: "step", options: {} }), [409, { error: "run r exists", run: "r" }]);
     // worker times (absolute ms) become the target clock (ns), never after now
     const w = workers[0];
@@ -132,7 +134,9 @@ test("a resume id resumes once; a failed resume may be retried with its id", asy
     assert.deepEqual(await resume("h", "h-h0", "id-2", "p"), [202, { run: "h" }]);
     const resumes = workers[0].sent.filter((m) => m.t === "resume");
     assert.equal(resumes.length, 3, "the failed one, id-1 once more, id-2");
-    assert.deepEqual(resumes[1], { t: "resume", run: "h", token: "h-h0", payload: "p", id: resumes[1].id });
+    const { recv, ...r1 } = /** @type {any} */ (resumes[1]);
+    assert.deepEqual(r1, { t: "resume", run: "h", token: "h-h0", payload: "p", id: resumes[1].id });
+    assert.ok(Math.abs(recv - (performance.timeOrigin + performance.now())) < 5000, "the resume's receipt, absolute ms: its task starts there");
   } finally {
     await front.close();
   }

@@ -67,10 +67,16 @@ describe("the protocol's routes", () => {
     assert.equal((await call(s.url + "/v1/runs", "POST", "null")).status, 400);
     assert.deepEqual(asked, []);
     assert.deepEqual(await call(s.url + "/v1/runs", "POST", { run: "r", scenario: "step" }), { status: 202, body: { run: "r" } });
-    await call(s.url + "/v1/runs", "POST", { run: "r2", scenario: "fanout", options: { branches: "8" } });
+    await call(s.url + "/v1/runs", "POST", { run: "r2", scenario: "fanout", options: { branches: "8" }, spans: true });
+    const t = performance.timeOrigin + performance.now();
+    for (const [, st] of /** @type {[string, any][]} */ (asked)) {
+      const recv = /** @type {any} */ (st).recv;
+      assert.ok(recv <= t && recv > t - 5000, "when the start came in, absolute ms");
+      delete (/** @type {any} */ (st).recv);
+    }
     assert.deepEqual(asked, [
       ["start", { run: "r", scenario: "step", options: {} }],
-      ["start", { run: "r2", scenario: "fanout", options: { branches: "8" } }],
+      ["start", { run: "r2", scenario: "fanout", options: { branches: "8" }, spans: true }],
     ]);
   });
 
@@ -119,7 +125,7 @@ describe("a target that cannot run", () => {
   test("says why in its info, refuses a well-formed start with why, and has no runs", async () => {
     const info = await call(s.url + "/v1/info", "GET");
     assert.deepEqual(info.body, {
-      protocol: 1, minor: 1, engine: "workflow", version: "5", label: "workflow 5 · postgres", unavailable: "why not",
+      protocol: 1, minor: 2, engine: "workflow", version: "5", label: "workflow 5 · postgres", unavailable: "why not",
       clock: "monotonic ns since the adapter started", scenarios: [],
     });
     assert.equal((await call(s.url + "/v1/clock", "GET")).status, 200);
