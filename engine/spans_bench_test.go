@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"testing"
@@ -28,6 +29,14 @@ type spansSide struct {
 	rt  world.Runtime
 	// pathCPU is the CPU time spent finding critical paths.
 	pathCPU time.Duration
+	labels  pprof.LabelSet
+}
+
+func sideName(spans bool) string {
+	if spans {
+		return "spans"
+	}
+	return "none"
 }
 
 func newSpansSide(b *testing.B, spans bool) *spansSide {
@@ -50,17 +59,26 @@ func newSpansSideOn(b *testing.B, spans bool, w world.World) *spansSide {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := eng.Start(ctx); err != nil {
+	// The side's goroutines carry its name as a profile label (side=spans
+	// or none): a CPU profile of the benchmark tells the sides apart.
+	labels := pprof.Labels("side", sideName(spans))
+	pprof.Do(ctx, labels, func(ctx context.Context) { err = eng.Start(ctx) })
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = eng.Stop(ctx) })
-	return &spansSide{rec: rec, eng: eng, rt: w.Runtime()}
+	return &spansSide{rec: rec, eng: eng, rt: w.Runtime(), labels: labels}
 }
 
 // run runs one fan-out and returns its TTLS; the run's timeline is taken
 // (spans and all, and its critical path found when there are spans, as a
 // cell's summary does) and then forgotten.
-func (s *spansSide) run(b *testing.B, id string, p engine.Program) time.Duration {
+func (s *spansSide) run(b *testing.B, id string, p engine.Program) (d time.Duration) {
+	pprof.Do(context.Background(), s.labels, func(context.Context) { d = s.runOne(b, id, p) })
+	return d
+}
+
+func (s *spansSide) runOne(b *testing.B, id string, p engine.Program) time.Duration {
 	done := make(chan struct{})
 	t0 := s.rt.Now()
 	if err := s.rec.Begin(id, t0, p.StepCount(), func() { close(done) }); err != nil {
