@@ -97,7 +97,7 @@ func (s *spansSide) runOne(b *testing.B, id string, p engine.Program) time.Durat
 	d, _ := metrics.TimeToLastStep(&tl)
 	if len(tl.Spans) > 0 {
 		c0 := processCPU()
-		if segs, ok := metrics.RunPath(&tl); !ok || metrics.Totals(segs).Sum() != d {
+		if totals, ok := metrics.RunPathTotals(&tl); !ok || totals.Sum() != d {
 			b.Fatalf("run %s: no critical path adding up to its TTLS", id)
 		}
 		s.pathCPU += processCPU() - c0
@@ -193,8 +193,9 @@ func benchSpans(b *testing.B, with, without *spansSide) {
 }
 
 // BenchmarkRunPath256 is the cost of finding one 256-branch run's
-// critical path from its spans (done once per run, when a cell is
-// summarised).
+// critical path from its spans: its segments (path: a kept timeline's
+// Path) or only its totals per category (totals: a cell's summary, done
+// once per run when the cell is summarised).
 func BenchmarkRunPath256(b *testing.B) {
 	s := newSpansSide(b, true)
 	p := engine.FanOut(256)
@@ -207,13 +208,22 @@ func BenchmarkRunPath256(b *testing.B) {
 	}
 	<-done
 	tl, _ := s.rec.Snapshot("one", s.rt.Now())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, ok := metrics.RunPath(&tl); !ok {
-			b.Fatal("no path")
+	b.Run("path", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, ok := metrics.RunPath(&tl); !ok {
+				b.Fatal("no path")
+			}
 		}
-	}
+	})
+	b.Run("totals", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, ok := metrics.RunPathTotals(&tl); !ok {
+				b.Fatal("no path")
+			}
+		}
+	})
 }
 
 // BenchmarkSpansCPU256 runs 256-branch fan-outs on mem with spans recorded

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/durabench/durabench/engine"
@@ -161,8 +162,24 @@ func CriticalPath(spans []Span, t0, end time.Duration, from uint64) []PathSegmen
 	if end <= t0 {
 		return nil
 	}
-	w := newWalk(spans, t0)
-	return w.run(end, from)
+	w := newWalk(spans, t0, false)
+	defer w.release()
+	w.run(end, from)
+	segs := slices.Clone(w.segs)
+	slices.Reverse(segs)
+	return segs
+}
+
+// PathTotalsOf is Totals(CriticalPath(spans, t0, end, from)), found
+// without building the path's segments: what a cell's summary needs.
+func PathTotalsOf(spans []Span, t0, end time.Duration, from uint64) PathTotals {
+	if end <= t0 {
+		return PathTotals{}
+	}
+	w := newWalk(spans, t0, true)
+	defer w.release()
+	w.run(end, from)
+	return w.totals
 }
 
 const top = -1 // the top-level container
@@ -170,7 +187,7 @@ const top = -1 // the top-level container
 type walk struct {
 	spans []Span
 	t0    time.Duration
-	byID  map[uint64]int
+	byID  idIndex
 	// kids[from[k+1]:from[k+2]] are container k's children (k = top:
 	// -1), sorted by End, Start and position the first time the walk
 	// enters k (sorted[k+1]).
@@ -178,25 +195,43 @@ type walk struct {
 	from    []int32
 	sorted  []bool
 	visited []bool
-	segs    []PathSegment // backwards
+	// in (each span's container + 1) and next are newWalk's scratch.
+	in, next []int32
+	// onlyTotals: the walk adds up totals and builds no segments.
+	onlyTotals bool
+	totals     PathTotals
+	segs       []PathSegment // backwards
 }
 
-func newWalk(spans []Span, t0 time.Duration) *walk {
+// walks keeps walks' scratch for the next: a cell's summary walks every
+// run's spans, thousands each, with the same buffers.
+var walks = sync.Pool{New: func() any { return new(walk) }}
+
+// maxKeptWalk bounds the spans a walk's scratch is kept for.
+const maxKeptWalk = 1 << 20
+
+func newWalk(spans []Span, t0 time.Duration, onlyTotals bool) *walk {
 	n := len(spans)
-	w := &walk{spans: spans, t0: t0, byID: make(map[uint64]int, n), visited: make([]bool, n),
-		from: make([]int32, n+2), sorted: make([]bool, n+1)}
+	w := walks.Get().(*walk)
+	w.spans, w.t0, w.onlyTotals, w.totals = spans, t0, onlyTotals, PathTotals{}
+	w.segs = w.segs[:0]
+	w.visited = resize(w.visited, n)
+	w.from = resize(w.from, n+2)
+	w.sorted = resize(w.sorted, n+1)
+	w.in = resize(w.in, n)
+	w.byID.reset(n)
 	// A span reported twice (a task still running when its run finished
 	// reports itself then, and again when it ends) is its last report.
 	for i := range spans {
 		if id := spans[i].ID; id != 0 {
-			w.byID[id] = i
+			w.byID.put(id, int32(i))
 		}
 	}
 	// Children grouped by container with a counting sort: each container's
 	// are sorted only if the walk enters it.
-	in := make([]int32, n) // each span's container + 1
+	in := w.in
 	for i := range spans {
-		if id := spans[i].ID; id != 0 && w.byID[id] != i {
+		if id := spans[i].ID; id != 0 && w.byID.get(id) != i {
 			w.visited[i] = true // superseded
 			in[i] = -1
 			continue
@@ -207,8 +242,9 @@ func newWalk(spans []Span, t0 time.Duration) *walk {
 	for k := 1; k < len(w.from); k++ {
 		w.from[k] += w.from[k-1]
 	}
-	w.kids = make([]int32, w.from[n+1])
-	next := slices.Clone(w.from[:n+1])
+	w.kids = resize(w.kids, int(w.from[n+1]))
+	w.next = append(w.next[:0], w.from[:n+1]...)
+	next := w.next
 	for i, k := range in {
 		if k >= 0 {
 			w.kids[next[k]] = int32(i)
@@ -216,6 +252,72 @@ func newWalk(spans []Span, t0 time.Duration) *walk {
 		}
 	}
 	return w
+}
+
+// release returns w's scratch for the next walk.
+func (w *walk) release() {
+	w.spans = nil
+	if cap(w.visited) > maxKeptWalk {
+		return
+	}
+	walks.Put(w)
+}
+
+// resize returns s with length n, every element zero, reusing its array
+// when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// idIndex maps span IDs (never 0) to their positions: an open-addressing
+// table, reused from walk to walk (a map of thousands of IDs per run costs
+// more than the rest of the walk).
+type idIndex struct {
+	keys  []uint64
+	vals  []int32
+	shift uint
+}
+
+func (x *idIndex) reset(n int) {
+	size, shift := 16, uint(64-4)
+	for size < 2*n {
+		size, shift = size*2, shift-1
+	}
+	x.keys, x.vals, x.shift = resize(x.keys, size), resize(x.vals, size), shift
+}
+
+func (x *idIndex) slot(id uint64) uint64 { return (id * 0x9e3779b97f4a7c15) >> x.shift }
+
+// put maps id to i (a later put of the same id wins).
+func (x *idIndex) put(id uint64, i int32) {
+	mask := uint64(len(x.keys) - 1)
+	for j := x.slot(id); ; j = (j + 1) & mask {
+		if k := x.keys[j]; k == 0 || k == id {
+			x.keys[j], x.vals[j] = id, i
+			return
+		}
+	}
+}
+
+// get returns id's position, -1 when it has none (and for id 0).
+func (x *idIndex) get(id uint64) int {
+	if id == 0 {
+		return -1
+	}
+	mask := uint64(len(x.keys) - 1)
+	for j := x.slot(id); ; j = (j + 1) & mask {
+		switch x.keys[j] {
+		case id:
+			return int(x.vals[j])
+		case 0:
+			return -1
+		}
+	}
 }
 
 // children are container k's children, by End, Start and position.
@@ -233,10 +335,8 @@ func (w *walk) children(k int) []int32 {
 
 // containerOf is the container of span i: its parent, or the top level.
 func (w *walk) containerOf(i int) int {
-	if p := w.spans[i].Parent; p != 0 {
-		if j, ok := w.byID[p]; ok && j != i {
-			return j
-		}
+	if j := w.byID.get(w.spans[i].Parent); j >= 0 && j != i {
+		return j
 	}
 	return top
 }
@@ -266,6 +366,10 @@ func (w *walk) add(cat string, s, e time.Duration, i int) {
 	if e <= s {
 		return
 	}
+	if w.onlyTotals {
+		w.totals[categoryOrUnattributed(cat)] += e - s
+		return
+	}
 	seg := PathSegment{Category: cat, Start: s, End: e}
 	if i != top {
 		sp := &w.spans[i]
@@ -281,6 +385,35 @@ func (w *walk) add(cat string, s, e time.Duration, i int) {
 		}
 	}
 	w.segs = append(w.segs, seg)
+}
+
+// categoryOrUnattributed is cat's index in Categories; unattributed's for
+// a name that is none (as Totals counts it). A switch: the walk calls it
+// for every segment, and a map lookup hashes the name.
+func categoryOrUnattributed(cat string) int {
+	switch cat {
+	case CatDriverLag:
+		return 0
+	case CatStart:
+		return 1
+	case CatQueueWait:
+		return 2
+	case CatLogLoad:
+		return 3
+	case CatWrite:
+		return 4
+	case CatPublish:
+		return 5
+	case CatRunRead:
+		return 6
+	case CatCompute:
+		return 7
+	case CatBody:
+		return 8
+	case CatContention:
+		return 9
+	}
+	return 10 // unattributed, or a name that is no category
 }
 
 // self is the category of container k's own time.
@@ -303,9 +436,11 @@ func (w *walk) leaf(i int, t time.Duration) time.Duration {
 	return sp.Start
 }
 
-func (w *walk) run(end time.Duration, from uint64) []PathSegment {
+// run walks back from end; the path is in w.segs, backwards (or in
+// w.totals).
+func (w *walk) run(end time.Duration, from uint64) {
 	k := top
-	if i, ok := w.byID[from]; ok && from != 0 {
+	if i := w.byID.get(from); i >= 0 {
 		k = i
 		w.visited[i] = true
 	}
@@ -340,8 +475,8 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 		}
 		// Follow happens-after edges from x.
 		for {
-			a, ok := w.byID[w.spans[x].After]
-			if !ok || w.spans[x].After == 0 || w.visited[a] || w.spans[a].Start > t {
+			a := w.byID.get(w.spans[x].After)
+			if a < 0 || w.visited[a] || w.spans[a].Start > t {
 				k = w.containerOf(x)
 				break
 			}
@@ -356,8 +491,6 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 			t, x = w.leaf(a, t), a
 		}
 	}
-	slices.Reverse(w.segs)
-	return w.segs
 }
 
 // RunPath is the critical path of a finished run from t0 to its last step
@@ -366,8 +499,27 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 // span: the same step, started when that execution started), else at the
 // top level.
 func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
-	if !t.Finished || t.Failed || len(t.Steps) == 0 {
+	end, from, ok := t.pathStart()
+	if !ok {
 		return nil, false
+	}
+	return CriticalPath(t.Spans, t.T0, end, from), true
+}
+
+// RunPathTotals is Totals of RunPath's path, found without its segments.
+func RunPathTotals(t *RunTimeline) (PathTotals, bool) {
+	end, from, ok := t.pathStart()
+	if !ok {
+		return PathTotals{}, false
+	}
+	return PathTotalsOf(t.Spans, t.T0, end, from), true
+}
+
+// pathStart is where a run's critical path starts: its last step end and
+// the task that ran that step (0: none known).
+func (t *RunTimeline) pathStart() (end time.Duration, from uint64, ok bool) {
+	if !t.Finished || t.Failed || len(t.Steps) == 0 {
+		return 0, 0, false
 	}
 	last := t.Steps[0]
 	for _, s := range t.Steps[1:] {
@@ -375,7 +527,6 @@ func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
 			last = s
 		}
 	}
-	var from uint64
 	for i := range t.Spans {
 		sp := &t.Spans[i]
 		if sp.Category == CatBody && sp.Stage == last.Stage && sp.Index == last.Index && sp.Start == last.Start {
@@ -383,7 +534,7 @@ func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
 			break
 		}
 	}
-	return CriticalPath(t.Spans, t.T0, last.End, from), true
+	return last.End, from, true
 }
 
 // HasEngineSpans reports whether the run has spans other than its driver

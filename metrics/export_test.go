@@ -27,3 +27,6 @@ func StepGaps(t *RunTimeline, races ...int) []Gap { return stepGaps(stages(Steps
 func WorkflowOverhead(t *RunTimeline, races ...int) (d time.Duration, ok bool) {
 	return workflowOverhead(t.T0, stages(Steps(t)), races)
 }
+
+// CategoryOrUnattributed is the walk's index of a category name.
+func CategoryOrUnattributed(cat string) int { return categoryOrUnattributed(cat) }
