@@ -159,10 +159,21 @@ func (p PathTotals) Micros(total int64) [NumCategories]int64 {
 // any, is unattributed), else it goes on in the enclosing container. At
 // the top level with nothing left, the rest down to t0 is unattributed.
 func CriticalPath(spans []Span, t0, end time.Duration, from uint64) []PathSegment {
+	return criticalPath(nil, spans, t0, end, from)
+}
+
+// PathTotalsOf is Totals(CriticalPath(spans, t0, end, from)), found
+// without building the path's segments: what a cell's summary needs.
+func PathTotalsOf(spans []Span, t0, end time.Duration, from uint64) PathTotals {
+	return pathTotals(nil, spans, t0, end, from)
+}
+
+// criticalPath is CriticalPath over a run's engine spans and its Spans.
+func criticalPath(es engineSpans, spans []Span, t0, end time.Duration, from uint64) []PathSegment {
 	if end <= t0 {
 		return nil
 	}
-	w := newWalk(spans, t0, false)
+	w := newWalk(es, spans, t0, false)
 	defer w.release()
 	w.run(end, from)
 	segs := slices.Clone(w.segs)
@@ -170,13 +181,12 @@ func CriticalPath(spans []Span, t0, end time.Duration, from uint64) []PathSegmen
 	return segs
 }
 
-// PathTotalsOf is Totals(CriticalPath(spans, t0, end, from)), found
-// without building the path's segments: what a cell's summary needs.
-func PathTotalsOf(spans []Span, t0, end time.Duration, from uint64) PathTotals {
+// pathTotals is PathTotalsOf over a run's engine spans and its Spans.
+func pathTotals(es engineSpans, spans []Span, t0, end time.Duration, from uint64) PathTotals {
 	if end <= t0 {
 		return PathTotals{}
 	}
-	w := newWalk(spans, t0, true)
+	w := newWalk(es, spans, t0, true)
 	defer w.release()
 	w.run(end, from)
 	return w.totals
@@ -185,9 +195,11 @@ func PathTotalsOf(spans []Span, t0, end time.Duration, from uint64) PathTotals {
 const top = -1 // the top-level container
 
 type walk struct {
-	spans []Span
-	t0    time.Duration
-	byID  idIndex
+	// spans are the engine's spans, then the others (generic), packed.
+	spans   []packedSpan
+	generic []Span
+	t0      time.Duration
+	byID    idIndex
 	// kids[from[k+1]:from[k+2]] are container k's children (k = top:
 	// -1), sorted by End, Start and position the first time the walk
 	// enters k (sorted[k+1]).
@@ -203,17 +215,36 @@ type walk struct {
 	segs       []PathSegment // backwards
 }
 
-// walks keeps walks' scratch for the next: a cell's summary walks every
-// run's spans, thousands each, with the same buffers.
-var walks = sync.Pool{New: func() any { return new(walk) }}
+// walks keeps the last walk's scratch for the next: a cell's summary walks
+// every run's spans, thousands each, with the same buffers. (Not a
+// sync.Pool: a collection empties it, and a sweep collects between two
+// walks about as often as not.)
+var walks struct {
+	sync.Mutex
+	w *walk
+}
 
-// maxKeptWalk bounds the spans a walk's scratch is kept for.
-const maxKeptWalk = 1 << 20
+// maxKeptWalk bounds the spans a walk's scratch is kept for (~100 bytes
+// each).
+const maxKeptWalk = 1 << 16
 
-func newWalk(spans []Span, t0 time.Duration, onlyTotals bool) *walk {
-	n := len(spans)
-	w := walks.Get().(*walk)
-	w.spans, w.t0, w.onlyTotals, w.totals = spans, t0, onlyTotals, PathTotals{}
+func newWalk(es engineSpans, generic []Span, t0 time.Duration, onlyTotals bool) *walk {
+	walks.Lock()
+	w := walks.w
+	walks.w = nil
+	walks.Unlock()
+	if w == nil {
+		w = new(walk)
+	}
+	w.spans = w.spans[:0]
+	for _, c := range es {
+		w.spans = append(w.spans, c...)
+	}
+	for i := range generic {
+		w.spans = append(w.spans, pack(&generic[i], 0))
+	}
+	spans, n := w.spans, len(w.spans)
+	w.generic, w.t0, w.onlyTotals, w.totals = generic, t0, onlyTotals, PathTotals{}
 	w.segs = w.segs[:0]
 	w.visited = resize(w.visited, n)
 	w.from = resize(w.from, n+2)
@@ -223,7 +254,7 @@ func newWalk(spans []Span, t0 time.Duration, onlyTotals bool) *walk {
 	// A span reported twice (a task still running when its run finished
 	// reports itself then, and again when it ends) is its last report.
 	for i := range spans {
-		if id := spans[i].ID; id != 0 {
+		if id := spans[i].id; id != 0 {
 			w.byID.put(id, int32(i))
 		}
 	}
@@ -231,7 +262,7 @@ func newWalk(spans []Span, t0 time.Duration, onlyTotals bool) *walk {
 	// are sorted only if the walk enters it.
 	in := w.in
 	for i := range spans {
-		if id := spans[i].ID; id != 0 && w.byID.get(id) != i {
+		if id := spans[i].id; id != 0 && w.byID.get(id) != i {
 			w.visited[i] = true // superseded
 			in[i] = -1
 			continue
@@ -256,11 +287,13 @@ func newWalk(spans []Span, t0 time.Duration, onlyTotals bool) *walk {
 
 // release returns w's scratch for the next walk.
 func (w *walk) release() {
-	w.spans = nil
-	if cap(w.visited) > maxKeptWalk {
+	w.generic = nil
+	if cap(w.spans) > maxKeptWalk {
 		return
 	}
-	walks.Put(w)
+	walks.Lock()
+	walks.w = w
+	walks.Unlock()
 }
 
 // resize returns s with length n, every element zero, reusing its array
@@ -327,7 +360,7 @@ func (w *walk) children(k int) []int32 {
 		w.sorted[k+1] = true
 		slices.SortFunc(kids, func(a, b int32) int {
 			sa, sb := &w.spans[a], &w.spans[b]
-			return cmp.Or(cmp.Compare(sa.End, sb.End), cmp.Compare(sa.Start, sb.Start), cmp.Compare(a, b))
+			return cmp.Or(cmp.Compare(sa.end, sb.end), cmp.Compare(sa.start, sb.start), cmp.Compare(a, b))
 		})
 	}
 	return kids
@@ -335,7 +368,7 @@ func (w *walk) children(k int) []int32 {
 
 // containerOf is the container of span i: its parent, or the top level.
 func (w *walk) containerOf(i int) int {
-	if j := w.byID.get(w.spans[i].Parent); j >= 0 && j != i {
+	if j := w.byID.get(w.spans[i].parent); j >= 0 && j != i {
 		return j
 	}
 	return top
@@ -347,7 +380,7 @@ func (w *walk) holds(i int) bool { return i != top && w.from[i+2] > w.from[i+1] 
 func (w *walk) pick(k int, t time.Duration) int {
 	kids := w.children(k)
 	j, _ := slices.BinarySearchFunc(kids, t, func(i int32, t time.Duration) int {
-		if w.spans[i].End <= t {
+		if w.spans[i].end <= t {
 			return -1
 		}
 		return 1
@@ -360,26 +393,35 @@ func (w *walk) pick(k int, t time.Duration) int {
 	return -1
 }
 
-// add records [s, e) as cat, from span i (top: none); clipped at t0.
-func (w *walk) add(cat string, s, e time.Duration, i int) {
+// name is span i's name.
+func (w *walk) name(i int) string {
+	if g := i - (len(w.spans) - len(w.generic)); g >= 0 {
+		return w.generic[g].Name
+	}
+	return spanNames.name(w.spans[i].name)
+}
+
+// add records [s, e) as category cat, from span i (top: none); clipped at
+// t0.
+func (w *walk) add(cat uint8, s, e time.Duration, i int) {
 	s = max(s, w.t0)
 	if e <= s {
 		return
 	}
 	if w.onlyTotals {
-		w.totals[categoryOrUnattributed(cat)] += e - s
+		w.totals[cat] += e - s
 		return
 	}
-	seg := PathSegment{Category: cat, Start: s, End: e}
+	seg := PathSegment{Category: Categories[cat].Name, Start: s, End: e}
 	if i != top {
 		sp := &w.spans[i]
-		seg.Span, seg.Name = sp.ID, sp.Name
-		if sp.Stage >= 0 {
-			seg.Step = strconv.Itoa(sp.Stage) + "." + strconv.Itoa(max(sp.Index, 0))
+		seg.Span, seg.Name = sp.id, w.name(i)
+		if sp.stage >= 0 {
+			seg.Step = strconv.Itoa(int(sp.stage)) + "." + strconv.Itoa(max(int(sp.index), 0))
 		}
 	}
 	if n := len(w.segs); n > 0 {
-		if last := &w.segs[n-1]; last.Start == e && last.Category == cat && last.Span == seg.Span {
+		if last := &w.segs[n-1]; last.Start == e && last.Category == seg.Category && last.Span == seg.Span {
 			last.Start = s
 			return
 		}
@@ -388,52 +430,52 @@ func (w *walk) add(cat string, s, e time.Duration, i int) {
 }
 
 // categoryOrUnattributed is cat's index in Categories; unattributed's for
-// a name that is none (as Totals counts it). A switch: the walk calls it
-// for every segment, and a map lookup hashes the name.
+// a name that is none (as Totals counts it). A switch: a map lookup hashes
+// the name.
 func categoryOrUnattributed(cat string) int {
 	switch cat {
 	case CatDriverLag:
-		return 0
+		return catDriverLag
 	case CatStart:
-		return 1
+		return catStart
 	case CatQueueWait:
-		return 2
+		return catQueueWait
 	case CatLogLoad:
-		return 3
+		return catLogLoad
 	case CatWrite:
-		return 4
+		return catWrite
 	case CatPublish:
-		return 5
+		return catPublish
 	case CatRunRead:
-		return 6
+		return catRunRead
 	case CatCompute:
-		return 7
+		return catCompute
 	case CatBody:
-		return 8
+		return catBody
 	case CatContention:
-		return 9
+		return catContention
 	}
-	return 10 // unattributed, or a name that is no category
+	return catUnattributed // or a name that is no category
 }
 
 // self is the category of container k's own time.
-func (w *walk) self(k int) string {
+func (w *walk) self(k int) uint8 {
 	if k == top {
-		return CatUnattributed
+		return catUnattributed
 	}
-	return w.spans[k].Category
+	return w.spans[k].cat
 }
 
 // leaf attributes span i from its start to t and returns its start.
 func (w *walk) leaf(i int, t time.Duration) time.Duration {
 	sp := &w.spans[i]
-	if sp.Start >= t {
+	if sp.start >= t {
 		return t
 	}
-	split := min(sp.Start+max(sp.Wait, 0), t)
-	w.add(sp.Category, split, t, i)
-	w.add(CatContention, sp.Start, split, i)
-	return sp.Start
+	split := min(sp.start+max(sp.wait, 0), t)
+	w.add(sp.cat, split, t, i)
+	w.add(catContention, sp.start, split, i)
+	return sp.start
 }
 
 // run walks back from end; the path is in w.segs, backwards (or in
@@ -449,14 +491,14 @@ func (w *walk) run(end time.Duration, from uint64) {
 	// the bound only guards against malformed structure (parent cycles).
 	for steps := 4*len(w.spans) + 16; t > w.t0; steps-- {
 		if steps <= 0 {
-			w.add(CatUnattributed, w.t0, t, top)
+			w.add(catUnattributed, w.t0, t, top)
 			break
 		}
 		var x int // the span just attributed, whose After the walk follows
 		if c := w.pick(k, t); c >= 0 {
 			w.visited[c] = true
-			w.add(w.self(k), w.spans[c].End, t, k)
-			t = min(t, w.spans[c].End)
+			w.add(w.self(k), w.spans[c].end, t, k)
+			t = min(t, w.spans[c].end)
 			if w.holds(c) {
 				k = c
 				continue
@@ -464,10 +506,10 @@ func (w *walk) run(end time.Duration, from uint64) {
 			t, x = w.leaf(c, t), c
 		} else {
 			if k == top {
-				w.add(CatUnattributed, w.t0, t, top)
+				w.add(catUnattributed, w.t0, t, top)
 				break
 			}
-			if s := w.spans[k].Start; s < t {
+			if s := w.spans[k].start; s < t {
 				w.add(w.self(k), s, t, k)
 				t = s
 			}
@@ -475,14 +517,14 @@ func (w *walk) run(end time.Duration, from uint64) {
 		}
 		// Follow happens-after edges from x.
 		for {
-			a := w.byID.get(w.spans[x].After)
-			if a < 0 || w.visited[a] || w.spans[a].Start > t {
+			a := w.byID.get(w.spans[x].after)
+			if a < 0 || w.visited[a] || w.spans[a].start > t {
 				k = w.containerOf(x)
 				break
 			}
 			w.visited[a] = true
-			e := min(w.spans[a].End, t)
-			w.add(CatUnattributed, e, t, top)
+			e := min(w.spans[a].end, t)
+			w.add(catUnattributed, e, t, top)
 			t = e
 			if w.holds(a) {
 				k = a
@@ -503,7 +545,7 @@ func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	return CriticalPath(t.Spans, t.T0, end, from), true
+	return criticalPath(t.engineSpans, t.Spans, t.T0, end, from), true
 }
 
 // RunPathTotals is Totals of RunPath's path, found without its segments.
@@ -512,7 +554,7 @@ func RunPathTotals(t *RunTimeline) (PathTotals, bool) {
 	if !ok {
 		return PathTotals{}, false
 	}
-	return PathTotalsOf(t.Spans, t.T0, end, from), true
+	return pathTotals(t.engineSpans, t.Spans, t.T0, end, from), true
 }
 
 // pathStart is where a run's critical path starts: its last step end and
@@ -527,19 +569,29 @@ func (t *RunTimeline) pathStart() (end time.Duration, from uint64, ok bool) {
 			last = s
 		}
 	}
+	for _, c := range t.engineSpans {
+		for i := range c {
+			sp := &c[i]
+			if sp.cat == catBody && int(sp.stage) == last.Stage && int(sp.index) == last.Index && sp.start == last.Start {
+				return last.End, sp.parent, true
+			}
+		}
+	}
 	for i := range t.Spans {
 		sp := &t.Spans[i]
 		if sp.Category == CatBody && sp.Stage == last.Stage && sp.Index == last.Index && sp.Start == last.Start {
-			from = sp.Parent
-			break
+			return last.End, sp.Parent, true
 		}
 	}
-	return last.End, from, true
+	return last.End, 0, true
 }
 
 // HasEngineSpans reports whether the run has spans other than its driver
 // lag: whether its engine reported where its time went.
 func (t *RunTimeline) HasEngineSpans() bool {
+	if len(t.engineSpans) > 0 {
+		return true
+	}
 	for i := range t.Spans {
 		if t.Spans[i].Category != CatDriverLag {
 			return true
@@ -552,34 +604,39 @@ func (t *RunTimeline) HasEngineSpans() bool {
 // kind of the task it ran in (0: none). A call made by a run's start is
 // the start's.
 func Classify(s engine.Span, in engine.SpanKind) string {
+	return Categories[classify(&s, in)].Name
+}
+
+// classify is Classify's index in Categories.
+func classify(s *engine.Span, in engine.SpanKind) int {
 	switch s.Kind {
 	case engine.SpanStart:
-		return CatStart
+		return catStart
 	case engine.SpanTask, engine.SpanResume:
-		return CatCompute
+		return catCompute
 	case engine.SpanQueue:
-		return CatQueueWait
+		return catQueueWait
 	case engine.SpanBody:
-		return CatBody
+		return catBody
 	case engine.SpanCall:
 		if in == engine.SpanStart {
-			return CatStart
+			return catStart
 		}
 		switch s.Op {
 		case world.OpLoad:
-			return CatLogLoad
+			return catLogLoad
 		case world.OpPublish:
-			return CatPublish
+			return catPublish
 		case world.OpGetRun, world.OpHookRun, world.OpListRuns:
-			return CatRunRead
+			return catRunRead
 		case world.OpCreateRun:
-			return CatStart
+			return catStart
 		case world.OpDeliver, world.OpWriteChunk, world.OpReadChunks, world.OpCloseStream:
-			return CatUnattributed // not a call the engine times
+			return catUnattributed // not a call the engine times
 		}
-		return CatWrite // an append, named by its event kind
+		return catWrite // an append, named by its event kind
 	}
-	return CatUnattributed
+	return catUnattributed
 }
 
 // FromEngine converts one task's spans as the engine reports them (the

@@ -260,6 +260,14 @@ func TestCategoryIndexes(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.Name, got, i)
 		}
 	}
+	if len(metrics.CategoryConsts) != len(metrics.Categories) {
+		t.Fatalf("%d index constants for %d categories", len(metrics.CategoryConsts), len(metrics.Categories))
+	}
+	for i, c := range metrics.CategoryConsts {
+		if c != i {
+			t.Errorf("the constant of %s is %d, want %d", metrics.Categories[i].Name, c, i)
+		}
+	}
 	if got, want := metrics.CategoryOrUnattributed("no such"), metrics.NumCategories-1; got != want {
 		t.Errorf("an unknown name: %d, want %d (unattributed)", got, want)
 	}

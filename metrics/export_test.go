@@ -30,3 +30,8 @@ func WorkflowOverhead(t *RunTimeline, races ...int) (d time.Duration, ok bool) {
 
 // CategoryOrUnattributed is the walk's index of a category name.
 func CategoryOrUnattributed(cat string) int { return categoryOrUnattributed(cat) }
+
+// CategoryConsts are the categories' index constants, in Categories'
+// order.
+var CategoryConsts = []int{catDriverLag, catStart, catQueueWait, catLogLoad, catWrite, catPublish, catRunRead,
+	catCompute, catBody, catContention, catUnattributed}
