@@ -41,6 +41,9 @@ type HookResumer struct {
 	rec *metrics.Recorder
 	rt  world.Runtime
 
+	// noSpans drops spans (Config.NoSpans).
+	noSpans bool
+
 	mu      sync.Mutex
 	eng     HookTarget
 	ctx     context.Context
@@ -106,8 +109,26 @@ func (h *HookResumer) StepBody(run string, s engine.StepSpan) { h.rec.StepBody(r
 // StreamChunk forwards to the Recorder.
 func (h *HookResumer) StreamChunk(run string, c engine.ChunkSpan) { h.rec.StreamChunk(run, c) }
 
-// Spans passes the engine's spans on to the Recorder (engine.SpanObserver).
-func (h *HookResumer) Spans(run string, spans []engine.Span) { h.rec.Spans(run, spans) }
+// Spans passes the engine's spans on to the Recorder (engine.SpanObserver),
+// unless spans are off.
+func (h *HookResumer) Spans(run string, spans []engine.Span) {
+	if !h.noSpans {
+		h.rec.Spans(run, spans)
+	}
+}
+
+// engineObserver is what the engine observes its runs with: h, or with
+// spans off h without its Spans method (an engine.Observer that is no
+// engine.SpanObserver: the engine then records none).
+func (h *HookResumer) engineObserver() engine.Observer {
+	if h.noSpans {
+		return spanless{h}
+	}
+	return h
+}
+
+// spanless hides its Observer's Spans method.
+type spanless struct{ engine.Observer }
 
 // RunFinished forwards to the Recorder.
 func (h *HookResumer) RunFinished(run string, at time.Duration, failed bool) {
