@@ -265,13 +265,18 @@ func (r *spanRec) expect(run string, steps int) {
 }
 
 // setRun names the task's run once it is known (a hook resume learns it
-// from the hook) and registers the task as in progress in it.
+// from the hook) and registers the task as in progress in it; a task is
+// named once.
 func (t *spanTask) setRun(run string) {
 	if t == nil || run == "" {
 		return
 	}
 	rs := t.rec.runOf(run)
 	t.mu.Lock()
+	if t.rs != nil { // named already: it is in a run's list
+		t.mu.Unlock()
+		return
+	}
 	t.run, t.rs = run, rs
 	t.mu.Unlock()
 	rs.mu.Lock()
