@@ -128,7 +128,7 @@ bench:
 	@echo "bench: recording vs time.Now (metrics)"
 	-$(GO) test -run '^$$' -bench 'Perf|RecorderStepBody$$' -benchmem -benchtime=100ms -count=3 -timeout 2m ./metrics/ >> out/bench.txt
 	@echo "bench: span recording vs none, 256-branch fan-out on mem (paired-ratio target <= 1.05)"
-	-$(GO) test -run '^$$' -bench 'SpansMem256' -benchtime=100x -count=3 -timeout 4m ./engine/ >> out/bench.txt
+	-$(GO) test -run '^$$' -bench 'SpansMem256$$' -benchtime=100x -count=3 -timeout 6m ./engine/ >> out/bench.txt
 	@echo "bench: engine vs floor on mem, 1/20/256 branches, every version"
 	-$(GO) test -run '^$$' -bench 'FanOutMem' -benchmem -benchtime=20x -count=2 -timeout 4m ./engine/ >> out/bench.txt
 	@echo "bench: each NATS world operation vs the raw JetStream call it wraps"

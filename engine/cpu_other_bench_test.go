@@ -6,3 +6,5 @@ import "time"
 
 // processCPU is not measured on this platform.
 func processCPU() time.Duration { return 0 }
+
+func minorFaults() int64 { return 0 }

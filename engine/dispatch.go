@@ -194,15 +194,40 @@ func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input 
 	return res, nil
 }
 
-// publishStep enqueues the execution message of step (s, idx).
+// publishStep enqueues the execution message of step (s, idx). It runs in
+// a goroutine of its own per step (a fan-out's dispatch), which starts on
+// a small stack: the message's ID and body are built and an error wrapped
+// out of line, each in a small frame of its own, so that the world's call,
+// with the span recorder's wrapper around it, does not grow the
+// goroutine's stack (a copy of it for every step).
 func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
-	id := inv.prog.step(s, idx).id
-	m := message{kind: kindStep, run: inv.run, stage: s, index: idx, seq: inv.prog.seq(s, idx),
-		stepInput: withInput, runContext: e.f.RunContext}
-	if _, err := e.w.Publish(ctx, world.Message{ID: stepMessageID(inv.run, id), Run: inv.run, Body: m.encode()}, world.PublishOptions{}); err != nil {
-		return fmt.Errorf("publish step %s/%s: %w", inv.run, id, err)
+	id := stepMessageIDOf(inv, s, idx)
+	body := e.stepBody(inv, s, idx, withInput)
+	if _, err := e.w.Publish(ctx, world.Message{ID: id, Run: inv.run, Body: body}, world.PublishOptions{}); err != nil {
+		return publishStepError(inv, s, idx, err)
 	}
 	return nil
+}
+
+// stepMessageIDOf is the ID of step (s, idx)'s execution message.
+//
+//go:noinline
+func stepMessageIDOf(inv *invocation, s, idx int) string {
+	return stepMessageID(inv.run, inv.prog.step(s, idx).id)
+}
+
+// stepBody is the body of step (s, idx)'s execution message.
+//
+//go:noinline
+func (e *Engine) stepBody(inv *invocation, s, idx int, withInput bool) []byte {
+	m := message{kind: kindStep, run: inv.run, stage: s, index: idx, seq: inv.prog.seq(s, idx),
+		stepInput: withInput, runContext: e.f.RunContext}
+	return m.encode()
+}
+
+//go:noinline
+func publishStepError(inv *invocation, s, idx int, err error) error {
+	return fmt.Errorf("publish step %s/%s: %w", inv.run, inv.prog.step(s, idx).id, err)
 }
 
 // republish hands every created, unfinished step of stage s to the queue

@@ -275,6 +275,7 @@ func (e *Engine) StartRun(ctx context.Context, id string, p Program) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("engine: run %s: %w", id, err)
 	}
+	e.spans.expect(id, p.StepCount())
 	ctx, task := e.spans.begin(ctx, SpanStart, id)
 	defer task.end()
 	e.programs.Store(id, newProgramInfo(p))

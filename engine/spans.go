@@ -153,10 +153,16 @@ func (r *spanRec) putBuf(b *[]Span) {
 	r.freeMu.Unlock()
 }
 
+// runSpans is what the recorder keeps about a run until it finishes.
 type runSpans struct {
-	mu   sync.Mutex // short critical sections, never held across a wait
-	pubs map[string]published
-	open map[*spanTask]struct{}
+	mu sync.Mutex // short critical sections, never held across a wait
+	// pubs notes each message's first publish (notes[pubs[msg]]): a map
+	// to an index, so that completing a note does not hash the ID again.
+	pubs  map[string]int32
+	notes []published
+	// open lists the run's tasks in progress (linked through their prev
+	// and next): a task joins and leaves it without a map operation.
+	open *spanTask
 }
 
 type published struct {
@@ -193,6 +199,8 @@ type spanTask struct {
 	// last is the latest end among the task's spans: the task's own span
 	// ends there (the clock is not read again for it).
 	last time.Duration
+	// prev and succ link the task into its run's open list (rs.mu).
+	prev, succ *spanTask
 }
 
 // spanBlock is how many span IDs a task takes at once: task IDs are
@@ -224,16 +232,16 @@ func (r *spanRec) begin(ctx context.Context, kind SpanKind, run string) (context
 	if r == nil {
 		return ctx, nil
 	}
-	t := r.newTask(ctx, kind, run, r.rt.Now())
+	t := r.newTask(ctx, kind, r.rt.Now())
+	t.setRun(run)
 	return t, t
 }
 
-func (r *spanRec) newTask(ctx context.Context, kind SpanKind, run string, at time.Duration) *spanTask {
+// newTask returns a task of kind started at at, of no run yet (setRun).
+func (r *spanRec) newTask(ctx context.Context, kind SpanKind, at time.Duration) *spanTask {
 	id := r.block()
-	t := &spanTask{Context: ctx, rec: r, buf: r.getBuf(), next: id + 1,
+	return &spanTask{Context: ctx, rec: r, buf: r.getBuf(), next: id + 1,
 		self: Span{Kind: kind, Start: at, Stage: -1, Index: -1, ID: id}}
-	t.setRun(run)
-	return t
 }
 
 // runOf returns what the recorder keeps about run until it finishes.
@@ -241,30 +249,61 @@ func (r *spanRec) runOf(run string) *runSpans {
 	if v, ok := r.runs.Load(run); ok {
 		return v.(*runSpans)
 	}
-	v, _ := r.runs.LoadOrStore(run, &runSpans{pubs: map[string]published{}, open: map[*spanTask]struct{}{}})
+	v, _ := r.runs.LoadOrStore(run, &runSpans{pubs: map[string]int32{}})
 	return v.(*runSpans)
 }
 
+// expect sizes what the recorder keeps about run, before it starts, for a
+// program of steps steps (about a message each): its notes of published
+// messages then never grow.
+func (r *spanRec) expect(run string, steps int) {
+	if r == nil {
+		return
+	}
+	n := steps + 8
+	r.runs.LoadOrStore(run, &runSpans{pubs: make(map[string]int32, n), notes: make([]published, 0, n)})
+}
+
 // setRun names the task's run once it is known (a hook resume learns it
-// from the hook) and registers the task as in progress in it.
+// from the hook) and registers the task as in progress in it; a task is
+// named once.
 func (t *spanTask) setRun(run string) {
 	if t == nil || run == "" {
 		return
 	}
 	rs := t.rec.runOf(run)
 	t.mu.Lock()
+	if t.rs != nil { // named already: it is in a run's list
+		t.mu.Unlock()
+		return
+	}
 	t.run, t.rs = run, rs
 	t.mu.Unlock()
 	rs.mu.Lock()
-	rs.open[t] = struct{}{}
+	rs.link(t)
 	rs.mu.Unlock()
 }
 
-// reserve returns an ID for a span of the task reported later (add).
-func (t *spanTask) reserve() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.nextID()
+// link adds t to the run's open tasks; rs.mu is held.
+func (rs *runSpans) link(t *spanTask) {
+	t.succ = rs.open
+	if rs.open != nil {
+		rs.open.prev = t
+	}
+	rs.open = t
+}
+
+// unlink removes t from the run's open tasks; rs.mu is held.
+func (rs *runSpans) unlink(t *spanTask) {
+	if t.prev != nil {
+		t.prev.succ = t.succ
+	} else if rs.open == t {
+		rs.open = t.succ
+	}
+	if t.succ != nil {
+		t.succ.prev = t.prev
+	}
+	t.prev, t.succ = nil, nil
 }
 
 // nextID numbers the task's next span; t.mu is held.
@@ -279,7 +318,7 @@ func (t *spanTask) nextID() uint64 {
 // add records s as a span of the task, its Parent and (unless reserved)
 // its ID set. After the task ended (nothing the engine does today), s is
 // reported on its own.
-func (t *spanTask) add(s Span) {
+func (t *spanTask) add(s *Span) {
 	s.Parent = t.self.ID
 	t.mu.Lock()
 	if s.ID == 0 {
@@ -287,14 +326,14 @@ func (t *spanTask) add(s Span) {
 	}
 	t.last = max(t.last, s.End)
 	if !t.done {
-		*t.buf = append(*t.buf, s)
+		*t.buf = append(*t.buf, *s)
 		t.mu.Unlock()
 		return
 	}
 	run := t.run
 	t.mu.Unlock()
 	if run != "" {
-		t.rec.obs.Spans(run, []Span{s})
+		t.rec.obs.Spans(run, []Span{*s})
 	}
 }
 
@@ -313,7 +352,7 @@ func (t *spanTask) end() {
 	t.mu.Unlock()
 	if run != "" {
 		rs.mu.Lock()
-		delete(rs.open, t)
+		rs.unlink(t)
 		rs.mu.Unlock()
 		t.rec.obs.Spans(run, *buf)
 	}
@@ -352,9 +391,9 @@ func (r *spanRec) finished(run string) {
 		return
 	}
 	rs := v.(*runSpans)
+	var open []*spanTask
 	rs.mu.Lock()
-	open := make([]*spanTask, 0, len(rs.open))
-	for t := range rs.open {
+	for t := rs.open; t != nil; t = t.succ {
 		open = append(open, t)
 	}
 	rs.mu.Unlock()
@@ -370,7 +409,7 @@ func (r *spanRec) body(ctx context.Context, s, idx int, start, end time.Duration
 		return
 	}
 	if t := taskOf(ctx); t != nil {
-		t.add(Span{Kind: SpanBody, Start: start, End: end, Stage: int32(s), Index: int32(idx)})
+		t.add(&Span{Kind: SpanBody, Start: start, End: end, Stage: int32(s), Index: int32(idx)})
 	}
 }
 
@@ -383,58 +422,15 @@ func (r *spanRec) forget(run string) {
 	r.runs.Delete(run)
 }
 
-// publishing notes, before the call, that msg of the task's run is being
-// published by the span with ID span: a consumer may receive the message
-// before the publisher sees its call return. It returns whether this call
-// owns the note (the message's first publish).
-func (t *spanTask) publishing(msg string, span uint64) bool {
-	t.mu.Lock()
-	rs := t.rs
-	t.mu.Unlock()
-	if rs == nil {
-		return false
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if _, seen := rs.pubs[msg]; seen {
-		return false
-	}
-	rs.pubs[msg] = published{end: -1, span: span}
-	return true
-}
-
-// published completes the note of publishing: the call returned at end,
-// or failed (the message was not published).
-func (t *spanTask) published(msg string, end time.Duration, ok bool) {
-	t.mu.Lock()
-	rs := t.rs
-	t.mu.Unlock()
-	rs.mu.Lock()
-	if ok {
-		p := rs.pubs[msg]
-		p.end = end
-		rs.pubs[msg] = p
-	} else {
-		delete(rs.pubs, msg)
-	}
-	rs.mu.Unlock()
-}
-
-// publishOf returns when msg of rs's run was first published (end -1:
-// its call has not returned yet).
-func (rs *runSpans) publishOf(msg string) (published, bool) {
-	if rs == nil {
-		return published{}, false
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	pub, ok := rs.pubs[msg]
-	return pub, ok
-}
-
 // spanWorld is the engine's world while spans are recorded: every call
 // made in a task is timed and reported as a span of it, and every
 // delivery's handler runs as a task.
+//
+// Its methods keep their frames small, the work after the call out of
+// line (call.done): a step's publish and create run in goroutines of
+// their own, which start with a small stack, and a wrapper that pushed
+// them over it made each one copy its stack (newstack: ~4% of a
+// 256-branch fan-out's CPU on mem).
 type spanWorld struct {
 	world.World
 	r *spanRec
@@ -443,41 +439,68 @@ type spanWorld struct {
 // Unwrap returns the world spans are recorded on.
 func (w *spanWorld) Unwrap() world.World { return w.World }
 
-// call is one call in flight.
+// call is one call in flight (t nil: made outside a task, not timed).
 type call struct {
 	t     *spanTask
 	start time.Duration
 	wait  *world.CallWait
 }
 
-// begin starts timing a call made with ctx; ok is false outside a task.
-func (w *spanWorld) begin(ctx context.Context) (context.Context, call, bool) {
+// begin starts timing a call made with ctx.
+func (w *spanWorld) begin(ctx context.Context) (context.Context, call) {
 	t := taskOf(ctx)
 	if t == nil {
-		return ctx, call{}, false
+		return ctx, call{}
 	}
-	c := call{t: t, start: w.r.rt.Now()}
 	if w.r.waits {
-		c.wait = &world.CallWait{}
-		ctx = world.WithCallWait(ctx, c.wait)
+		return w.r.withWait(ctx, t)
 	}
-	return ctx, c, true
+	return ctx, call{t: t, start: w.r.rt.Now()}
 }
 
-// done reports the call as a span of its task.
-func (w *spanWorld) done(c call, op world.Op, stage, index int) {
-	w.doneAs(c, 0, op, stage, index)
+// withWait starts timing a call on a world that reports waits for
+// capacity: the call's context carries its CallWait.
+//
+//go:noinline
+func (r *spanRec) withWait(ctx context.Context, t *spanTask) (context.Context, call) {
+	c := call{t: t, wait: &world.CallWait{}}
+	ctx = world.WithCallWait(ctx, c.wait)
+	c.start = r.rt.Now()
+	return ctx, c
 }
 
-// doneAs reports the call as a span of its task, with ID id when it is
-// not 0 (reserved), and returns its end.
-func (w *spanWorld) doneAs(c call, id uint64, op world.Op, stage, index int) time.Duration {
-	s := Span{Kind: SpanCall, Op: op, Start: c.start, End: w.r.rt.Now(), Stage: int32(stage), Index: int32(index), ID: id}
+// done reports the call as a span of its task (nothing outside a task),
+// with ID id when it is not 0 (reserved), and returns its end.
+//
+//go:noinline
+func (c call) done(id uint64, op world.Op, stage, index int) time.Duration {
+	if c.t == nil {
+		return 0
+	}
+	s := Span{Kind: SpanCall, Op: op, Start: c.start, End: c.t.rec.rt.Now(), Stage: int32(stage), Index: int32(index), ID: id}
 	if c.wait != nil {
 		s.Wait = min(c.wait.D, s.End-s.Start)
 	}
-	c.t.add(s)
+	c.t.add(&s)
 	return s.End
+}
+
+// doneAppend reports an append of an event of kind about entity: a step
+// event names its step.
+//
+//go:noinline
+func (c call) doneAppend(kind world.EventKind, entity string) {
+	if c.t == nil {
+		return
+	}
+	stage, index := -1, -1
+	switch kind {
+	case world.StepCreated, world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying:
+		if s, i, ok := parseStepID(entity); ok {
+			stage, index = s, i
+		}
+	}
+	c.done(0, world.AppendOp(kind), stage, index)
 }
 
 // appendFrom appends ev to run's log for an engine that read the clock
@@ -494,119 +517,176 @@ func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, sta
 	}
 	c := call{t: t, start: start}
 	if sw.r.waits {
-		c.wait = &world.CallWait{}
-		ctx = world.WithCallWait(ctx, c.wait)
+		ctx, c = sw.r.withWait(ctx, t)
+		c.start = start
 	}
 	res, err := sw.World.Append(ctx, run, ev, world.Precondition{})
 	stage, index := -1, -1
 	if s, i, ok := parseStepID(ev.Entity); ok {
 		stage, index = s, i
 	}
-	end := sw.doneAs(c, 0, world.AppendOp(ev.Kind), stage, index)
+	end := c.done(0, world.AppendOp(ev.Kind), stage, index)
 	return res, end, err
 }
 
 // CreateRun times run_create.
 func (w *spanWorld) CreateRun(ctx context.Context, r world.Run) error {
-	ctx, c, ok := w.begin(ctx)
+	ctx, c := w.begin(ctx)
 	err := w.World.CreateRun(ctx, r)
-	if ok {
-		w.done(c, world.OpCreateRun, -1, -1)
-	}
+	c.done(0, world.OpCreateRun, -1, -1)
 	return err
 }
 
 // GetRun times run_get.
 func (w *spanWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
-	ctx, c, ok := w.begin(ctx)
+	ctx, c := w.begin(ctx)
 	r, err := w.World.GetRun(ctx, id)
-	if ok {
-		w.done(c, world.OpGetRun, -1, -1)
-	}
+	c.done(0, world.OpGetRun, -1, -1)
 	return r, err
 }
 
 // Append times the append by its event kind; a step event names its step.
 func (w *spanWorld) Append(ctx context.Context, run string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
-	ctx, c, ok := w.begin(ctx)
+	ctx, c := w.begin(ctx)
 	res, err := w.World.Append(ctx, run, ev, pre)
-	if ok {
-		stage, index := -1, -1
-		switch ev.Kind {
-		case world.StepCreated, world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying:
-			if s, i, ok := parseStepID(ev.Entity); ok {
-				stage, index = s, i
-			}
-		}
-		w.done(c, world.AppendOp(ev.Kind), stage, index)
-	}
+	c.doneAppend(ev.Kind, ev.Entity)
 	return res, err
 }
 
 // Load times log_load.
 func (w *spanWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
-	ctx, c, ok := w.begin(ctx)
+	ctx, c := w.begin(ctx)
 	evs, err := w.World.Load(ctx, run)
-	if ok {
-		w.done(c, world.OpLoad, -1, -1)
-	}
+	c.done(0, world.OpLoad, -1, -1)
 	return evs, err
 }
 
 // HookRun times hook_lookup.
 func (w *spanWorld) HookRun(ctx context.Context, token string) (string, error) {
-	ctx, c, ok := w.begin(ctx)
+	ctx, c := w.begin(ctx)
 	run, err := w.World.HookRun(ctx, token)
-	if ok {
-		w.done(c, world.OpHookRun, -1, -1)
-	}
+	c.done(0, world.OpHookRun, -1, -1)
 	return run, err
 }
 
 // Publish times publish and remembers when the message was first
 // published, for its delivery's queue span.
 func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
-	ctx, c, ok := w.begin(ctx)
-	if !ok {
-		return w.World.Publish(ctx, m, opt)
-	}
-	id := c.t.reserve()
-	first := c.t.publishing(m.ID, id)
+	ctx, c := w.begin(ctx)
+	note := c.publishing(m.ID)
 	dup, err := w.World.Publish(ctx, m, opt)
-	stage, index := messageStep(m.ID)
-	end := w.doneAs(c, id, world.OpPublish, stage, index)
-	if first {
-		c.t.published(m.ID, end, err == nil)
-	}
+	c.published(note, m.ID, err == nil)
 	return dup, err
+}
+
+// pubNote is a publish in flight: the span ID it will have and, for the
+// message's first publish, its note in the run's pubs (index -1: none).
+type pubNote struct {
+	rs   *runSpans
+	id   uint64
+	note int32
+}
+
+// publishing reserves the publish's span ID and notes, before the call,
+// that the message is being published by it: a consumer may receive the
+// message before the publisher sees its call return. Only the message's
+// first publish takes the note.
+//
+//go:noinline
+func (c call) publishing(msg string) pubNote {
+	if c.t == nil {
+		return pubNote{}
+	}
+	c.t.mu.Lock()
+	p := pubNote{rs: c.t.rs, id: c.t.nextID(), note: -1}
+	c.t.mu.Unlock()
+	rs := p.rs
+	if rs == nil {
+		return p
+	}
+	rs.mu.Lock()
+	if _, seen := rs.pubs[msg]; !seen {
+		p.note = int32(len(rs.notes))
+		rs.pubs[msg] = p.note
+		rs.notes = append(rs.notes, published{end: -1, span: p.id})
+	}
+	rs.mu.Unlock()
+	return p
+}
+
+// published reports the publish as a span of its task and completes its
+// note: the call returned at its end, or failed (the message was not
+// published).
+//
+//go:noinline
+func (c call) published(p pubNote, msg string, ok bool) {
+	if c.t == nil {
+		return
+	}
+	stage, index := messageStep(msg)
+	end := c.done(p.id, world.OpPublish, stage, index)
+	if p.note < 0 {
+		return
+	}
+	rs := p.rs
+	rs.mu.Lock()
+	if ok {
+		rs.notes[p.note].end = end
+	} else {
+		delete(rs.pubs, msg)
+	}
+	rs.mu.Unlock()
 }
 
 // Consume runs every delivery's handler as a task, after the message's
 // queue span.
 func (w *spanWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h world.Handler) (world.Subscription, error) {
 	return w.World.Consume(ctx, opt, func(ctx context.Context, d world.Delivery) error {
-		now := w.r.rt.Now()
-		t := w.r.newTask(ctx, SpanTask, d.Run, now)
-		stage, index := messageStep(d.ID)
-		t.self.Stage, t.self.Index = int32(stage), int32(index)
-		if pub, ok := t.rs.publishOf(d.ID); ok {
-			// A delivery that came before its publisher saw the call
-			// return (end -1, or a later clock reading) waited for
-			// nothing: its queue span is empty, after the publish.
-			start := now
-			if pub.end >= 0 && pub.end <= now {
-				start = pub.end
-			}
-			q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: start, End: now, Stage: int32(stage), Index: int32(index),
-				ID: t.nextID(), After: pub.span}
-			q.Wait = min(world.DeliveryWait(ctx), q.End-q.Start)
-			*t.buf = append(*t.buf, q)
-			t.self.After = q.ID
-		}
+		t := w.r.delivered(ctx, &d)
 		err := h(t, d)
 		t.end()
 		return err
 	})
+}
+
+// delivered starts the task of a delivery, in its run's open tasks, with
+// the message's queue span: from its first publish returning to now.
+func (r *spanRec) delivered(ctx context.Context, d *world.Delivery) *spanTask {
+	now := r.rt.Now()
+	t := r.newTask(ctx, SpanTask, now)
+	stage, index := messageStep(d.ID)
+	t.self.Stage, t.self.Index = int32(stage), int32(index)
+	if d.Run == "" {
+		return t
+	}
+	rs := r.runOf(d.Run)
+	t.run, t.rs = d.Run, rs // t is not shared yet
+	rs.mu.Lock()
+	rs.link(t)
+	i, ok := rs.pubs[d.ID]
+	var pub published
+	if ok {
+		pub = rs.notes[i]
+	}
+	rs.mu.Unlock()
+	if !ok {
+		return t
+	}
+	// A delivery that came before its publisher saw the call return (end
+	// -1, or a later clock reading) waited for nothing: its queue span is
+	// empty, after the publish.
+	start := now
+	if pub.end >= 0 && pub.end <= now {
+		start = pub.end
+	}
+	q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: start, End: now, Stage: int32(stage), Index: int32(index),
+		ID: t.nextID(), After: pub.span}
+	if r.waits {
+		q.Wait = min(world.DeliveryWait(ctx), q.End-q.Start)
+	}
+	*t.buf = append(*t.buf, q)
+	t.self.After = q.ID
+	return t
 }
 
 // messageStep is the step a step message ID ("step/<run>/<stage>.<index>")

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"testing"
@@ -28,13 +29,22 @@ type spansSide struct {
 	rt  world.Runtime
 	// pathCPU is the CPU time spent finding critical paths.
 	pathCPU time.Duration
+	labels  pprof.LabelSet
+}
+
+func sideName(spans bool) string {
+	if spans {
+		return "spans"
+	}
+	return "none"
 }
 
 func newSpansSide(b *testing.B, spans bool) *spansSide {
-	return newSpansSideOn(b, spans, mem.New(world.Options{}))
+	return newSpansSideOn(b, spans, mem.New(world.Options{}), sideName(spans))
 }
 
-func newSpansSideOn(b *testing.B, spans bool, w world.World) *spansSide {
+// newSpansSideOn is a side on w, its goroutines labelled side=label.
+func newSpansSideOn(b *testing.B, spans bool, w world.World, label string) *spansSide {
 	ctx := context.Background()
 	b.Cleanup(func() { _ = w.Close() })
 	rec := metrics.NewRecorder()
@@ -50,17 +60,26 @@ func newSpansSideOn(b *testing.B, spans bool, w world.World) *spansSide {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := eng.Start(ctx); err != nil {
+	// The side's goroutines carry its name as a profile label (side=spans
+	// or none): a CPU profile of the benchmark tells the sides apart.
+	labels := pprof.Labels("side", label)
+	pprof.Do(ctx, labels, func(ctx context.Context) { err = eng.Start(ctx) })
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = eng.Stop(ctx) })
-	return &spansSide{rec: rec, eng: eng, rt: w.Runtime()}
+	return &spansSide{rec: rec, eng: eng, rt: w.Runtime(), labels: labels}
 }
 
 // run runs one fan-out and returns its TTLS; the run's timeline is taken
 // (spans and all, and its critical path found when there are spans, as a
 // cell's summary does) and then forgotten.
-func (s *spansSide) run(b *testing.B, id string, p engine.Program) time.Duration {
+func (s *spansSide) run(b *testing.B, id string, p engine.Program) (d time.Duration) {
+	pprof.Do(context.Background(), s.labels, func(context.Context) { d = s.runOne(b, id, p) })
+	return d
+}
+
+func (s *spansSide) runOne(b *testing.B, id string, p engine.Program) time.Duration {
 	done := make(chan struct{})
 	t0 := s.rt.Now()
 	if err := s.rec.Begin(id, t0, p.StepCount(), func() { close(done) }); err != nil {
@@ -77,9 +96,9 @@ func (s *spansSide) run(b *testing.B, id string, p engine.Program) time.Duration
 	tl, _ := s.rec.Snapshot(id, s.rt.Now())
 	s.rec.Forget(id)
 	d, _ := metrics.TimeToLastStep(&tl)
-	if len(tl.Spans) > 0 {
+	if tl.HasEngineSpans() {
 		c0 := processCPU()
-		if segs, ok := metrics.RunPath(&tl); !ok || metrics.Totals(segs).Sum() != d {
+		if totals, ok := metrics.RunPathTotals(&tl); !ok || totals.Sum() != d {
 			b.Fatalf("run %s: no critical path adding up to its TTLS", id)
 		}
 		s.pathCPU += processCPU() - c0
@@ -98,19 +117,27 @@ func BenchmarkSpansNATS256(b *testing.B) {
 		}
 		return w
 	}
-	benchSpans(b, newSpansSideOn(b, true, open()), newSpansSideOn(b, false, open()))
+	benchSpans(b, newSpansSideOn(b, true, open(), "spans"), newSpansSideOn(b, false, open(), "none"))
 }
 
 // BenchmarkSpansMem256 measures what recording spans costs: one 256-branch
 // fan-out per iteration on mem with spans recorded (and the run's critical
-// path found) and one without, in alternating order, each on its own world
-// and engine. It reports both TTLS medians and their ratio (spans/none:
-// target ≤ 1.05), the median of each iteration's ratio, the process CPU time and the bytes allocated per run of
-// each side (the CPU a run's engine used, its garbage collection
-// included: steadier than wall time on a shared machine) and the spans
-// one run records.
+// path found, as a cell's summary does) and one without, in alternating
+// order, each on its own world and engine, each on a freshly collected
+// heap. It reports both TTLS medians and their ratio (spans/none: target
+// ≤ 1.05), the median of each iteration's ratio, the process CPU time, the
+// bytes allocated and the minor page faults per run of each side (the CPU
+// a run's engine used, its garbage collection and page faults included:
+// steadier than wall time on a shared machine), and the spans one run
+// records. BenchmarkSpansMem256AA is its A/A.
 func BenchmarkSpansMem256(b *testing.B) {
 	benchSpans(b, newSpansSide(b, true), newSpansSide(b, false))
+}
+
+// BenchmarkSpansMem256AA is BenchmarkSpansMem256 with spans recorded on
+// neither side (the harness's A/A: its ratios should be 1).
+func BenchmarkSpansMem256AA(b *testing.B) {
+	benchSpans(b, newSpansSideOn(b, false, mem.New(world.Options{}), "spans"), newSpansSide(b, false))
 }
 
 // benchSpans runs the comparison of BenchmarkSpansMem256 on two sides.
@@ -125,16 +152,24 @@ func benchSpans(b *testing.B, with, without *spansSide) {
 	var times [2][]time.Duration
 	var allocs [2]uint64
 	var cpu [2]time.Duration
+	var faults [2]int64
 	var ms runtime.MemStats
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := "r" + strconv.Itoa(i)
 		for k := range sides {
 			j := (i + k) % len(sides)
+			// Each run starts on a collected heap: it pays for the
+			// collections its own allocations bring, not for a cycle the
+			// other side's run left half done (which made either side's
+			// CPU and TTLS swing by 20% or more from run to run).
+			runtime.GC()
 			runtime.ReadMemStats(&ms)
 			before, cpu0 := ms.TotalAlloc, processCPU()
+			f0 := minorFaults()
 			times[j] = append(times[j], sides[j].run(b, id, p))
 			cpu[j] += processCPU() - cpu0
+			faults[j] += minorFaults() - f0
 			runtime.ReadMemStats(&ms)
 			allocs[j] += ms.TotalAlloc - before
 		}
@@ -159,6 +194,8 @@ func benchSpans(b *testing.B, with, without *spansSide) {
 		b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
 	}
 	b.ReportMetric(fanout.Micros(with.pathCPU)/float64(b.N), "path-cpu-us/run")
+	b.ReportMetric(float64(faults[0])/float64(b.N), "spans-faults/run")
+	b.ReportMetric(float64(faults[1])/float64(b.N), "nospans-faults/run")
 	b.ReportMetric(float64(allocs[0])/float64(b.N)/1024, "spans-KiB/run")
 	b.ReportMetric(float64(allocs[1])/float64(b.N)/1024, "nospans-KiB/run")
 	// The spans of one run, counted on a run of its own.
@@ -171,12 +208,13 @@ func benchSpans(b *testing.B, with, without *spansSide) {
 	}
 	<-done
 	tl, _ := with.rec.Snapshot("count", with.rt.Now())
-	b.ReportMetric(float64(len(tl.Spans)), "spans/run")
+	b.ReportMetric(float64(tl.SpanCount()), "spans/run")
 }
 
 // BenchmarkRunPath256 is the cost of finding one 256-branch run's
-// critical path from its spans (done once per run, when a cell is
-// summarised).
+// critical path from its spans: its segments (path: a kept timeline's
+// Path) or only its totals per category (totals: a cell's summary, done
+// once per run when the cell is summarised).
 func BenchmarkRunPath256(b *testing.B) {
 	s := newSpansSide(b, true)
 	p := engine.FanOut(256)
@@ -189,13 +227,22 @@ func BenchmarkRunPath256(b *testing.B) {
 	}
 	<-done
 	tl, _ := s.rec.Snapshot("one", s.rt.Now())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, ok := metrics.RunPath(&tl); !ok {
-			b.Fatal("no path")
+	b.Run("path", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, ok := metrics.RunPath(&tl); !ok {
+				b.Fatal("no path")
+			}
 		}
-	}
+	})
+	b.Run("totals", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, ok := metrics.RunPathTotals(&tl); !ok {
+				b.Fatal("no path")
+			}
+		}
+	})
 }
 
 // BenchmarkSpansCPU256 runs 256-branch fan-outs on mem with spans recorded

@@ -46,3 +46,45 @@ func BenchmarkSpanCall(b *testing.B) {
 		_ = s
 	})
 }
+
+type keptSpans struct {
+	nopObserver
+	reports [][]Span
+}
+
+func (k *keptSpans) Spans(_ string, s []Span) {
+	k.reports = append(k.reports, append([]Span(nil), s...))
+}
+
+// TestOpenTasks: a run's tasks in progress are flushed, in ID order, when
+// it finishes — those that ended before are not — and a task named twice
+// is listed once.
+func TestOpenTasks(t *testing.T) {
+	w := mem.New(world.Options{})
+	defer w.Close()
+	obs := &keptSpans{}
+	r := newSpanRec(obs, w)
+	ctx := context.Background()
+	_, a := r.begin(ctx, SpanTask, "run")
+	_, b := r.begin(ctx, SpanTask, "run")
+	_, c := r.begin(ctx, SpanResume, "")
+	c.setRun("run")
+	c.setRun("run")
+	b.end()
+	if len(obs.reports) != 1 {
+		t.Fatalf("%d reports after one task ended", len(obs.reports))
+	}
+	r.finished("run")
+	if len(obs.reports) != 3 {
+		t.Fatalf("%d reports after the run finished, want 3 (b, then a and c flushed)", len(obs.reports))
+	}
+	if got := []uint64{obs.reports[1][0].ID, obs.reports[2][0].ID}; got[0] != a.self.ID || got[1] != c.self.ID {
+		t.Errorf("flushed %v, want a %d then c %d", got, a.self.ID, c.self.ID)
+	}
+	a.end()
+	c.end()
+	rs := r.runOf("run")
+	if rs.open != nil {
+		t.Error("ended tasks are still listed as open")
+	}
+}

@@ -43,6 +43,23 @@ var Categories = []CategoryDef{
 	{CatUnattributed, "time on the path that no span covers (a gap between spans, or a run whose engine reports no spans): shown, never spread over the others"},
 }
 
+// The categories' indexes in Categories, for code that keeps a category
+// as a small number (packed spans, the walk); TestCategoryIndexes keeps
+// them equal to Categories' order.
+const (
+	catDriverLag = iota
+	catStart
+	catQueueWait
+	catLogLoad
+	catWrite
+	catPublish
+	catRunRead
+	catCompute
+	catBody
+	catContention
+	catUnattributed
+)
+
 // categoryIndex maps a category name to its index in Categories.
 var categoryIndex = func() map[string]int {
 	m := make(map[string]int, len(Categories))

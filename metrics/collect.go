@@ -364,14 +364,14 @@ func Slope(xs, ys []float64) (slope float64, ok bool) {
 // addPath adds a finished run's critical path, its categories in whole
 // microseconds adding up to its TTLS sample ttls.
 func (c *Collection) addPath(t *RunTimeline, ttls time.Duration) {
-	segs, ok := RunPath(t)
+	totals, ok := RunPathTotals(t)
 	if !ok {
 		return
 	}
 	if c.CriticalPath == nil {
 		c.CriticalPath = make([][]int64, NumCategories)
 	}
-	us := Totals(segs).Micros(max(ttls, 0).Microseconds())
+	us := totals.Micros(max(ttls, 0).Microseconds())
 	for i, v := range us {
 		c.CriticalPath[i] = append(c.CriticalPath[i], v)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/durabench/durabench/engine"
@@ -158,19 +159,47 @@ func (p PathTotals) Micros(total int64) [NumCategories]int64 {
 // any, is unattributed), else it goes on in the enclosing container. At
 // the top level with nothing left, the rest down to t0 is unattributed.
 func CriticalPath(spans []Span, t0, end time.Duration, from uint64) []PathSegment {
+	return criticalPath(nil, spans, t0, end, from)
+}
+
+// PathTotalsOf is Totals(CriticalPath(spans, t0, end, from)), found
+// without building the path's segments: what a cell's summary needs.
+func PathTotalsOf(spans []Span, t0, end time.Duration, from uint64) PathTotals {
+	return pathTotals(nil, spans, t0, end, from)
+}
+
+// criticalPath is CriticalPath over a run's engine spans and its Spans.
+func criticalPath(es engineSpans, spans []Span, t0, end time.Duration, from uint64) []PathSegment {
 	if end <= t0 {
 		return nil
 	}
-	w := newWalk(spans, t0)
-	return w.run(end, from)
+	w := newWalk(es, spans, t0, false)
+	defer w.release()
+	w.run(end, from)
+	segs := slices.Clone(w.segs)
+	slices.Reverse(segs)
+	return segs
+}
+
+// pathTotals is PathTotalsOf over a run's engine spans and its Spans.
+func pathTotals(es engineSpans, spans []Span, t0, end time.Duration, from uint64) PathTotals {
+	if end <= t0 {
+		return PathTotals{}
+	}
+	w := newWalk(es, spans, t0, true)
+	defer w.release()
+	w.run(end, from)
+	return w.totals
 }
 
 const top = -1 // the top-level container
 
 type walk struct {
-	spans []Span
-	t0    time.Duration
-	byID  map[uint64]int
+	// spans are the engine's spans, then the others (generic), packed.
+	spans   []packedSpan
+	generic []Span
+	t0      time.Duration
+	byID    idIndex
 	// kids[from[k+1]:from[k+2]] are container k's children (k = top:
 	// -1), sorted by End, Start and position the first time the walk
 	// enters k (sorted[k+1]).
@@ -178,25 +207,62 @@ type walk struct {
 	from    []int32
 	sorted  []bool
 	visited []bool
-	segs    []PathSegment // backwards
+	// in (each span's container + 1) and next are newWalk's scratch.
+	in, next []int32
+	// onlyTotals: the walk adds up totals and builds no segments.
+	onlyTotals bool
+	totals     PathTotals
+	segs       []PathSegment // backwards
 }
 
-func newWalk(spans []Span, t0 time.Duration) *walk {
-	n := len(spans)
-	w := &walk{spans: spans, t0: t0, byID: make(map[uint64]int, n), visited: make([]bool, n),
-		from: make([]int32, n+2), sorted: make([]bool, n+1)}
+// walks keeps the last walk's scratch for the next: a cell's summary walks
+// every run's spans, thousands each, with the same buffers. (Not a
+// sync.Pool: a collection empties it, and a sweep collects between two
+// walks about as often as not.)
+var walks struct {
+	sync.Mutex
+	w *walk
+}
+
+// maxKeptWalk bounds the spans a walk's scratch is kept for (~100 bytes
+// each).
+const maxKeptWalk = 1 << 16
+
+func newWalk(es engineSpans, generic []Span, t0 time.Duration, onlyTotals bool) *walk {
+	walks.Lock()
+	w := walks.w
+	walks.w = nil
+	walks.Unlock()
+	if w == nil {
+		w = new(walk)
+	}
+	w.spans = w.spans[:0]
+	for _, c := range es {
+		w.spans = append(w.spans, c...)
+	}
+	for i := range generic {
+		w.spans = append(w.spans, pack(&generic[i], 0))
+	}
+	spans, n := w.spans, len(w.spans)
+	w.generic, w.t0, w.onlyTotals, w.totals = generic, t0, onlyTotals, PathTotals{}
+	w.segs = w.segs[:0]
+	w.visited = resize(w.visited, n)
+	w.from = resize(w.from, n+2)
+	w.sorted = resize(w.sorted, n+1)
+	w.in = resize(w.in, n)
+	w.byID.reset(n)
 	// A span reported twice (a task still running when its run finished
 	// reports itself then, and again when it ends) is its last report.
 	for i := range spans {
-		if id := spans[i].ID; id != 0 {
-			w.byID[id] = i
+		if id := spans[i].id; id != 0 {
+			w.byID.put(id, int32(i))
 		}
 	}
 	// Children grouped by container with a counting sort: each container's
 	// are sorted only if the walk enters it.
-	in := make([]int32, n) // each span's container + 1
+	in := w.in
 	for i := range spans {
-		if id := spans[i].ID; id != 0 && w.byID[id] != i {
+		if id := spans[i].id; id != 0 && w.byID.get(id) != i {
 			w.visited[i] = true // superseded
 			in[i] = -1
 			continue
@@ -207,8 +273,9 @@ func newWalk(spans []Span, t0 time.Duration) *walk {
 	for k := 1; k < len(w.from); k++ {
 		w.from[k] += w.from[k-1]
 	}
-	w.kids = make([]int32, w.from[n+1])
-	next := slices.Clone(w.from[:n+1])
+	w.kids = resize(w.kids, int(w.from[n+1]))
+	w.next = append(w.next[:0], w.from[:n+1]...)
+	next := w.next
 	for i, k := range in {
 		if k >= 0 {
 			w.kids[next[k]] = int32(i)
@@ -218,6 +285,74 @@ func newWalk(spans []Span, t0 time.Duration) *walk {
 	return w
 }
 
+// release returns w's scratch for the next walk.
+func (w *walk) release() {
+	w.generic = nil
+	if cap(w.spans) > maxKeptWalk {
+		return
+	}
+	walks.Lock()
+	walks.w = w
+	walks.Unlock()
+}
+
+// resize returns s with length n, every element zero, reusing its array
+// when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// idIndex maps span IDs (never 0) to their positions: an open-addressing
+// table, reused from walk to walk (a map of thousands of IDs per run costs
+// more than the rest of the walk).
+type idIndex struct {
+	keys  []uint64
+	vals  []int32
+	shift uint
+}
+
+func (x *idIndex) reset(n int) {
+	size, shift := 16, uint(64-4)
+	for size < 2*n {
+		size, shift = size*2, shift-1
+	}
+	x.keys, x.vals, x.shift = resize(x.keys, size), resize(x.vals, size), shift
+}
+
+func (x *idIndex) slot(id uint64) uint64 { return (id * 0x9e3779b97f4a7c15) >> x.shift }
+
+// put maps id to i (a later put of the same id wins).
+func (x *idIndex) put(id uint64, i int32) {
+	mask := uint64(len(x.keys) - 1)
+	for j := x.slot(id); ; j = (j + 1) & mask {
+		if k := x.keys[j]; k == 0 || k == id {
+			x.keys[j], x.vals[j] = id, i
+			return
+		}
+	}
+}
+
+// get returns id's position, -1 when it has none (and for id 0).
+func (x *idIndex) get(id uint64) int {
+	if id == 0 {
+		return -1
+	}
+	mask := uint64(len(x.keys) - 1)
+	for j := x.slot(id); ; j = (j + 1) & mask {
+		switch x.keys[j] {
+		case id:
+			return int(x.vals[j])
+		case 0:
+			return -1
+		}
+	}
+}
+
 // children are container k's children, by End, Start and position.
 func (w *walk) children(k int) []int32 {
 	kids := w.kids[w.from[k+1]:w.from[k+2]]
@@ -225,7 +360,7 @@ func (w *walk) children(k int) []int32 {
 		w.sorted[k+1] = true
 		slices.SortFunc(kids, func(a, b int32) int {
 			sa, sb := &w.spans[a], &w.spans[b]
-			return cmp.Or(cmp.Compare(sa.End, sb.End), cmp.Compare(sa.Start, sb.Start), cmp.Compare(a, b))
+			return cmp.Or(cmp.Compare(sa.end, sb.end), cmp.Compare(sa.start, sb.start), cmp.Compare(a, b))
 		})
 	}
 	return kids
@@ -233,10 +368,8 @@ func (w *walk) children(k int) []int32 {
 
 // containerOf is the container of span i: its parent, or the top level.
 func (w *walk) containerOf(i int) int {
-	if p := w.spans[i].Parent; p != 0 {
-		if j, ok := w.byID[p]; ok && j != i {
-			return j
-		}
+	if j := w.byID.get(w.spans[i].parent); j >= 0 && j != i {
+		return j
 	}
 	return top
 }
@@ -247,7 +380,7 @@ func (w *walk) holds(i int) bool { return i != top && w.from[i+2] > w.from[i+1] 
 func (w *walk) pick(k int, t time.Duration) int {
 	kids := w.children(k)
 	j, _ := slices.BinarySearchFunc(kids, t, func(i int32, t time.Duration) int {
-		if w.spans[i].End <= t {
+		if w.spans[i].end <= t {
 			return -1
 		}
 		return 1
@@ -260,22 +393,35 @@ func (w *walk) pick(k int, t time.Duration) int {
 	return -1
 }
 
-// add records [s, e) as cat, from span i (top: none); clipped at t0.
-func (w *walk) add(cat string, s, e time.Duration, i int) {
+// name is span i's name.
+func (w *walk) name(i int) string {
+	if g := i - (len(w.spans) - len(w.generic)); g >= 0 {
+		return w.generic[g].Name
+	}
+	return spanNames.name(w.spans[i].name)
+}
+
+// add records [s, e) as category cat, from span i (top: none); clipped at
+// t0.
+func (w *walk) add(cat uint8, s, e time.Duration, i int) {
 	s = max(s, w.t0)
 	if e <= s {
 		return
 	}
-	seg := PathSegment{Category: cat, Start: s, End: e}
+	if w.onlyTotals {
+		w.totals[cat] += e - s
+		return
+	}
+	seg := PathSegment{Category: Categories[cat].Name, Start: s, End: e}
 	if i != top {
 		sp := &w.spans[i]
-		seg.Span, seg.Name = sp.ID, sp.Name
-		if sp.Stage >= 0 {
-			seg.Step = strconv.Itoa(sp.Stage) + "." + strconv.Itoa(max(sp.Index, 0))
+		seg.Span, seg.Name = sp.id, w.name(i)
+		if sp.stage >= 0 {
+			seg.Step = strconv.Itoa(int(sp.stage)) + "." + strconv.Itoa(max(int(sp.index), 0))
 		}
 	}
 	if n := len(w.segs); n > 0 {
-		if last := &w.segs[n-1]; last.Start == e && last.Category == cat && last.Span == seg.Span {
+		if last := &w.segs[n-1]; last.Start == e && last.Category == seg.Category && last.Span == seg.Span {
 			last.Start = s
 			return
 		}
@@ -283,29 +429,60 @@ func (w *walk) add(cat string, s, e time.Duration, i int) {
 	w.segs = append(w.segs, seg)
 }
 
-// self is the category of container k's own time.
-func (w *walk) self(k int) string {
-	if k == top {
-		return CatUnattributed
+// categoryOrUnattributed is cat's index in Categories; unattributed's for
+// a name that is none (as Totals counts it). A switch: a map lookup hashes
+// the name.
+func categoryOrUnattributed(cat string) int {
+	switch cat {
+	case CatDriverLag:
+		return catDriverLag
+	case CatStart:
+		return catStart
+	case CatQueueWait:
+		return catQueueWait
+	case CatLogLoad:
+		return catLogLoad
+	case CatWrite:
+		return catWrite
+	case CatPublish:
+		return catPublish
+	case CatRunRead:
+		return catRunRead
+	case CatCompute:
+		return catCompute
+	case CatBody:
+		return catBody
+	case CatContention:
+		return catContention
 	}
-	return w.spans[k].Category
+	return catUnattributed // or a name that is no category
+}
+
+// self is the category of container k's own time.
+func (w *walk) self(k int) uint8 {
+	if k == top {
+		return catUnattributed
+	}
+	return w.spans[k].cat
 }
 
 // leaf attributes span i from its start to t and returns its start.
 func (w *walk) leaf(i int, t time.Duration) time.Duration {
 	sp := &w.spans[i]
-	if sp.Start >= t {
+	if sp.start >= t {
 		return t
 	}
-	split := min(sp.Start+max(sp.Wait, 0), t)
-	w.add(sp.Category, split, t, i)
-	w.add(CatContention, sp.Start, split, i)
-	return sp.Start
+	split := min(sp.start+max(sp.wait, 0), t)
+	w.add(sp.cat, split, t, i)
+	w.add(catContention, sp.start, split, i)
+	return sp.start
 }
 
-func (w *walk) run(end time.Duration, from uint64) []PathSegment {
+// run walks back from end; the path is in w.segs, backwards (or in
+// w.totals).
+func (w *walk) run(end time.Duration, from uint64) {
 	k := top
-	if i, ok := w.byID[from]; ok && from != 0 {
+	if i := w.byID.get(from); i >= 0 {
 		k = i
 		w.visited[i] = true
 	}
@@ -314,14 +491,14 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 	// the bound only guards against malformed structure (parent cycles).
 	for steps := 4*len(w.spans) + 16; t > w.t0; steps-- {
 		if steps <= 0 {
-			w.add(CatUnattributed, w.t0, t, top)
+			w.add(catUnattributed, w.t0, t, top)
 			break
 		}
 		var x int // the span just attributed, whose After the walk follows
 		if c := w.pick(k, t); c >= 0 {
 			w.visited[c] = true
-			w.add(w.self(k), w.spans[c].End, t, k)
-			t = min(t, w.spans[c].End)
+			w.add(w.self(k), w.spans[c].end, t, k)
+			t = min(t, w.spans[c].end)
 			if w.holds(c) {
 				k = c
 				continue
@@ -329,10 +506,10 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 			t, x = w.leaf(c, t), c
 		} else {
 			if k == top {
-				w.add(CatUnattributed, w.t0, t, top)
+				w.add(catUnattributed, w.t0, t, top)
 				break
 			}
-			if s := w.spans[k].Start; s < t {
+			if s := w.spans[k].start; s < t {
 				w.add(w.self(k), s, t, k)
 				t = s
 			}
@@ -340,14 +517,14 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 		}
 		// Follow happens-after edges from x.
 		for {
-			a, ok := w.byID[w.spans[x].After]
-			if !ok || w.spans[x].After == 0 || w.visited[a] || w.spans[a].Start > t {
+			a := w.byID.get(w.spans[x].after)
+			if a < 0 || w.visited[a] || w.spans[a].start > t {
 				k = w.containerOf(x)
 				break
 			}
 			w.visited[a] = true
-			e := min(w.spans[a].End, t)
-			w.add(CatUnattributed, e, t, top)
+			e := min(w.spans[a].end, t)
+			w.add(catUnattributed, e, t, top)
 			t = e
 			if w.holds(a) {
 				k = a
@@ -356,8 +533,6 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 			t, x = w.leaf(a, t), a
 		}
 	}
-	slices.Reverse(w.segs)
-	return w.segs
 }
 
 // RunPath is the critical path of a finished run from t0 to its last step
@@ -366,8 +541,27 @@ func (w *walk) run(end time.Duration, from uint64) []PathSegment {
 // span: the same step, started when that execution started), else at the
 // top level.
 func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
-	if !t.Finished || t.Failed || len(t.Steps) == 0 {
+	end, from, ok := t.pathStart()
+	if !ok {
 		return nil, false
+	}
+	return criticalPath(t.engineSpans, t.Spans, t.T0, end, from), true
+}
+
+// RunPathTotals is Totals of RunPath's path, found without its segments.
+func RunPathTotals(t *RunTimeline) (PathTotals, bool) {
+	end, from, ok := t.pathStart()
+	if !ok {
+		return PathTotals{}, false
+	}
+	return pathTotals(t.engineSpans, t.Spans, t.T0, end, from), true
+}
+
+// pathStart is where a run's critical path starts: its last step end and
+// the task that ran that step (0: none known).
+func (t *RunTimeline) pathStart() (end time.Duration, from uint64, ok bool) {
+	if !t.Finished || t.Failed || len(t.Steps) == 0 {
+		return 0, 0, false
 	}
 	last := t.Steps[0]
 	for _, s := range t.Steps[1:] {
@@ -375,20 +569,29 @@ func RunPath(t *RunTimeline) (segs []PathSegment, ok bool) {
 			last = s
 		}
 	}
-	var from uint64
+	for _, c := range t.engineSpans {
+		for i := range c {
+			sp := &c[i]
+			if sp.cat == catBody && int(sp.stage) == last.Stage && int(sp.index) == last.Index && sp.start == last.Start {
+				return last.End, sp.parent, true
+			}
+		}
+	}
 	for i := range t.Spans {
 		sp := &t.Spans[i]
 		if sp.Category == CatBody && sp.Stage == last.Stage && sp.Index == last.Index && sp.Start == last.Start {
-			from = sp.Parent
-			break
+			return last.End, sp.Parent, true
 		}
 	}
-	return CriticalPath(t.Spans, t.T0, last.End, from), true
+	return last.End, 0, true
 }
 
 // HasEngineSpans reports whether the run has spans other than its driver
 // lag: whether its engine reported where its time went.
 func (t *RunTimeline) HasEngineSpans() bool {
+	if len(t.engineSpans) > 0 {
+		return true
+	}
 	for i := range t.Spans {
 		if t.Spans[i].Category != CatDriverLag {
 			return true
@@ -401,34 +604,39 @@ func (t *RunTimeline) HasEngineSpans() bool {
 // kind of the task it ran in (0: none). A call made by a run's start is
 // the start's.
 func Classify(s engine.Span, in engine.SpanKind) string {
+	return Categories[classify(&s, in)].Name
+}
+
+// classify is Classify's index in Categories.
+func classify(s *engine.Span, in engine.SpanKind) int {
 	switch s.Kind {
 	case engine.SpanStart:
-		return CatStart
+		return catStart
 	case engine.SpanTask, engine.SpanResume:
-		return CatCompute
+		return catCompute
 	case engine.SpanQueue:
-		return CatQueueWait
+		return catQueueWait
 	case engine.SpanBody:
-		return CatBody
+		return catBody
 	case engine.SpanCall:
 		if in == engine.SpanStart {
-			return CatStart
+			return catStart
 		}
 		switch s.Op {
 		case world.OpLoad:
-			return CatLogLoad
+			return catLogLoad
 		case world.OpPublish:
-			return CatPublish
+			return catPublish
 		case world.OpGetRun, world.OpHookRun, world.OpListRuns:
-			return CatRunRead
+			return catRunRead
 		case world.OpCreateRun:
-			return CatStart
+			return catStart
 		case world.OpDeliver, world.OpWriteChunk, world.OpReadChunks, world.OpCloseStream:
-			return CatUnattributed // not a call the engine times
+			return catUnattributed // not a call the engine times
 		}
-		return CatWrite // an append, named by its event kind
+		return catWrite // an append, named by its event kind
 	}
-	return CatUnattributed
+	return catUnattributed
 }
 
 // FromEngine converts one task's spans as the engine reports them (the

@@ -159,10 +159,15 @@ func TestCriticalPathRandomTiles(t *testing.T) {
 				Wait: time.Duration(r.IntN(50)), ID: uint64(r.IntN(n + 1)), Parent: uint64(r.IntN(n + 1)), After: uint64(r.IntN(n + 1))}
 		}
 		t0, end := time.Duration(r.IntN(100)), time.Duration(100+r.IntN(1200))
-		segs := metrics.CriticalPath(spans, t0, end, uint64(r.IntN(n+1)))
+		from := uint64(r.IntN(n + 1))
+		segs := metrics.CriticalPath(spans, t0, end, from)
 		checkTiles(t, segs, t0, end)
 		if metrics.Totals(segs).Sum() != end-t0 {
 			t.Fatalf("sum %v, want %v", metrics.Totals(segs).Sum(), end-t0)
+		}
+		// The totals-only walk (a cell's summary) finds the same path.
+		if got, want := metrics.PathTotalsOf(spans, t0, end, from), metrics.Totals(segs); got != want {
+			t.Fatalf("totals %v, want %v", got, want)
 		}
 	}
 }
@@ -244,5 +249,26 @@ func TestDocsQuoteTheCategories(t *testing.T) {
 		if !strings.Contains(string(doc), row+"\n") {
 			t.Errorf("docs/critical-path.md has no row\n%s", row)
 		}
+	}
+}
+
+// TestCategoryIndexes: the walk's switch from a category's name to its
+// index agrees with Categories.
+func TestCategoryIndexes(t *testing.T) {
+	for i, c := range metrics.Categories {
+		if got := metrics.CategoryOrUnattributed(c.Name); got != i {
+			t.Errorf("%s: %d, want %d", c.Name, got, i)
+		}
+	}
+	if len(metrics.CategoryConsts) != len(metrics.Categories) {
+		t.Fatalf("%d index constants for %d categories", len(metrics.CategoryConsts), len(metrics.Categories))
+	}
+	for i, c := range metrics.CategoryConsts {
+		if c != i {
+			t.Errorf("the constant of %s is %d, want %d", metrics.Categories[i].Name, c, i)
+		}
+	}
+	if got, want := metrics.CategoryOrUnattributed("no such"), metrics.NumCategories-1; got != want {
+		t.Errorf("an unknown name: %d, want %d (unattributed)", got, want)
 	}
 }

@@ -27,3 +27,11 @@ func StepGaps(t *RunTimeline, races ...int) []Gap { return stepGaps(stages(Steps
 func WorkflowOverhead(t *RunTimeline, races ...int) (d time.Duration, ok bool) {
 	return workflowOverhead(t.T0, stages(Steps(t)), races)
 }
+
+// CategoryOrUnattributed is the walk's index of a category name.
+func CategoryOrUnattributed(cat string) int { return categoryOrUnattributed(cat) }
+
+// CategoryConsts are the categories' index constants, in Categories'
+// order.
+var CategoryConsts = []int{catDriverLag, catStart, catQueueWait, catLogLoad, catWrite, catPublish, catRunRead,
+	catCompute, catBody, catContention, catUnattributed}

@@ -42,8 +42,8 @@ type runRecord struct {
 	mu   sync.Mutex
 	tl   RunTimeline
 	done func()
-	// spanCap sizes the run's span slice the first time its engine
-	// reports spans (0 once it is sized).
+	// spanCap is about how many spans the run will have: it sizes what
+	// keeps them the first time they are reported.
 	spanCap int
 }
 
@@ -118,12 +118,8 @@ func (r *Recorder) Spans(run string, spans []engine.Span) {
 		return
 	}
 	rec.mu.Lock()
-	if rec.spanCap > 0 && cap(rec.tl.Spans)-len(rec.tl.Spans) < len(spans) {
-		// Sized once for the whole run, rather than grown by doubling.
-		rec.tl.Spans = append(make([]Span, 0, max(rec.spanCap, len(rec.tl.Spans)+len(spans))), rec.tl.Spans...)
-		rec.spanCap = 0
-	}
-	rec.tl.Spans = FromEngine(rec.tl.Spans, spans)
+	// Packed, in chunks (spanstore.go); the index of chunks sized once.
+	rec.tl.engineSpans.addEngine(spans, rec.spanCap/spanChunk+1)
 	rec.mu.Unlock()
 }
 

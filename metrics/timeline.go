@@ -31,11 +31,16 @@ type RunTimeline struct {
 	Hooks []HookSpan
 	// Error describes why the run failed, when known.
 	Error string
-	// Spans are where the run's time went (critpath.go): its engine's
-	// spans and its driver lag, in the order they were reported. They are
-	// not written with the timeline (a 256-branch run has thousands);
-	// its critical path is (Path).
+	// Spans are where the run's time went (critpath.go), in the order
+	// they were reported: its driver lag and the spans reported in the
+	// critical path's own terms (a target's). The built-in engine's spans
+	// are kept apart, packed (engineSpans, spanstore.go); AllSpans returns
+	// them all. They are not written with the timeline (a 256-branch run
+	// has thousands); its critical path is (Path).
 	Spans []Span `json:"-"`
+	// engineSpans are the built-in engine's spans, as the Recorder keeps
+	// them.
+	engineSpans engineSpans
 	// Path is the run's critical path, when a writer of timelines set it
 	// (RunPath): the segments that make up its TTLS.
 	Path []PathSegment `json:",omitempty"`
@@ -70,5 +75,6 @@ func (t *RunTimeline) clone() RunTimeline {
 	// so far (its capacity capped, so an append to either side never
 	// writes where the other reads).
 	c.Spans = t.Spans[:len(t.Spans):len(t.Spans)]
+	c.engineSpans = t.engineSpans.snapshot()
 	return c
 }

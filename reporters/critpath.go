@@ -123,13 +123,30 @@ func pathDetail(cells []*results.Cell, lab labeler) [][]string {
 const pathNote = "each finished run's TTLS split along its critical path: per category the mean per run and its share of " +
 	"TTLS mean*, the TTLS mean of the finished runs (a run's categories add up exactly to its TTLS; docs/critical-path.md)"
 
+// pathOffNote stands for the table of a sweep that recorded no spans.
+const pathOffNote = "not recorded (sweep --spans off: the engine's calls were not timed, and no cell has a critical path)"
+
+// hasTTLS reports whether a cell of cells reports TTLS (would have a
+// critical path had spans been recorded).
+func hasTTLS(cells []*results.Cell) bool {
+	for _, c := range cells {
+		if _, ok := c.Metrics["ttls"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // writePathText writes the group's "where the time went" table for the
 // terminal, after a blank line, the cell column padded to width (changes
 // against a baseline are compare's: durabench compare tests each
 // category's).
-func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int) error {
+func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int, noSpans bool) error {
 	pc := pathCells(cells)
 	if len(pc) == 0 {
+		if noSpans && hasTTLS(cells) {
+			fmt.Fprintln(w, "\nwhere the time went: "+pathOffNote)
+		}
 		return nil
 	}
 	fmt.Fprintln(w, "\nwhere the time went: "+pathNote)
@@ -165,6 +182,9 @@ func compactPath(path []results.PathCategory) []results.PathCategory {
 func (m *markdown) pathMarkdown(sb *strings.Builder, g scenarioGroup, d detail) {
 	pc := pathCells(g.Cells)
 	if len(pc) == 0 {
+		if m.f.Plan.NoSpans() && hasTTLS(g.Cells) {
+			sb.WriteString("\n**Where the time went** — " + pathOffNote + ".\n")
+		}
 		return
 	}
 	omitted := 0

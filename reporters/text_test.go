@@ -60,3 +60,38 @@ func TestTextSkippedCells(t *testing.T) {
 		t.Errorf("the reason is said %d times, want once:\n%s", n, buf.String())
 	}
 }
+
+// TestSpansOffSaysSo: a sweep that recorded no spans (--spans off) has no
+// critical path, and the text and markdown reports say why rather than
+// leave the table out silently.
+func TestSpansOffSaysSo(t *testing.T) {
+	f := fixtureHead()
+	f.Plan.Spans = results.SpansOff
+	for i := range f.Cells {
+		f.Cells[i].CriticalPath = nil
+	}
+	var text bytes.Buffer
+	if err := Text(&text, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "where the time went: not recorded (sweep --spans off") {
+		t.Errorf("the text report does not say spans were off:\n%s", text.String())
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "**Where the time went** — not recorded (sweep --spans off") {
+		t.Errorf("the markdown report does not say spans were off:\n%s", md.String())
+	}
+	// With spans on, a cell without a path (none in the fixture's
+	// sequential cells) gets no such note.
+	f.Plan.Spans = ""
+	text.Reset()
+	if err := Text(&text, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "not recorded") {
+		t.Errorf("spans on, yet the report says they were not recorded:\n%s", text.String())
+	}
+}

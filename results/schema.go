@@ -111,7 +111,16 @@ type PlanRecord struct {
 	// Interleave is set when the sweep ran its cells in interleaved
 	// pairs (sweep --interleave; see Interleave and Cell.Pairing).
 	Interleave *Interleave `json:"interleave,omitempty"`
+	// Spans is "off" when the sweep recorded no spans (sweep --spans
+	// off): its cells have no critical_path. Absent: spans were recorded.
+	Spans string `json:"spans,omitempty"`
 }
+
+// SpansOff is PlanRecord.Spans of a sweep that recorded no spans.
+const SpansOff = "off"
+
+// NoSpans reports whether the sweep recorded no spans (--spans off).
+func (p *PlanRecord) NoSpans() bool { return p.Spans == SpansOff }
 
 // VersionSpec is an engine version with its feature set.
 type VersionSpec struct {

@@ -194,7 +194,7 @@ func TestCriticalPathSplitsContention(t *testing.T) {
 		tl := &c.res.Timelines[r]
 		segs, _ := metrics.RunPath(tl)
 		byID := map[uint64]metrics.Span{}
-		for _, s := range tl.Spans {
+		for _, s := range tl.AllSpans() {
 			byID[s.ID] = s
 		}
 		parts := map[uint64]time.Duration{}

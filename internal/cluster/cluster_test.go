@@ -438,10 +438,27 @@ func testHooksAndStreams(t *testing.T, url string, replicas int) {
 	}
 }
 
+// testSpansOff: with --spans off the workers' engines record no spans
+// (CellSpec.NoSpans) and the cell has no critical path.
+func testSpansOff(t *testing.T, url string) {
+	startWorker(t, url, "w1")
+	s := startSweep(t, url, "--expect-workers", "1", "--branches", "8", "--versions", "pending-count",
+		"--switches", "none", "--reps", "3", "--warmup", "0", "--spans", "off")
+	s.wait(t, 60*time.Second)
+	if s.code != 0 {
+		t.Fatalf("sweep exit %d; stdout:\n%s\nstderr:\n%s", s.code, s.stdout, s.stderr)
+	}
+	f := s.results(t)
+	if c := f.Cells[0]; c.Runs != 3 || c.Errors != 0 || len(c.CriticalPath) != 0 || !f.Plan.NoSpans() {
+		t.Errorf("runs %d errors %d, critical_path %v, plan spans %q: want 3 runs and no spans", c.Runs, c.Errors, c.CriticalPath, f.Plan.Spans)
+	}
+}
+
 // TestExternalWorkers runs the distributed sweep on one nats-server process.
 func TestExternalWorkers(t *testing.T) {
 	url := startServer(t, natstest.Spec{Name: "single"})
 	t.Run("TwoWorkers", func(t *testing.T) { testTwoWorkers(t, url, 1) })
+	t.Run("SpansOff", func(t *testing.T) { testSpansOff(t, url) })
 	t.Run("KillWorker", func(t *testing.T) { testKillWorker(t, url, 1) })
 	t.Run("StopWorker", func(t *testing.T) { testStopWorker(t, url, 1) })
 	t.Run("HooksAndStreams", func(t *testing.T) { testHooksAndStreams(t, url, 1) })

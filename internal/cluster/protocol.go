@@ -123,6 +123,10 @@ type CellSpec struct {
 	ProfileFiles map[string][]byte `json:"profile_files,omitempty"`
 	Faults       string            `json:"faults,omitempty"`
 	Seed         int64             `json:"seed"`
+	// NoSpans tells the worker's engine to record no spans (sweep --spans
+	// off): a worker that does not know it records them, and the driver
+	// drops them.
+	NoSpans bool `json:"no_spans,omitempty"`
 	// Driver is a subject the driver answers while the cell lasts: a
 	// worker that gets no answer for DriverTimeout stops the cell by itself
 	// (the driver died).

@@ -396,7 +396,11 @@ func (w *Worker) open(ctx context.Context, spec CellSpec) (err error) {
 	c.world = &countingWorld{World: base, c: c}
 	c.batch = newBatcher(w.nc, subjRecords(w.cfg.Subject, spec.Prefix), w.cfg.ID, c.rt, w.cfg.FlushInterval, &c.records)
 	c.obs = &recordingObserver{b: c.batch, steps: &c.steps}
-	eng, err := engine.New(engine.Config{World: c.world, Features: spec.Features, Observer: c.obs,
+	var obs engine.Observer = c.obs
+	if spec.NoSpans {
+		obs = spanless{c.obs} // an engine.Observer that takes no spans: the engine records none
+	}
+	eng, err := engine.New(engine.Config{World: c.world, Features: spec.Features, Observer: obs,
 		Concurrency: w.cfg.Concurrency, Seed: spec.Seed})
 	if err != nil {
 		nw.Close()
@@ -569,6 +573,9 @@ func (cw *countingWorld) Consume(ctx context.Context, opt world.ConsumeOptions, 
 		return h(ctx, d)
 	})
 }
+
+// spanless hides its Observer's Spans method (CellSpec.NoSpans).
+type spanless struct{ engine.Observer }
 
 // recordingObserver is the worker engine's Observer: every callback is
 // appended to the batcher.

@@ -68,6 +68,11 @@ type Config struct {
 	// scheduling it, and tells it when the run ended (see Turn). Real-time
 	// worlds only: it waits on the wall clock, outside the world's runtime.
 	Turn Turn
+	// NoSpans records no spans (sweep --spans off): the engine gets an
+	// observer that takes none, so it neither wraps its world nor reads
+	// the clock more, external workers are told so, spans reported all the
+	// same are dropped, and the runs have no critical path.
+	NoSpans bool
 	// OnRun, when set, is called after every run finished (warm-ups too),
 	// from the engine's task, and at the end of each phase once per run it
 	// gave up (unfinished at the timeout): it must not block.
@@ -134,6 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	rec := metrics.NewRecorder()
 	hooks := NewHookResumer(rec, cfg.World.Runtime()) // resumes hooks as soon as they exist
+	hooks.noSpans = cfg.NoSpans
 	// Runs and the engine keep working through an interruption (grace);
 	// they stop when the cell is over.
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
@@ -229,7 +235,8 @@ func startEngine(ctx, runCtx context.Context, cfg Config, hooks *HookResumer, re
 		}
 		return runStarter{runs: cfg.Target, stop: detach}, nil
 	}
-	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: hooks,
+	obs := hooks.engineObserver()
+	eng, err := engine.New(engine.Config{World: cfg.World, Features: cfg.Features, Observer: obs,
 		Concurrency: cfg.EngineConcurrency, Seed: cfg.Seed})
 	if err != nil {
 		return runStarter{}, fmt.Errorf("driver: %w", err)
@@ -237,7 +244,7 @@ func startEngine(ctx, runCtx context.Context, cfg Config, hooks *HookResumer, re
 	hooks.Bind(runCtx, eng)
 	detach := func() {}
 	if cfg.External != nil {
-		if detach, err = cfg.External.Attach(runCtx, hooks); err != nil {
+		if detach, err = cfg.External.Attach(runCtx, obs); err != nil {
 			return runStarter{}, fmt.Errorf("driver: %w", err)
 		}
 	} else if err := eng.Start(runCtx); err != nil {

@@ -45,3 +45,27 @@ func TestRunFanout(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNoSpans: with NoSpans the engine records no spans (the runs have
+// none but their driver lag, so no critical path); without it every run
+// has its engine's.
+func TestRunNoSpans(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		w := mem.New(world.Options{})
+		res, err := Run(context.Background(), Config{World: w, Features: version(t, "resilient"),
+			Program: engine.FanOut(8), RunPrefix: "s", Reps: 3, Warmup: 1, Pacer: Burst{Size: 1},
+			CellTimeout: 20 * time.Second, NoSpans: off})
+		_ = w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Timelines {
+			if !tl.Finished || tl.HasEngineSpans() == off {
+				t.Errorf("NoSpans %v: run %s finished %v, engine spans %v", off, tl.ID, tl.Finished, tl.HasEngineSpans())
+			}
+		}
+		if _, spans := (&HookResumer{noSpans: off}).engineObserver().(engine.SpanObserver); spans == off {
+			t.Errorf("NoSpans %v: the engine's observer takes spans: %v", off, spans)
+		}
+	}
+}

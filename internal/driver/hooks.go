@@ -41,6 +41,9 @@ type HookResumer struct {
 	rec *metrics.Recorder
 	rt  world.Runtime
 
+	// noSpans drops spans (Config.NoSpans).
+	noSpans bool
+
 	mu      sync.Mutex
 	eng     HookTarget
 	ctx     context.Context
@@ -109,11 +112,36 @@ func (h *HookResumer) StepBody(run string, s engine.StepSpan) { h.rec.StepBody(r
 // StreamChunk forwards to the Recorder.
 func (h *HookResumer) StreamChunk(run string, c engine.ChunkSpan) { h.rec.StreamChunk(run, c) }
 
-// Spans passes the engine's spans on to the Recorder (engine.SpanObserver).
-func (h *HookResumer) Spans(run string, spans []engine.Span) { h.rec.Spans(run, spans) }
+// Spans passes the engine's spans on to the Recorder (engine.SpanObserver),
+// unless spans are off.
+func (h *HookResumer) Spans(run string, spans []engine.Span) {
+	if !h.noSpans {
+		h.rec.Spans(run, spans)
+	}
+}
 
-// AddSpans passes a target's spans on to the Recorder (metrics.SpanSink).
-func (h *HookResumer) AddSpans(run string, spans []metrics.Span) { h.rec.AddSpans(run, spans) }
+// engineObserver is what the engine observes its runs with: h, or with
+// spans off h without its Spans method (an engine.Observer that is no
+// engine.SpanObserver: the engine then records none).
+func (h *HookResumer) engineObserver() engine.Observer {
+	if h.noSpans {
+		return spanless{h}
+	}
+	return h
+}
+
+// spanless hides its Observer's Spans method.
+type spanless struct{ engine.Observer }
+
+// AddSpans passes a target's spans on to the Recorder (metrics.SpanSink),
+// or drops them when the sweep records none (a target may send spans it
+// was not asked for).
+func (h *HookResumer) AddSpans(run string, spans []metrics.Span) {
+	if h.noSpans {
+		return
+	}
+	h.rec.AddSpans(run, spans)
+}
 
 // RunFinished forwards to the Recorder.
 func (h *HookResumer) RunFinished(run string, at time.Duration, failed bool) {

@@ -285,6 +285,7 @@ func planWarnings(base, head *results.File) []string {
 	diff("retry style", bp.WorldOptions.RetryStyle, hp.WorldOptions.RetryStyle)
 	diff("visibility timeout (ms)", bp.WorldOptions.VisibilityTimeoutMS, hp.WorldOptions.VisibilityTimeoutMS)
 	diff("guard", bp.WorldOptions.Guard, hp.WorldOptions.Guard)
+	diff("spans", spansWord(&bp), spansWord(&hp))
 	diff("sim log model", bp.WorldOptions.SimLog, hp.WorldOptions.SimLog)
 	diff("virtual time", base.VirtualTime, head.VirtualTime)
 	diff("reps", bp.Reps, hp.Reps)
@@ -811,4 +812,13 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 		c.Counts = append(c.Counts, row)
 	}
 	return c, nil
+}
+
+// spansWord is a plan's --spans: on (spans recorded: each cell's
+// critical_path, and their cost in its other figures) or off.
+func spansWord(p *results.PlanRecord) string {
+	if p.NoSpans() {
+		return "off"
+	}
+	return "on"
 }

@@ -248,6 +248,7 @@ func TestCompareMismatchWarnings(t *testing.T) {
 	base.Cells[0].ClockErrorUS, head.Cells[0].ClockErrorUS = 40, 4000
 	base.Plan.Reps, head.Plan.Reps = 10, 20
 	base.Plan.WorldOptions.PostgresFsync, head.Plan.WorldOptions.PostgresFsync = "on", "off"
+	head.Plan.Spans = results.SpansOff
 	bs, hs := 0.02, 0.55
 	base.Cells[0].CPU = &results.CellCPU{DurabenchCores: 0.6, StealCores: &bs}
 	head.Cells[0].CPU = &results.CellCPU{DurabenchCores: 0.6, StealCores: &hs}
@@ -257,6 +258,7 @@ func TestCompareMismatchWarnings(t *testing.T) {
 	}
 	got := strings.Join(c.Warnings, "\n")
 	for _, want := range []string{"reps differs: base 10, head 20", "PostgreSQL fsync differs: base on, head off",
+		"spans differs: base on, head off",
 		`engine version differs in fanout/branches=20/target=myengine/profile=cloud: base "1.2.0", head "1.3.0"`,
 		"clock bound class differs in fanout/branches=20/target=myengine/profile=cloud: base < 100µs, head < 10ms",
 		"host steal differs in fanout/branches=20/target=myengine/profile=cloud: base 0.02 cores, head 0.55"} {

@@ -113,7 +113,7 @@ func (r *sweepRun) runCellExternal(ctx context.Context, c CellPlan) (results.Cel
 	spec := cluster.CellSpec{Sweep: r.sweepPrefix(), Prefix: prefix, Label: c.Label(), Version: c.Version.Name, Features: c.Features,
 		Options: c.WorldOptions, World: c.World.Name, Settings: recordedSettings(c.World, c.WorldSettings),
 		Storage: nats["storage"], Replicas: nats.Int("replicas"),
-		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed}
+		Profile: c.ProfileName, ProfileFiles: c.ProfileFiles, Faults: p.Faults, Seed: c.Seed, NoSpans: !p.Spans}
 	cell, err := d.Open(ctx, spec, w.Runtime())
 	if err != nil {
 		if ctx.Err() != nil {

@@ -47,6 +47,7 @@ func TestFileMistakes(t *testing.T) {
 		{"syntax", "reps: [1,\n", []string{"sweep.yaml", "line"}},
 		{"unknown switch", "switches: [none, turbo=0]\n", []string{"sweep.yaml:1:", "switches:", `unknown switch "turbo"`}},
 		{"bad pace", "pace: sometimes\n", []string{"sweep.yaml:1:", "pace:", "burst, closed or open"}},
+		{"bad spans", "spans: sometimes\n", []string{"sweep.yaml:1:", "spans:", `"sometimes" is not on or off`}},
 		{"option of no scenario", "options:\n  steps: 10\n", []string{"option steps", "no scenario"}},
 	}
 	for _, c := range cases {
@@ -146,12 +147,58 @@ func TestFlagMistakes(t *testing.T) {
 		{[]string{"--option", "branches=x"}, "branches"},
 		{[]string{"--scenario", "sequential", "--branches", "20"}, "branches: no scenario"},
 		{[]string{"--faults", "nonsense"}, "--faults"},
+		{[]string{"--spans", "maybe"}, `--spans maybe: "maybe" is not on or off`},
 	}
 	for _, c := range cases {
 		_, err := planFrom(t, c.args...)
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one containing %q wrapping ErrInvalid", c.args, err, c.want)
 		}
+	}
+}
+
+// TestSpansSetting: --spans off (or spans: off in a file) records no spans
+// and says so in the results file's plan; on is the default and records
+// nothing there.
+func TestSpansSetting(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		on     bool
+		record string
+	}{
+		{nil, true, ""},
+		{[]string{"--spans", "off"}, false, "off"},
+		{[]string{"--spans", "on"}, true, ""},
+		{[]string{"--spans=OFF"}, false, "off"},
+		{[]string{"-f", writeFile(t, "spans.yaml", "spans: off\n")}, false, "off"},
+		{[]string{"-f", writeFile(t, "spans-on.yaml", "spans: off\n"), "--spans", "on"}, true, ""},
+	} {
+		plan, err := planFrom(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if _, err := plan.Cells(); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		rp := plan.resultsPlan()
+		if plan.Spans != c.on || rp.Spans != c.record {
+			t.Errorf("%v: spans %v, recorded %q; want %v, %q", c.args, plan.Spans, rp.Spans, c.on, c.record)
+		}
+		if dc := (&sweepRun{plan: plan, prog: NoProgress{}}).driverConfig(CellPlan{}, nil, "x"); dc.NoSpans == c.on {
+			t.Errorf("%v: driver NoSpans %v", c.args, dc.NoSpans)
+		}
+	}
+	// A sweep resumed with the other setting is refused: its cells would
+	// not stand next to each other.
+	on, _ := planFrom(t)
+	off, _ := planFrom(t, "--spans", "off")
+	for _, p := range []*Plan{on, off} {
+		if _, err := p.Cells(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := on.compatible(off.resultsPlan()); err == nil || !strings.Contains(err.Error(), "spans") {
+		t.Errorf("resuming a --spans off sweep with spans on: %v", err)
 	}
 }
 

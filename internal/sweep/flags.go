@@ -101,6 +101,8 @@ func defaultNote(p *Plan, name string) string {
 		d = fmt.Sprint(p.Seed)
 	case "retry-style":
 		d = string(p.RetryStyle)
+	case "spans":
+		d = "on"
 	case "visibility-timeout":
 		d = p.VisibilityTimeout.String()
 	default:

@@ -65,6 +65,11 @@ type Plan struct {
 	// memory available; see bounds.go): Validate refuses bigger cells.
 	MaxMemory int64
 
+	// Spans records where each run's time went (its spans, and the
+	// critical path a cell's summary finds in them): --spans on (the
+	// default) or off.
+	Spans bool
+
 	Guard             bool
 	RetryStyle        world.RetryStyle
 	VisibilityTimeout time.Duration
@@ -122,6 +127,7 @@ func DefaultPlan() *Plan {
 		CellTimeout:       60 * time.Second,
 		Grace:             5 * time.Second,
 		Seed:              1,
+		Spans:             true,
 		RetryStyle:        world.Redeliver,
 		VisibilityTimeout: world.DefaultVisibilityTimeout,
 		WorldSettings:     worldDefaults(),
@@ -223,6 +229,17 @@ var fields = []field{
 		p.Seed, err = strconv.ParseInt(v[0], 10, 64)
 		if err != nil {
 			return fmt.Errorf("%q is not an integer", v[0])
+		}
+		return nil
+	}},
+	{"spans", false, "on or off: record where each run's time went (spans, and each cell's critical_path); off leaves the engine's calls untimed, for a measurement of its own floor on the fastest worlds (docs/critical-path.md#cost)", func(p *Plan, v []string) error {
+		switch strings.ToLower(strings.TrimSpace(v[0])) {
+		case "on", "true":
+			p.Spans = true
+		case "off", "false":
+			p.Spans = false
+		default:
+			return fmt.Errorf("%q is not on or off", v[0])
 		}
 		return nil
 	}},

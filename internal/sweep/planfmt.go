@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/results"
 )
 
 func joinComma(v []string) string { return strings.Join(v, ",") }
@@ -15,4 +16,21 @@ func featureMap(v engine.Version) map[string]any {
 	m := map[string]any{}
 	_ = json.Unmarshal(b, &m)
 	return m
+}
+
+// spansRecord is --spans as the results file records it: "off", or
+// nothing (on, the default).
+func spansRecord(on bool) string {
+	if on {
+		return ""
+	}
+	return results.SpansOff
+}
+
+// spansWord is a recorded plan's --spans: on or off.
+func spansWord(rp results.PlanRecord) string {
+	if rp.NoSpans() {
+		return "off"
+	}
+	return "on"
 }

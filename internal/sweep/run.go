@@ -366,7 +366,7 @@ func (r *sweepRun) driverConfig(c CellPlan, w world.World, prefix string) driver
 	dc := driver.Config{
 		World: w, Features: c.Features, Program: c.Program,
 		RunPrefix: prefix, Reps: p.Reps, Warmup: p.Warmup, Pacer: c.Pacer,
-		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed,
+		CellTimeout: p.CellTimeout, Grace: p.Grace, Seed: c.Seed, NoSpans: !p.Spans,
 		OnRun: r.prog.Run,
 	}
 	if c.pair != nil {
@@ -494,7 +494,7 @@ func (p *Plan) compatible(rp results.PlanRecord) error {
 		{"concurrency", rp.Concurrency, mine.Concurrency}, {"rate", rp.Rate, mine.Rate},
 		{"cell-timeout", rp.CellTimeoutMS, mine.CellTimeoutMS}, {"seed", rp.Seed, mine.Seed},
 		{"stall-threshold", rp.StallThresholdMS, mine.StallThresholdMS},
-		{"world options", rp.WorldOptions, mine.WorldOptions},
+		{"world options", rp.WorldOptions, mine.WorldOptions}, {"spans", spansWord(rp), spansWord(mine)},
 		{"scenarios", fmt.Sprint(rp.Scenarios), fmt.Sprint(mine.Scenarios)},
 		{"options", fmt.Sprint(rp.Options), fmt.Sprint(mine.Options)},
 		{"branches", fmt.Sprint(rp.Branches), fmt.Sprint(mine.Branches)},
@@ -518,7 +518,7 @@ func (p *Plan) resultsPlan() results.PlanRecord {
 		Branches: p.Branches, Worlds: p.Worlds, Profiles: p.Profiles,
 		Reps: p.Reps, Warmup: p.Warmup, Pace: p.Pace, Rate: p.Rate,
 		CellTimeoutMS: p.CellTimeout.Milliseconds(), StallThresholdMS: p.StallThreshold.Milliseconds(),
-		Seed: p.Seed, Targets: p.Objectives,
+		Seed: p.Seed, Targets: p.Objectives, Spans: spansRecord(p.Spans),
 		WorldOptions: results.WorldOptions{Guard: p.Guard, RetryStyle: string(p.RetryStyle),
 			VisibilityTimeoutMS: p.VisibilityTimeout.Milliseconds()},
 	}

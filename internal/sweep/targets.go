@@ -304,8 +304,9 @@ func (r *sweepRun) runCellTarget(ctx context.Context, c CellPlan) (results.Cell,
 		return results.Cell{}, nil, fmt.Errorf("target %s: %w", c.Target.Name, err)
 	}
 	// The target's spans (protocol 1.2) are asked for when the cell
-	// reports TTLS: its critical path splits it.
-	sess.Spans = c.reportsTTLS()
+	// reports TTLS (its critical path splits it), unless the sweep
+	// records no spans (--spans off).
+	sess.Spans = c.reportsTTLS() && r.plan.Spans
 	dc := r.driverConfig(c, w, r.id+"-"+c.Hash)
 	dc.Target = sess
 	m := startCPU(lt.plugin.CPU)
