@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -290,24 +291,41 @@ func TestLeadFollowsHandoffs(t *testing.T) {
 // schedule, no run starts before it (negative lag), and at 2,000 runs/s
 // against a null engine most runs start within a few µs of it.
 func TestEarlyHandoffStartsOnSchedule(t *testing.T) {
+	// Up to three cells: a machine busy with other tests (the race
+	// detector on 2 shared cores) can make one cell's runs late all the
+	// same; an early hand-off that does not work is late in every cell.
+	// A run before its schedule fails at once.
+	for attempt := 1; ; attempt++ {
+		onTime, n := earlyHandoffCell(t, fmt.Sprint("early", attempt))
+		if onTime >= n/2 {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("%d of %d runs started within 100 µs of their schedule (3rd cell), want most", onTime, n)
+		}
+		t.Logf("cell %d: %d of %d runs within 100 µs of their schedule; again", attempt, onTime, n)
+	}
+}
+
+// earlyHandoffCell runs 400 runs at 2,000/s against a null engine and
+// returns how many started within 100 µs of their schedule.
+func earlyHandoffCell(t *testing.T, prefix string) (onTime, n int) {
+	t.Helper()
 	w := mem.New(world.Options{})
 	defer w.Close()
-	res, err := Run(context.Background(), Config{World: w, Program: engine.FanOut(1), RunPrefix: "early", Reps: 400,
+	res, err := Run(context.Background(), Config{World: w, Program: engine.FanOut(1), RunPrefix: prefix, Reps: 400,
 		Pacer: OpenRate{Rate: 2000}, CellTimeout: 20 * time.Second, Target: &nullEngine{rt: w.Runtime()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	onTime := 0
 	for i, lag := range res.Lag {
 		if lag < 0 {
-			t.Errorf("run %d started %v before its schedule", i, -lag)
+			t.Fatalf("run %d started %v before its schedule", i, -lag)
 		}
 		if lag < 100*time.Microsecond {
 			onTime++
 		}
 	}
 	// Under the race detector on a shared 2-core machine; quiet, 400 of 400.
-	if onTime < len(res.Lag)/2 {
-		t.Errorf("%d of %d runs started within 100 µs of their schedule, want most", onTime, len(res.Lag))
-	}
+	return onTime, len(res.Lag)
 }
