@@ -155,6 +155,39 @@ const (
 	EventSpan = "span"
 )
 
+// Span categories (1.2): the critical-path categories a target's span
+// may carry (docs/critical-path.md; every one but driver_lag, the
+// driver's own).
+const (
+	CatStart        = "start"
+	CatQueueWait    = "queue_wait"
+	CatLogLoad      = "log_load"
+	CatWrite        = "write"
+	CatPublish      = "publish"
+	CatRunRead      = "run_read"
+	CatCompute      = "compute"
+	CatBody         = "body"
+	CatContention   = "contention"
+	CatUnattributed = "unattributed"
+)
+
+// SpanList numbers a run's spans as they are added: the ids parent and
+// after refer to.
+type SpanList []Event
+
+// Add appends ev as a span, its end at least its start and its source the
+// worker's unless set, and returns its id (1, 2, 3, …).
+func (l *SpanList) Add(ev Event) int64 {
+	ev.Kind = EventSpan
+	if ev.Source == "" {
+		ev.Source = SourceWorker
+	}
+	ev.End = max(ev.End, ev.At)
+	ev.SpanID = int64(len(*l) + 1)
+	*l = append(*l, ev)
+	return ev.SpanID
+}
+
 // Event sources: where an event's timestamp was taken.
 const (
 	SourceHistory = "history" // the engine's own history or log

@@ -55,24 +55,8 @@ func newRunTrace(startReq int64) *runTrace {
 	return &runTrace{startReq: startReq, bodies: map[[2]int]interval{}, returned: map[[2]int]int64{}}
 }
 
-// span categories (docs/critical-path.md).
-const (
-	catStart   = "start"
-	catRunRead = "run_read"
-	catWrite   = "write"
-	catCompute = "compute"
-	catBody    = "body"
-)
-
-type spanList []protocol.Event
-
-func (l *spanList) add(ev protocol.Event) int64 {
-	ev.Kind, ev.Source = protocol.EventSpan, protocol.SourceWorker
-	ev.End = max(ev.End, ev.At)
-	ev.SpanID = int64(len(*l) + 1)
-	*l = append(*l, ev)
-	return ev.SpanID
-}
+// spanList is a run's spans, numbered as they are added.
+type spanList = protocol.SpanList
 
 // buildSpans returns the run's spans from DBOS's records of its steps and
 // the adapter's trace; end is the run's end (adapter clock).
@@ -81,8 +65,8 @@ func buildSpans(steps []dbos.StepInfo, tr *runTrace, wall func(time.Time) int64,
 	if tr.runStarted == 0 {
 		return nil
 	}
-	start := l.add(protocol.Event{At: min(tr.startReq, tr.runStarted), End: tr.runStarted, Category: catStart, Name: "RunWorkflow"})
-	wf := l.add(protocol.Event{At: tr.runStarted, End: max(end, tr.runStarted), Category: catCompute, Name: "workflow", After: start})
+	start := l.Add(protocol.Event{At: min(tr.startReq, tr.runStarted), End: tr.runStarted, Category: protocol.CatStart, Name: "RunWorkflow"})
+	wf := l.Add(protocol.Event{At: tr.runStarted, End: max(end, tr.runStarted), Category: protocol.CatCompute, Name: "workflow", After: start})
 	type op struct {
 		stage, index int
 		started      int64
@@ -122,13 +106,13 @@ func buildSpans(steps []dbos.StepInfo, tr *runTrace, wall func(time.Time) int64,
 			if single && len(byStage[st]) == 1 {
 				taskEnd = max(ret, body.end)
 			}
-			task := l.add(protocol.Event{At: begin, End: taskEnd, Category: catCompute, Name: "step", Stage: o.stage, Index: o.index, After: prev})
+			task := l.Add(protocol.Event{At: begin, End: taskEnd, Category: protocol.CatCompute, Name: "step", Stage: o.stage, Index: o.index, After: prev})
 			if body.start > begin {
-				l.add(protocol.Event{At: begin, End: body.start, Category: catRunRead, Name: "CheckOperationExecution", Stage: o.stage, Index: o.index, Parent: task})
+				l.Add(protocol.Event{At: begin, End: body.start, Category: protocol.CatRunRead, Name: "CheckOperationExecution", Stage: o.stage, Index: o.index, Parent: task})
 			}
-			l.add(protocol.Event{At: body.start, End: body.end, Category: catBody, Name: "step body", Stage: o.stage, Index: o.index, Parent: task})
+			l.Add(protocol.Event{At: body.start, End: body.end, Category: protocol.CatBody, Name: "step body", Stage: o.stage, Index: o.index, Parent: task})
 			if taskEnd > body.end {
-				l.add(protocol.Event{At: body.end, End: taskEnd, Category: catWrite, Name: "RecordOperationResult", Stage: o.stage, Index: o.index, Parent: task})
+				l.Add(protocol.Event{At: body.end, End: taskEnd, Category: protocol.CatWrite, Name: "RecordOperationResult", Stage: o.stage, Index: o.index, Parent: task})
 			}
 			last = task
 			if len(byStage[st]) == 1 {

@@ -217,26 +217,11 @@ func (o *observed) SignalWorkflow(ctx context.Context, instanceID string, event 
 	return err
 }
 
-// span categories (docs/critical-path.md).
-const (
-	catStart     = "start"
-	catQueueWait = "queue_wait"
-	catWrite     = "write"
-	catCompute   = "compute"
-	catBody      = "body"
-)
+// spanList is a run's spans, numbered as they are added.
+type spanList = protocol.SpanList
 
-type spanList []protocol.Event
-
-func (l *spanList) add(ev protocol.Event) int64 {
-	ev.Kind, ev.Source = protocol.EventSpan, protocol.SourceWorker
-	ev.End = max(ev.End, ev.At)
-	ev.SpanID = int64(len(*l) + 1)
-	*l = append(*l, ev)
-	return ev.SpanID
-}
-
-func (l spanList) end(id int64) int64 { return l[id-1].End }
+// spanEnd is the end of l's span id.
+func spanEnd(l spanList, id int64) int64 { return l[id-1].End }
 
 // buildSpans returns the run's spans from its trace.
 func buildSpans(tr *runTrace) []protocol.Event {
@@ -250,10 +235,10 @@ func buildSpans(tr *runTrace) []protocol.Event {
 	if len(tr.wts) > 0 && tr.wts[0].started {
 		created = min(created, tr.wts[0].dequeued)
 	}
-	start := l.add(protocol.Event{At: min(tr.startReq, created), End: created, Category: catStart, Name: "CreateWorkflowInstance"})
+	start := l.Add(protocol.Event{At: min(tr.startReq, created), End: created, Category: protocol.CatStart, Name: "CreateWorkflowInstance"})
 	signals := make([]int64, len(tr.signals))
 	for i, s := range tr.signals {
-		signals[i] = l.add(protocol.Event{At: s.start, End: s.end, Category: catWrite, Name: "SignalWorkflow"})
+		signals[i] = l.Add(protocol.Event{At: s.start, End: s.end, Category: protocol.CatWrite, Name: "SignalWorkflow"})
 	}
 	// The activities' tasks first (workflow tasks follow them), then the
 	// workflow tasks, then the activities' queue waits (after the workflow
@@ -264,10 +249,10 @@ func buildSpans(tr *runTrace) []protocol.Event {
 			continue
 		}
 		end := max(c.complete.end, c.body.end)
-		task := l.add(protocol.Event{At: min(c.dequeued, c.body.start), End: end, Category: catCompute, Name: "activity task", Stage: k.stage, Index: k.index})
-		l.add(protocol.Event{At: c.body.start, End: c.body.end, Category: catBody, Name: "Step", Stage: k.stage, Index: k.index, Parent: task})
+		task := l.Add(protocol.Event{At: min(c.dequeued, c.body.start), End: end, Category: protocol.CatCompute, Name: "activity task", Stage: k.stage, Index: k.index})
+		l.Add(protocol.Event{At: c.body.start, End: c.body.end, Category: protocol.CatBody, Name: "Step", Stage: k.stage, Index: k.index, Parent: task})
 		if c.complete.end > c.body.end {
-			l.add(protocol.Event{At: max(c.complete.start, c.body.end), End: c.complete.end, Category: catWrite, Name: "CompleteActivityTask",
+			l.Add(protocol.Event{At: max(c.complete.start, c.body.end), End: c.complete.end, Category: protocol.CatWrite, Name: "CompleteActivityTask",
 				Stage: k.stage, Index: k.index, Parent: task})
 		}
 		actTask[k] = task
@@ -282,11 +267,11 @@ func buildSpans(tr *runTrace) []protocol.Event {
 			if id == 0 {
 				return
 			}
-			e := l.end(id)
+			e := spanEnd(l, id)
 			if e > wt.dequeued {
 				return
 			}
-			if after == 0 || e > l.end(after) {
+			if after == 0 || e > spanEnd(l, after) {
 				after = id
 			}
 		}
@@ -307,14 +292,14 @@ func buildSpans(tr *runTrace) []protocol.Event {
 		}
 		qStart := wt.dequeued
 		if after != 0 {
-			qStart = l.end(after)
+			qStart = spanEnd(l, after)
 		}
-		q := l.add(protocol.Event{At: qStart, End: wt.dequeued, Category: catQueueWait, Name: "workflow task queue", After: after})
+		q := l.Add(protocol.Event{At: qStart, End: wt.dequeued, Category: protocol.CatQueueWait, Name: "workflow task queue", After: after})
 		if wt.complete.end == 0 {
 			continue
 		}
-		wtTask[i] = l.add(protocol.Event{At: wt.dequeued, End: wt.complete.end, Category: catCompute, Name: "workflow task", After: q})
-		l.add(protocol.Event{At: max(wt.complete.start, wt.dequeued), End: wt.complete.end, Category: catWrite, Name: "CompleteWorkflowTask", Parent: wtTask[i]})
+		wtTask[i] = l.Add(protocol.Event{At: wt.dequeued, End: wt.complete.end, Category: protocol.CatCompute, Name: "workflow task", After: q})
+		l.Add(protocol.Event{At: max(wt.complete.start, wt.dequeued), End: wt.complete.end, Category: protocol.CatWrite, Name: "CompleteWorkflowTask", Parent: wtTask[i]})
 	}
 	for k, c := range tr.steps {
 		task, ok := actTask[k]
@@ -322,7 +307,7 @@ func buildSpans(tr *runTrace) []protocol.Event {
 			continue
 		}
 		from := wtTask[c.wt]
-		q := l.add(protocol.Event{At: min(l.end(from), c.dequeued), End: c.dequeued, Category: catQueueWait, Name: "activity task queue",
+		q := l.Add(protocol.Event{At: min(spanEnd(l, from), c.dequeued), End: c.dequeued, Category: protocol.CatQueueWait, Name: "activity task queue",
 			Stage: k.stage, Index: k.index, After: from})
 		l[task-1].After = q
 	}

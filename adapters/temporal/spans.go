@@ -64,15 +64,6 @@ func newRunTrace(startReq int64) *runTrace {
 		wt: map[int64]*workerTask{}, act: map[attemptKey]*workerTask{}}
 }
 
-// span categories (docs/critical-path.md).
-const (
-	catStart     = "start"
-	catQueueWait = "queue_wait"
-	catWrite     = "write"
-	catCompute   = "compute"
-	catBody      = "body"
-)
-
 // spanBuilder turns one run's history and trace into span events.
 type spanBuilder struct {
 	wall  func(t time.Time) int64 // a history time on the adapter's clock
@@ -275,7 +266,7 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 		if tr.startReq != 0 && tr.startReq < begin {
 			begin = tr.startReq
 		}
-		startSpan = sb.add(protocol.Event{At: begin, End: end, Category: catStart, Name: "StartWorkflowExecution"})
+		startSpan = sb.add(protocol.Event{At: begin, End: end, Category: protocol.CatStart, Name: "StartWorkflowExecution"})
 	}
 	// Signals: from the resume call to the server recording the signal.
 	signalSpans := make([]int64, len(signals))
@@ -284,7 +275,7 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 		if i < len(tr.resumes) && tr.resumes[i] < g {
 			begin = tr.resumes[i]
 		}
-		signalSpans[i] = sb.add(protocol.Event{At: begin, End: g, Category: catWrite, Name: "SignalWorkflowExecution"})
+		signalSpans[i] = sb.add(protocol.Event{At: begin, End: g, Category: protocol.CatWrite, Name: "SignalWorkflowExecution"})
 	}
 
 	// Workflow tasks: the queue wait, then the task (the worker's replay
@@ -294,20 +285,20 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 		if w.started == 0 {
 			continue
 		}
-		w.queue = sb.add(protocol.Event{At: w.schedAt, End: w.startAt, Category: catQueueWait, Name: "WorkflowTaskScheduled→Started"})
+		w.queue = sb.add(protocol.Event{At: w.schedAt, End: w.startAt, Category: protocol.CatQueueWait, Name: "WorkflowTaskScheduled→Started"})
 		if w.completed == 0 {
 			continue
 		}
-		w.task = sb.add(protocol.Event{At: w.startAt, End: max(w.endAt, w.lastCommand), Category: catCompute,
+		w.task = sb.add(protocol.Event{At: w.startAt, End: max(w.endAt, w.lastCommand), Category: protocol.CatCompute,
 			Name: "WorkflowTask", After: w.queue})
 		if wk := tr.wt[w.started]; wk != nil {
 			if wk.recv != 0 {
 				// The server recording the task started (a write of the
 				// run's state) and the poll's answer reaching the worker.
-				sb.child(w.task, protocol.Event{At: w.startAt, End: wk.recv, Category: catWrite, Name: "WorkflowTaskStarted→worker"})
+				sb.child(w.task, protocol.Event{At: w.startAt, End: wk.recv, Category: protocol.CatWrite, Name: "WorkflowTaskStarted→worker"})
 			}
 			if wk.respondStart != 0 {
-				sb.child(w.task, protocol.Event{At: wk.respondStart, End: w.endAt, Category: catWrite, Name: "RespondWorkflowTaskCompleted",
+				sb.child(w.task, protocol.Event{At: wk.respondStart, End: w.endAt, Category: protocol.CatWrite, Name: "RespondWorkflowTaskCompleted",
 					Wait: behindOthers(wk.respondStart, w.endAt)})
 			}
 		}
@@ -330,7 +321,7 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 			}
 			return ev
 		}
-		q := sb.add(step(protocol.Event{At: r.schedAt, End: r.startAt, Category: catQueueWait, Name: "ActivityTaskScheduled→Started", After: after}))
+		q := sb.add(step(protocol.Event{At: r.schedAt, End: r.startAt, Category: protocol.CatQueueWait, Name: "ActivityTaskScheduled→Started", After: after}))
 		if !r.ended {
 			continue
 		}
@@ -342,16 +333,16 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 			// the task is widened to hold its body.
 			begin, end = min(begin, body.start), max(end, body.end)
 		}
-		r.task = sb.add(step(protocol.Event{At: begin, End: end, Category: catCompute, Name: "ActivityTask", After: q}))
+		r.task = sb.add(step(protocol.Event{At: begin, End: end, Category: protocol.CatCompute, Name: "ActivityTask", After: q}))
 		wk := tr.act[r.key]
 		if wk != nil && wk.recv != 0 {
 			// The server recording the attempt started and answering the
 			// poll (or, eager, finishing the workflow task's completion
 			// that carries it): a write of the run's state and the answer.
-			sb.child(r.task, step(protocol.Event{At: r.startAt, End: wk.recv, Category: catWrite, Name: "ActivityTaskStarted→worker"}))
+			sb.child(r.task, step(protocol.Event{At: r.startAt, End: wk.recv, Category: protocol.CatWrite, Name: "ActivityTaskStarted→worker"}))
 		}
 		if hasBody {
-			b := step(protocol.Event{At: body.start, End: body.end, Category: catBody, Name: "activity " + activityName, Parent: r.task})
+			b := step(protocol.Event{At: body.start, End: body.end, Category: protocol.CatBody, Name: "activity " + activityName, Parent: r.task})
 			sb.add(b) // exactly the step's events' times, never clipped
 			// The completion's report: from the worker's call (else the
 			// body's end) to the server stamping ActivityTaskCompleted,
@@ -360,7 +351,7 @@ func buildSpans(hist []*historypb.HistoryEvent, tr *runTrace, wall func(time.Tim
 			if wk != nil && wk.respondStart >= body.end {
 				report, wait = wk.respondStart, behindOthers(wk.respondStart, r.endAt)
 			}
-			sb.child(r.task, step(protocol.Event{At: report, End: r.endAt, Category: catWrite, Name: "RespondActivityTaskCompleted", Wait: wait}))
+			sb.child(r.task, step(protocol.Event{At: report, End: r.endAt, Category: protocol.CatWrite, Name: "RespondActivityTaskCompleted", Wait: wait}))
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,26 @@ func TestSpanOf(t *testing.T) {
 		if placed != tc.placed || err == nil || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("%+v: placed %v, %v; want placed %v and %q", tc.ev, placed, err, tc.placed, tc.why)
 		}
+	}
+}
+
+// TestProtocolCategoriesAreTheMetrics: the categories the protocol names
+// for adapters are the critical path's, every one but driver_lag.
+func TestProtocolCategoriesAreTheMetrics(t *testing.T) {
+	got := []string{protocol.CatStart, protocol.CatQueueWait, protocol.CatLogLoad, protocol.CatWrite, protocol.CatPublish,
+		protocol.CatRunRead, protocol.CatCompute, protocol.CatBody, protocol.CatContention, protocol.CatUnattributed}
+	var want []string
+	for _, c := range metrics.Categories {
+		if c.Name != metrics.CatDriverLag {
+			want = append(want, c.Name)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("protocol categories %v, want %v", got, want)
+	}
+	var l protocol.SpanList
+	if a, b := l.Add(protocol.Event{At: 5, End: 3}), l.Add(protocol.Event{At: 1, End: 2, Source: protocol.SourceHistory}); a != 1 || b != 2 ||
+		l[0].End != 5 || l[0].Kind != protocol.EventSpan || l[0].Source != protocol.SourceWorker || l[1].Source != protocol.SourceHistory {
+		t.Errorf("SpanList: ids %d %d, spans %+v", a, b, l)
 	}
 }
