@@ -103,8 +103,8 @@ var rules = []rule{
 		[]check{{"runs/s", ">=", 100}}, nil},
 	// The target protocol (issue 15): one fan-out cell of the built-in
 	// engine on embedded NATS, directly and through the protocol.
-	{regexp.MustCompile(`^ProtocolOverhead/`), "protocol-ttls-p50-us", "direct-ttls-p50-us", "protocol/direct", "ratio ≤ 1.1",
-		[]check{{"protocol/direct", "<=", 1.1}}, nil},
+	{regexp.MustCompile(`^ProtocolOverhead/`), "protocol-ttls-p50-us", "direct-ttls-p50-us", "protocol/direct", "ratio ≤ 1.05",
+		[]check{{"protocol/direct", "<=", 1.05}}, nil},
 	// The driver (issue 30): open pacing's lag, precise against coarse
 	// (sleeping on the runtime) in the same run, against a null engine
 	// and the built-in engine on mem; and how many runs/s one driver
