@@ -28,6 +28,10 @@ type Interleave struct {
 	PrecisionMetrics []string `json:"precision_metrics,omitempty"`
 	MaxRuns          int      `json:"max_runs,omitempty"`
 	MaxTimeMS        int64    `json:"max_time_ms,omitempty"`
+	// Rounds, when set (sweep --rounds), is how many rounds each pair's
+	// blocks ran in, both sides' processes started afresh before each
+	// (PairedRun.Round); a paired test is then across the rounds.
+	Rounds int `json:"rounds,omitempty"`
 }
 
 // Sides of an interleaved pair (Pairing.Side).
@@ -84,6 +88,10 @@ type PairedRun struct {
 	// its second.
 	Block    int `json:"block"`
 	Position int `json:"position"`
+	// Round is the round the block ran in, from 1, when the pair ran in
+	// rounds (sweep --rounds: both sides' processes started afresh for
+	// each); 0 otherwise. A paired test is then across the rounds.
+	Round int `json:"round,omitempty"`
 	// Values are the run's tested value of each metric in µs: the run's
 	// own value of a metric with one sample per run, else the aggregate
 	// the metric is tested on (metrics.TestedOn: the run's median or

@@ -178,3 +178,69 @@ func TestTargetCheckByName(t *testing.T) {
 		t.Errorf("a sweep whose target never started wrote results.json")
 	}
 }
+
+// TestSweepRoundsRestartTargets: `--interleave --rounds 3` runs an
+// interleaved pair of two started targets in three rounds, both adapters
+// started afresh (new processes, in targets.log) before the second and
+// the third; the blocks are numbered on across the rounds, each run id is
+// the results' once, and compare tests the pair across its rounds.
+func TestSweepRoundsRestartTargets(t *testing.T) {
+	buildAdapter(t)
+	dir := t.TempDir()
+	r := durabench(t, dir, "sweep", "--targets", "testref,testref --procs=1", "--interleave", "--rounds", "3",
+		"--scenario", "fanout", "--world", "mem", "--branches", "8", "--reps", "7", "--warmup", "1", "--out", "out")
+	if r.code != 0 {
+		t.Fatalf("sweep exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	f, err := results.Read(filepath.Join(dir, "out", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := f.Plan.Interleave; in == nil || in.Rounds != 3 || in.Dimension != "targets" {
+		t.Fatalf("interleave record %+v, want targets in 3 rounds", in)
+	}
+	if len(f.Cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(f.Cells))
+	}
+	ids := map[string]bool{}
+	for s, c := range f.Cells {
+		if c.Runs != 7 || c.Errors != 0 || c.Pairing == nil || len(c.Pairing.Runs) != 7 || c.Metrics["ttls"].Count != 7 {
+			t.Fatalf("side %d: %d runs, %d errors, pairing %+v; want 7 clean paired runs", s, c.Runs, c.Errors, c.Pairing)
+		}
+		// 7 blocks in 3 rounds: 3, 2 and 2.
+		wantRound := []int{1, 1, 1, 2, 2, 3, 3}
+		for i, run := range c.Pairing.Runs {
+			if run.Block != i+1 || run.Round != wantRound[i] {
+				t.Errorf("side %d run %d: block %d round %d, want block %d round %d", s, i, run.Block, run.Round, i+1, wantRound[i])
+			}
+			if ids[run.Run] {
+				t.Errorf("run id %s twice in the results", run.Run)
+			}
+			ids[run.Run] = true
+		}
+	}
+	// Two adapters at the start and both again before rounds 2 and 3.
+	logb, err := os.ReadFile(filepath.Join(dir, "out", "targets.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := regexp.MustCompile(`durabench: target (.+) started: pid (\d+)`).FindAllStringSubmatch(string(logb), -1)
+	seen := map[string]bool{}
+	for _, m := range pids {
+		seen[m[2]] = true
+	}
+	if len(pids) != 6 || len(seen) != 6 {
+		t.Fatalf("targets.log: %d starts of %d processes, want 6 of 6\n%s", len(pids), len(seen), logb)
+	}
+	r = durabench(t, dir, "compare", filepath.Join("out", "results.json"), "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("compare exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `"test": "student t across rounds"`) || !strings.Contains(r.stdout, `"rounds": 3`) {
+		t.Errorf("compare --format json does not test across the 3 rounds:\n%.3000s", r.stdout)
+	}
+	r = durabench(t, dir, "compare", filepath.Join("out", "results.json"))
+	if r.code != 0 || !strings.Contains(r.stdout, "in 3 rounds on processes started afresh") {
+		t.Errorf("compare exit %d; its note does not say the rounds:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

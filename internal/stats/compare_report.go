@@ -270,7 +270,7 @@ func testCell(r MetricRow) string {
 		mde = ", MDE " + mdeCell(r.MDEPct)
 	}
 	if r.Paired != nil {
-		return fmt.Sprintf("(paired p=%.3f n=%d pairs%s)", r.Test.P, r.Paired.N, mde)
+		return fmt.Sprintf("(paired p=%.3f n=%d pairs%s%s)", r.Test.P, r.Paired.N, inRounds(r.Paired), mde)
 	}
 	n := fmt.Sprintf("n=%d+%d", r.Test.N1, r.Test.N2)
 	if r.Test.N1 == r.Test.N2 {
@@ -307,6 +307,11 @@ func (c *Comparison) pairedNote() string {
 	note := fmt.Sprintf("paired: one interleaved sweep, %s %s (base) against %s (head) run by run in %s blocks; "+
 		"the test is the Wilcoxon signed-rank test of the blocks' log ratios, Δ the Hodges–Lehmann estimate of the ratio with its %.0f%% CI",
 		in.Dimension, in.A, in.B, in.Order, 100*c.Confidence)
+	if in.Rounds > 1 {
+		note = fmt.Sprintf("paired: one interleaved sweep, %s %s (base) against %s (head) run by run in %s blocks, in %d rounds on processes started afresh; "+
+			"the test is Student's t across the rounds of each round's Hodges–Lehmann estimate of its blocks' log ratios, Δ their mean with its %.0f%% CI",
+			in.Dimension, in.A, in.B, in.Order, in.Rounds, 100*c.Confidence)
+	}
 	if in.PrecisionPct > 0 {
 		note += fmt.Sprintf(" (blocks added until ±%g%%)", in.PrecisionPct)
 	}
@@ -447,4 +452,12 @@ func (t *alignedTable) write(w io.Writer, sep string) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// inRounds is " in R rounds" for a paired test across rounds, else "".
+func inRounds(p *Paired) string {
+	if p == nil || p.Rounds == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" in %d rounds", p.Rounds)
 }

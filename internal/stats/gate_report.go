@@ -16,6 +16,10 @@ func (r *GateReport) pairedNote() string {
 	if in == nil {
 		return ""
 	}
+	if in.Rounds > 1 {
+		return fmt.Sprintf("paired: one interleaved sweep, %s %s (baseline) against %s (head) run by run in %s blocks, in %d rounds on processes started afresh; a relative rule's tests are Student's t across the rounds of each round's estimate of its blocks' log ratios (two-sided p; beyond: one-sided, against ln(threshold)).",
+			in.Dimension, in.A, in.B, in.Order, in.Rounds)
+	}
 	return fmt.Sprintf("paired: one interleaved sweep, %s %s (baseline) against %s (head) run by run in %s blocks; a relative rule's tests are the Wilcoxon signed-rank tests of the blocks' log ratios (two-sided p; beyond: one-sided, against ln(threshold)).",
 		in.Dimension, in.A, in.B, in.Order)
 }
@@ -260,7 +264,7 @@ func pCell(c Check) string {
 	}
 	if p := c.Paired; p != nil {
 		lo, hi := p.CIPct()
-		s := fmt.Sprintf("paired Δ %+.1f%% [%+.1f, %+.1f], p=%.3f n=%d pairs%s", p.DeltaPct(), lo, hi, c.P, p.N, mde)
+		s := fmt.Sprintf("paired Δ %+.1f%% [%+.1f, %+.1f], p=%.3f n=%d pairs%s%s", p.DeltaPct(), lo, hi, c.P, p.N, inRounds(p), mde)
 		if !math.IsNaN(c.PBeyond) {
 			s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)
 		}

@@ -83,6 +83,11 @@ type jsonPaired struct {
 	// computed from.
 	SDLogRatio num `json:"sd_log_ratio"`
 	MDEPct     num `json:"mde_pct"`
+	// Rounds, when set, is the number of rounds the test is across
+	// (sweep --rounds): test is then "student t across rounds" on each
+	// round's Hodges–Lehmann estimate, interval the t interval, and
+	// sd_log_ratio the rounds' estimates' spread.
+	Rounds int `json:"rounds,omitempty"`
 }
 
 func jsonPairedOf(p *Paired) *jsonPaired {
@@ -90,9 +95,13 @@ func jsonPairedOf(p *Paired) *jsonPaired {
 		return nil
 	}
 	lo, hi := p.CIPct()
-	return &jsonPaired{Test: "wilcoxon signed-rank", Interval: "hodges-lehmann", N: p.N, Ratio: num(p.Ratio),
+	test, interval := "wilcoxon signed-rank", "hodges-lehmann"
+	if p.Rounds > 0 {
+		test, interval = "student t across rounds", "t"
+	}
+	return &jsonPaired{Test: test, Interval: interval, N: p.N, Ratio: num(p.Ratio),
 		DeltaPct: num(p.DeltaPct()), CILoPct: num(lo), CIHiPct: num(hi), Coverage: num(p.Achieved), P: num(p.P),
-		Exact: p.Exact, SDLogRatio: num(p.SD), MDEPct: num(p.MDEPct)}
+		Exact: p.Exact, SDLogRatio: num(p.SD), MDEPct: num(p.MDEPct), Rounds: p.Rounds}
 }
 
 type jsonShare struct {

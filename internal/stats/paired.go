@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -55,7 +56,10 @@ type Paired struct {
 	SD, MDEPct float64
 	// Significant is P < alpha.
 	Significant bool
-	Warnings    []string
+	// Rounds is the number of rounds the blocks ran in when the test is
+	// across them (PairedRounds); 0: the test is over the blocks.
+	Rounds   int
+	Warnings []string
 }
 
 // DeltaPct is the estimated change in percent, (Ratio − 1) × 100.
@@ -411,4 +415,93 @@ func SpreadHalfWidthPct(d []float64, alpha float64) float64 {
 	rms := math.Sqrt(ss / float64(n))
 	t := moremath.InvCDF(moremath.TDist{V: float64(n - 1)})(1 - alpha/2)
 	return 100 * (math.Exp(t*rms/math.Sqrt(float64(n))) - 1)
+}
+
+// PairedRounds is the paired comparison of an interleaved pair whose
+// blocks ran in rounds, each round on fresh processes of both sides
+// (sweep --rounds): round[i] is block i's round. A draw of the
+// environment that lasts a process — its memory layout, its compiled
+// code, its world's directory — is shared by every block of a round, so
+// the blocks are not independent and a test over them counts one draw
+// many times (a target's A/A, two processes for a whole sweep: 17% of the
+// paired tests significant). Each round's estimate is the Hodges–Lehmann
+// estimate of its blocks' log ratios; the estimates are tested with
+// Student's t, R − 1 degrees of freedom, and the interval and the MDE are
+// that test's. Fewer than two rounds: PairedLog over the blocks.
+func PairedRounds(d []float64, round []int, alpha float64) Paired {
+	est := roundEstimates(d, round)
+	if len(est) < 2 {
+		return PairedLog(d, alpha)
+	}
+	p := Paired{N: len(d), Rounds: len(est), Achieved: 1 - alpha}
+	mean, s := 0.0, sd(est)
+	for _, e := range est {
+		mean += e
+	}
+	mean /= float64(len(est))
+	df := float64(len(est) - 1)
+	se := s / math.Sqrt(float64(len(est)))
+	dist := moremath.TDist{V: df}
+	half := moremath.InvCDF(dist)(1-alpha/2) * se
+	p.Ratio, p.Lo, p.Hi = math.Exp(mean), math.Exp(mean-half), math.Exp(mean+half)
+	switch {
+	case se > 0:
+		p.P = 2 * (1 - dist.CDF(math.Abs(mean)/se))
+	case mean == 0:
+		p.P = 1
+	default:
+		p.P = 0
+	}
+	p.Exact = true
+	p.Significant = p.P < alpha
+	p.SD = s
+	p.MDEPct = MDEPaired(s, len(est), alpha)
+	if len(est) < 4 && !p.Significant {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d rounds: a t-test with %d degrees of freedom resolves only large changes", len(est), len(est)-1))
+	}
+	return p
+}
+
+// PairedRoundsBeyond is PairedRounds' one-sided test that the rounds'
+// estimates lie above 0 (a gate's relative rule shifts them by its
+// threshold first): its p-value and the number of rounds.
+func PairedRoundsBeyond(d []float64, round []int) (p float64, rounds int) {
+	est := roundEstimates(d, round)
+	if len(est) < 2 {
+		return SignedRankGreater(d), 0
+	}
+	mean, s := 0.0, sd(est)
+	for _, e := range est {
+		mean += e
+	}
+	mean /= float64(len(est))
+	se := s / math.Sqrt(float64(len(est)))
+	if se == 0 {
+		if mean > 0 {
+			return 0, len(est)
+		}
+		return 1, len(est)
+	}
+	return 1 - moremath.TDist{V: float64(len(est) - 1)}.CDF(mean/se), len(est)
+}
+
+// roundEstimates are the Hodges–Lehmann estimates of d by round, in
+// round order (a round of no block is absent).
+func roundEstimates(d []float64, round []int) []float64 {
+	by := map[int][]float64{}
+	var ids []int
+	for i, x := range d {
+		r := round[i]
+		if _, ok := by[r]; !ok {
+			ids = append(ids, r)
+		}
+		by[r] = append(by[r], x)
+	}
+	slices.Sort(ids)
+	out := make([]float64, 0, len(ids))
+	for _, r := range ids {
+		est, _, _, _ := HodgesLehmann(by[r], 0.95)
+		out = append(out, est)
+	}
+	return out
 }

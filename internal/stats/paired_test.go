@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -147,4 +148,66 @@ func TestPairedTest(t *testing.T) {
 	if hw := p.HalfWidthPct(); !(hw > 0 && hw < 2) {
 		t.Errorf("half-width %.3f%%", hw)
 	}
+}
+
+// PairedRounds by hand: one block per round, estimates 0.01, 0.03 and
+// 0.02 (the Hodges–Lehmann estimate of one value is the value): mean
+// 0.02, sd 0.01, t = 0.02/(0.01/√3) = 3.4641 with 2 degrees of freedom,
+// whose CDF is 1/2 + t/(2√(2 + t²)): two-sided p = 0.07418; the interval
+// 0.02 ± t₀.₉₇₅(2) · 0.01/√3 = 0.02 ± 4.3027 · 0.0057735.
+func TestPairedRoundsKnownValues(t *testing.T) {
+	p := PairedRounds([]float64{0.01, 0.03, 0.02}, []int{1, 2, 3}, 0.05)
+	if p.Rounds != 3 || p.N != 3 || p.Significant {
+		t.Fatalf("%+v, want 3 rounds of 3 pairs, not significant", p)
+	}
+	near(t, "p", p.P, 0.07418, 1e-4)
+	near(t, "ln ratio", math.Log(p.Ratio), 0.02, 1e-12)
+	near(t, "ln lo", math.Log(p.Lo), 0.02-4.3027*0.0057735, 1e-4)
+	near(t, "ln hi", math.Log(p.Hi), 0.02+4.3027*0.0057735, 1e-4)
+	near(t, "sd", p.SD, 0.01, 1e-12)
+}
+
+// An environment drawn once per round — every block of a round shifted
+// alike, the shifts random — makes the blocks' signed-rank test find a
+// change that is not there in most sweeps; the test across rounds finds
+// one in about α of them. And a real change as large as the shifts is
+// still found across rounds.
+func TestPairedRoundsHoldsAlpha(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const sweeps, rounds, blocks = 400, 6, 5
+	var overBlocks, overRounds, found int
+	for range sweeps {
+		for _, change := range []float64{0, 0.08} {
+			var d []float64
+			var round []int
+			for r := range rounds {
+				shift := 0.04 * rng.NormFloat64() // the round's draw
+				for range blocks {
+					d = append(d, change+shift+0.02*rng.NormFloat64())
+					round = append(round, r+1)
+				}
+			}
+			byRounds := PairedRounds(d, round, 0.05)
+			if change == 0 {
+				if PairedLog(d, 0.05).Significant {
+					overBlocks++
+				}
+				if byRounds.Significant {
+					overRounds++
+				}
+			} else if byRounds.Significant && byRounds.Ratio > 1 {
+				found++
+			}
+		}
+	}
+	if rate := float64(overRounds) / sweeps; rate > 0.08 {
+		t.Errorf("across rounds: %d of %d A/A sweeps significant (%.1f%%), want about 5%%", overRounds, sweeps, 100*rate)
+	}
+	if rate := float64(overBlocks) / sweeps; rate < 0.2 {
+		t.Errorf("over the blocks: %d of %d A/A sweeps significant (%.1f%%); the case is meant to show the blocks' test fooled", overBlocks, sweeps, 100*rate)
+	}
+	if rate := float64(found) / sweeps; rate < 0.7 {
+		t.Errorf("an 8%% change found across rounds in %d of %d sweeps, want most", found, sweeps)
+	}
+	t.Logf("A/A significant: blocks %d/%d, rounds %d/%d; an 8%% change found in %d/%d", overBlocks, sweeps, overRounds, sweeps, found, sweeps)
 }

@@ -99,13 +99,21 @@ func pairedOf(b, h *results.Cell, name string, alpha float64) (Paired, bool) {
 		b.Pairing.Side != results.SideA || h.Pairing.Side != results.SideB {
 		return Paired{}, false
 	}
-	av, bv := pairedValues(b.Pairing, h.Pairing, name)
-	return PairedTest(av, bv, alpha), true
+	av, bv, rounds := pairedValues(b.Pairing, h.Pairing, name)
+	d := make([]float64, len(av))
+	for i := range av {
+		d[i] = LogRatio(av[i], bv[i])
+	}
+	if rounds != nil {
+		return PairedRounds(d, rounds, alpha), true
+	}
+	return PairedLog(d, alpha), true
 }
 
 // pairedValues are the two sides' values of metric name, block by block,
-// over the blocks where both runs have one.
-func pairedValues(a, b *results.Pairing, name string) (av, bv []int64) {
+// over the blocks where both runs have one, and each block's round when
+// the pair ran in rounds (nil otherwise).
+func pairedValues(a, b *results.Pairing, name string) (av, bv []int64, rounds []int) {
 	byBlock := map[int]int64{}
 	for _, r := range a.Runs {
 		if v, ok := r.Values[name]; ok {
@@ -113,37 +121,48 @@ func pairedValues(a, b *results.Pairing, name string) (av, bv []int64) {
 		}
 	}
 	type pv struct {
-		block int
-		a, b  int64
+		block, round int
+		a, b         int64
 	}
 	var ps []pv
+	inRounds := false
 	for _, r := range b.Runs {
 		v, ok := r.Values[name]
 		if !ok {
 			continue
 		}
 		if x, ok := byBlock[r.Block]; ok {
-			ps = append(ps, pv{r.Block, x, v})
+			ps = append(ps, pv{r.Block, r.Round, x, v})
+			inRounds = inRounds || r.Round > 0
 		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].block < ps[j].block })
 	for _, p := range ps {
 		av, bv = append(av, p.a), append(bv, p.b)
+		if inRounds {
+			rounds = append(rounds, p.round)
+		}
 	}
-	return av, bv
+	return av, bv, rounds
 }
 
 // pairedBeyond is the gate's one-sided paired test of a relative rule:
 // that the log ratios lie beyond ln(threshold) — above it (above set:
 // "< 1.10x baseline" fails when significantly above 1.10) or below it.
+// A pair that ran in rounds is tested across its rounds (PairedRounds).
 func pairedBeyond(b, h *results.Cell, name string, threshold float64, above bool) (p float64, n int) {
-	av, bv := pairedValues(b.Pairing, h.Pairing, name)
+	av, bv, rounds := pairedValues(b.Pairing, h.Pairing, name)
 	d := make([]float64, len(av))
 	shift := math.Log(threshold)
 	for i := range av {
 		d[i] = LogRatio(av[i], bv[i]) - shift
 		if !above {
 			d[i] = -d[i]
+		}
+	}
+	if rounds != nil {
+		if p, r := PairedRoundsBeyond(d, rounds); r >= 2 {
+			return p, r
 		}
 	}
 	return SignedRankGreater(d), len(d)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/durabench/durabench/internal/stats"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
+	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/registry"
 )
 
@@ -57,6 +59,9 @@ type InterleaveSettings struct {
 	PrecisionMetrics []string
 	MaxRuns          int
 	MaxTime          time.Duration
+	// Rounds, when 2 or more, splits each pair's blocks into that many
+	// rounds, both sides' processes started afresh before each.
+	Rounds int
 }
 
 func init() {
@@ -75,10 +80,15 @@ func init() {
 			p.Interleave.MaxTime, err = duration(v[0], true)
 			return err
 		}},
+		field{"rounds", false, "with --interleave: split each pair's --reps blocks into this many rounds, both sides' processes (the targets' adapters; the in-process engines and worlds) started afresh and warmed up (--warmup) before each; compare then tests the pair across its rounds (Student's t on each round's estimate), so that an environment drawn once per process counts once per round, not once per block", func(p *Plan, v []string) (err error) {
+			p.Interleave.Rounds, err = intMin(v[0], 2)
+			return err
+		}},
 	)
 	fieldKinds["interleave"] = kBoolOrWord
 	fieldKinds["max-runs"] = kInt
 	fieldKinds["max-time"] = kDuration
+	fieldKinds["rounds"] = kInt
 }
 
 func setInterleave(p *Plan, v []string) error {
@@ -120,9 +130,9 @@ type cellPair struct {
 func (p *Plan) resolvePairs(cells []CellPlan) ([]cellPair, *results.Interleave, error) {
 	in := &p.Interleave
 	if in.Order == "" {
-		for _, name := range []string{"precision", "precision-metric", "max-runs", "max-time"} {
+		for _, name := range []string{"precision", "precision-metric", "max-runs", "max-time", "rounds"} {
 			if p.given(name) {
-				return nil, nil, p.errAt(name, errors.New("adds blocks to interleaved pairs: give --interleave too"))
+				return nil, nil, p.errAt(name, errors.New("is a setting of interleaved pairs: give --interleave too"))
 			}
 		}
 		return nil, nil, nil
@@ -156,8 +166,29 @@ func (p *Plan) resolvePairs(cells []CellPlan) ([]cellPair, *results.Interleave, 
 			return nil, nil, p.errAt("max-runs", fmt.Errorf("%d is fewer than --reps %d, the runs every pair measures before the precision is checked", in.MaxRuns, p.Reps))
 		}
 	}
+	if in.Rounds > 1 {
+		if in.PrecisionPct > 0 {
+			return nil, nil, p.errAt("rounds", errors.New("and --precision: the stopping rule is on the blocks' interval, not the rounds'; give one of them"))
+		}
+		if in.Rounds > p.Reps {
+			return nil, nil, p.errAt("rounds", fmt.Errorf("%d rounds of --reps %d: every round needs a block", in.Rounds, p.Reps))
+		}
+		for _, c := range cells {
+			if c.World.VirtualTime {
+				return nil, nil, p.errAt("rounds", fmt.Errorf("world %s runs in virtual time: a seed replays it exactly, so there is no process to draw afresh", c.World.Name))
+			}
+		}
+		for _, t := range p.foreignTargets() {
+			if t.URL != "" {
+				return nil, nil, p.errAt("rounds", fmt.Errorf("target %s is reached by URL: durabench cannot start it afresh", t))
+			}
+		}
+	}
 	rec := &results.Interleave{Order: in.Order, PrecisionPct: in.PrecisionPct, PrecisionMetrics: in.PrecisionMetrics,
 		MaxTimeMS: in.MaxTime.Milliseconds()}
+	if in.Rounds > 1 {
+		rec.Rounds = in.Rounds
+	}
 	if in.PrecisionPct > 0 {
 		rec.MaxRuns = in.MaxRuns
 	}
@@ -278,6 +309,8 @@ type pairRun struct {
 	// quiet: the cell's runs are not reported to the progress (the pair
 	// reports one side's, so a cell's bar counts one cell's runs).
 	quiet bool
+	// round is the pair's round (--rounds), from 1; 0 without rounds.
+	round int
 }
 
 // apply sets the driver config of a pair's cell.
@@ -285,6 +318,11 @@ func (pr *pairRun) apply(dc *driver.Config) {
 	dc.Turn, dc.Reps, dc.CellTimeout = pr.turn, pr.reps, pr.timeout
 	if pr.quiet {
 		dc.OnRun = nil
+	}
+	if pr.round > 1 {
+		// A new process may not know the ids of the last round's runs,
+		// but the results must never hold two runs of one id.
+		dc.RunPrefix += "-R" + strconv.Itoa(pr.round)
 	}
 }
 
@@ -310,13 +348,13 @@ func (p *Plan) pairBudget() (reps int, timeout time.Duration) {
 // cells with their pairing, or interrupted (either side was), or an error:
 // a *stopAfterCell comes with both cells, to keep before stopping.
 func (r *sweepRun) runPair(ctx context.Context, cp cellPair, a, b CellPlan) (cells [2]results.Cell, interrupted bool, err error) {
-	p := r.plan
 	plans := [2]CellPlan{a, b}
 	index := [2]int{cp.a, cp.b}
 	var res [2]*driver.Result
 	var errs [2]error
 	mode := results.PairTurnstile
 	var ts *turnstile
+	var placeRounds []pairRound
 	if a.World.VirtualTime && b.World.VirtualTime {
 		// Virtual time: nothing else the machine does moves a figure, so
 		// the cells run as any other, one after the other.
@@ -332,36 +370,22 @@ func (r *sweepRun) runPair(ctx context.Context, cp cellPair, a, b CellPlan) (cel
 		}
 	} else {
 		r.prog.CellStart(cp.a, a) // its bar counts A's runs
-		reps, timeout := p.pairBudget()
-		ts = newTurnstile(p.Interleave.Order, cp.seed, p.Warmup, p.Reps, precisionRule{
-			pct: p.Interleave.PrecisionPct, metrics: cp.metrics, maxRuns: reps, maxTime: p.Interleave.MaxTime})
-		ts.metrics[0], ts.metrics[1] = a.Metrics, b.Metrics
-		// One world server for both cells where the world can share one
-		// (the embedded NATS server): two servers are two environment
-		// draws that last a whole cell, which pairing cannot remove (A/A
-		// pairs on two embedded servers were significant in 9.5% of the
-		// paired tests, on one in 4.4%).
-		var shared registry.Shared
-		if a.Target == nil && b.Target == nil && a.World == b.World && a.World.Share != nil {
-			var err error
-			if shared, err = a.World.Share(context.WithoutCancel(ctx), a.WorldSettings); err != nil {
-				r.prog.CellFailed(cp.a, a, err)
-				return cells, false, fmt.Errorf("world %s: shared server: %w", a.World.Name, err)
-			}
-			if shared != nil {
-				defer shared.Close()
-			}
+		var rounds []pairRound
+		rounds, errs = r.runRounds(ctx, cp, plans)
+		for s := range 2 {
+			res[s] = mergeRounds(rounds, s)
 		}
-		var wg sync.WaitGroup
-		for s, c := range plans {
-			c.pair = &pairRun{turn: ts.side(s), reps: reps, timeout: timeout, quiet: s == 1}
-			c.shared = shared
-			wg.Go(func() {
-				defer ts.leave(s)
-				cells[s], res[s], errs[s] = r.runCell(ctx, c)
-			})
+		if res[0] != nil && res[1] != nil && !res[0].Interrupted && !res[1].Interrupted && len(rounds) > 1 {
+			for s := range 2 {
+				cells[s] = mergeRoundCells(plans[s], rounds, s, res[s])
+			}
+		} else if len(rounds) > 0 {
+			cells = rounds[len(rounds)-1].cells
 		}
-		wg.Wait()
+		if len(rounds) > 0 {
+			ts = rounds[len(rounds)-1].ts
+		}
+		placeRounds = rounds
 	}
 	var stop *stopAfterCell
 	for s := range 2 {
@@ -387,7 +411,7 @@ func (r *sweepRun) runPair(ctx context.Context, cp cellPair, a, b CellPlan) (cel
 		for i, tl := range res[s].Timelines {
 			run := results.PairedRun{Run: tl.ID, Block: i + 1, Position: s, Values: results.RunValues(tl, plans[s].Metrics)}
 			if ts != nil {
-				run.Block, run.Position = ts.placeOf(s, i)
+				run.Block, run.Position, run.Round = placeInRounds(placeRounds, s, i)
 				pg.Stopped = ts.stoppedWhy()
 			}
 			pg.Runs = append(pg.Runs, run)
@@ -403,6 +427,202 @@ func (r *sweepRun) runPair(ctx context.Context, cp cellPair, a, b CellPlan) (cel
 		return cells, false, stop
 	}
 	return cells, false, nil
+}
+
+// pairRound is one round of an interleaved pair: its turnstile and each
+// side's cell and driver result.
+type pairRound struct {
+	ts    *turnstile
+	cells [2]results.Cell
+	res   [2]*driver.Result
+}
+
+// runRounds runs the pair's rounds (one without --rounds): in each, both
+// cells take turns on the round's turnstile; before each round after the
+// first, both sides' target adapters are started afresh (the in-process
+// engines and worlds are new in every round, as in every cell). It stops
+// at the first round a side failed or was interrupted in, and returns
+// the rounds run (that one included) and the sides' errors.
+func (r *sweepRun) runRounds(ctx context.Context, cp cellPair, plans [2]CellPlan) (rounds []pairRound, errs [2]error) {
+	p := r.plan
+	a, b := plans[0], plans[1]
+	n := max(p.Interleave.Rounds, 1)
+	reps, timeout := p.pairBudget()
+	for k := range n {
+		if k > 0 {
+			for _, c := range plans {
+				if c.Target == nil {
+					continue
+				}
+				if lt := r.live[c.Target.ID()]; lt != nil {
+					if err := lt.restart(ctx); err != nil {
+						errs[0] = err
+						return rounds, errs
+					}
+				}
+			}
+		}
+		// The blocks planned, and the runs a side at most (more with
+		// --precision); rounds share --reps, the first ones taking one
+		// more when they do not divide evenly (no --precision with them).
+		planned, rreps := p.Reps, reps
+		if n > 1 {
+			planned = p.Reps / n
+			if k < p.Reps%n {
+				planned++
+			}
+			rreps = planned
+		}
+		seed := cp.seed
+		if k > 0 {
+			seed ^= int64(k) * -7046029254386353131
+		}
+		ts := newTurnstile(p.Interleave.Order, seed, p.Warmup, planned, precisionRule{
+			pct: p.Interleave.PrecisionPct, metrics: cp.metrics, maxRuns: rreps, maxTime: p.Interleave.MaxTime})
+		ts.metrics[0], ts.metrics[1] = a.Metrics, b.Metrics
+		// One world server for both cells where the world can share one
+		// (the embedded NATS server): two servers are two environment
+		// draws that last a whole cell, which pairing cannot remove (A/A
+		// pairs on two embedded servers were significant in 9.5% of the
+		// paired tests, on one in 4.4%).
+		var shared registry.Shared
+		if a.Target == nil && b.Target == nil && a.World == b.World && a.World.Share != nil {
+			var err error
+			if shared, err = a.World.Share(context.WithoutCancel(ctx), a.WorldSettings); err != nil {
+				errs[0] = fmt.Errorf("world %s: shared server: %w", a.World.Name, err)
+				return rounds, errs
+			}
+		}
+		round := 0
+		if n > 1 {
+			round = k + 1
+		}
+		var pr pairRound
+		pr.ts = ts
+		var wg sync.WaitGroup
+		for s, c := range plans {
+			c.pair = &pairRun{turn: ts.side(s), reps: rreps, timeout: timeout, quiet: s == 1, round: round}
+			c.shared = shared
+			wg.Go(func() {
+				defer ts.leave(s)
+				pr.cells[s], pr.res[s], errs[s] = r.runCell(ctx, c)
+			})
+		}
+		wg.Wait()
+		if shared != nil {
+			shared.Close()
+		}
+		rounds = append(rounds, pr)
+		var stop *stopAfterCell
+		for s := range 2 {
+			if errs[s] != nil && !errors.As(errs[s], &stop) || pr.res[s] == nil || pr.res[s].Interrupted {
+				return rounds, errs
+			}
+		}
+		if stop != nil {
+			return rounds, errs
+		}
+	}
+	return rounds, errs
+}
+
+// mergeRounds is side s's driver result over the rounds: their runs in
+// order; nil when a round has none (the side failed).
+func mergeRounds(rounds []pairRound, s int) *driver.Result {
+	if len(rounds) == 1 {
+		return rounds[0].res[s]
+	}
+	out := &driver.Result{}
+	for _, pr := range rounds {
+		res := pr.res[s]
+		if res == nil {
+			return nil
+		}
+		out.Timelines = append(out.Timelines, res.Timelines...)
+		out.Unstarted = append(out.Unstarted, res.Unstarted...)
+		out.Lag = append(out.Lag, res.Lag...)
+		out.Elapsed += res.Elapsed
+		out.TimedOut = out.TimedOut || res.TimedOut
+		out.Interrupted = out.Interrupted || res.Interrupted
+	}
+	return out
+}
+
+// mergeRoundCells is side s's cell over the rounds: measured again from
+// the merged result (res), with what each round's cell measured of the
+// target besides — the cores kept busy (weighted by each round's time),
+// the worst clock error and drift, the polls and anomalies summed.
+func mergeRoundCells(c CellPlan, rounds []pairRound, s int, res *driver.Result) results.Cell {
+	first := rounds[0].cells[s]
+	rc := c.summarize(res, first)
+	var cpu results.CellCPU
+	var target, steal float64
+	var hasTarget, hasSteal bool
+	var weight float64
+	for _, pr := range rounds {
+		x := pr.cells[s]
+		rc.ClockErrorUS = max(rc.ClockErrorUS, x.ClockErrorUS)
+		if math.Abs(x.ClockDriftUS) > math.Abs(rc.ClockDriftUS) {
+			rc.ClockDriftUS = x.ClockDriftUS
+		}
+		rc.TargetPolls += x.TargetPolls
+		rc.EarlyEmptyPolls += x.EarlyEmptyPolls
+		rc.AnomalousRuns = append(rc.AnomalousRuns, x.AnomalousRuns...)
+		if x.WorldIncidents != nil {
+			if rc.WorldIncidents == nil {
+				rc.WorldIncidents = &world.Incidents{}
+			}
+			*rc.WorldIncidents = rc.WorldIncidents.Add(*x.WorldIncidents)
+		}
+		if x.CPU == nil {
+			continue
+		}
+		w := max(x.ElapsedMS, 1)
+		weight += w
+		cpu.DurabenchCores += x.CPU.DurabenchCores * w
+		if x.CPU.TargetCores != nil {
+			target += *x.CPU.TargetCores * w
+			hasTarget = true
+		}
+		if x.CPU.StealCores != nil {
+			steal += *x.CPU.StealCores * w
+			hasSteal = true
+		}
+	}
+	rc.Anomalies = len(rc.AnomalousRuns)
+	if weight > 0 {
+		cpu.DurabenchCores /= weight
+		if hasTarget {
+			v := target / weight
+			cpu.TargetCores = &v
+		}
+		if hasSteal {
+			v := steal / weight
+			cpu.StealCores = &v
+		}
+		rc.CPU = &cpu
+	}
+	return rc
+}
+
+// placeInRounds is side s's measured run i (over the rounds, in order):
+// its block, numbered on across the rounds, its position, and its round
+// (0 without rounds).
+func placeInRounds(rounds []pairRound, s, i int) (block, pos, round int) {
+	offset := 0
+	for k, pr := range rounds {
+		n := len(pr.res[s].Timelines)
+		if i < n {
+			block, pos = pr.ts.placeOf(s, i)
+			if len(rounds) > 1 {
+				round = k + 1
+			}
+			return block + offset, pos, round
+		}
+		i -= n
+		offset += pr.ts.blocks
+	}
+	return i + 1, s, 0
 }
 
 // precisionRule is when a turnstile stops adding blocks (--precision):

@@ -374,6 +374,41 @@ func TestInterleavedSweep(t *testing.T) {
 	}
 }
 
+// --rounds on the built-in engine: each round's cells run on new worlds
+// and engines, the blocks are numbered on across the rounds and every run
+// id is the file's once.
+func TestInterleavedSweepRounds(t *testing.T) {
+	plan, err := planFrom(t, "--world", "mem", "--scenario", "fanout", "--branches", "8", "--versions", "baseline,resilient",
+		"--switches", "none", "--reps", "5", "--warmup", "1", "--interleave", "--rounds", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Plan: plan, Out: filepath.Join(t.TempDir(), "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.File
+	if f.Plan.Interleave == nil || f.Plan.Interleave.Rounds != 2 || len(f.Cells) != 2 {
+		t.Fatalf("%+v, %d cells", f.Plan.Interleave, len(f.Cells))
+	}
+	ids := map[string]bool{}
+	for s, c := range f.Cells {
+		if c.Runs != 5 || c.Metrics["ttls"].Count != 5 || c.Pairing == nil || len(c.Pairing.Runs) != 5 {
+			t.Fatalf("side %d: %d runs, %d TTLS, pairing %+v", s, c.Runs, c.Metrics["ttls"].Count, c.Pairing)
+		}
+		for i, r := range c.Pairing.Runs {
+			want := 1
+			if i >= 3 {
+				want = 2
+			}
+			if r.Block != i+1 || r.Round != want || ids[r.Run] {
+				t.Errorf("side %d run %d: %+v (round %d wanted; id seen before: %v)", s, i, r, want, ids[r.Run])
+			}
+			ids[r.Run] = true
+		}
+	}
+}
+
 // The sim world runs a pair's cells one after the other (virtual time:
 // nothing the machine does moves a figure), paired by run index.
 func TestInterleavedSweepSim(t *testing.T) {
@@ -421,6 +456,12 @@ func TestInterleaveUsage(t *testing.T) {
 		{append(pair, "--interleave", "--precision", "2%", "--max-runs", "5", "--reps", "10"), "--max-runs"},
 		{append(pair, "--world", "sim", "--interleave", "--precision", "2%"), "--precision"},
 		{[]string{"--world", "sim", "--targets", "reference,http://127.0.0.1:9", "--versions", "resilient", "--switches", "none", "--interleave"}, "virtual time"},
+		{append(pair, "--rounds", "3"), "--rounds"},
+		{append(pair, "--interleave", "--rounds", "1"), "--rounds"},
+		{append(pair, "--interleave", "--rounds", "3", "--precision", "2%"), "--rounds"},
+		{append(pair, "--interleave", "--rounds", "11", "--reps", "10"), "--rounds"},
+		{append(pair, "--world", "sim", "--interleave", "--rounds", "3"), "--rounds"},
+		{[]string{"--targets", "reference,http://127.0.0.1:9", "--versions", "resilient", "--switches", "none", "--interleave", "--rounds", "2"}, "--rounds"},
 	} {
 		args := append([]string{"--world", "mem", "--branches", "8"}, tc.args...)
 		_, err := planFrom(t, args...)

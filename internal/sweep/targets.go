@@ -208,6 +208,7 @@ func (p *Plan) hasReference() bool {
 // said it is; plugin is set when the sweep started the adapter.
 type liveTarget struct {
 	spec   TargetSpec
+	log    io.Writer // the adapter's log
 	client *target.Client
 	info   protocol.Info
 	plugin *target.Plugin
@@ -221,49 +222,84 @@ func (p *Plan) openTargets(ctx context.Context, log io.Writer) (map[string]*live
 	live := map[string]*liveTarget{}
 	closeAll := func() {
 		for _, t := range live {
-			if t.plugin != nil {
-				_ = t.plugin.Stop()
-			}
+			t.stop()
 		}
 	}
 	for _, spec := range p.foreignTargets() {
-		lt := &liveTarget{spec: spec}
+		lt := &liveTarget{spec: spec, log: log}
 		live[spec.ID()] = lt // closeAll stops its adapter from here on
-		base := spec.URL
-		if base == "" {
-			path, err := target.Find(spec.Name)
-			if err != nil {
-				closeAll()
-				return nil, nil, &UsageError{Flag: "--targets", Err: err}
-			}
-			pl, err := target.Launch(ctx, spec.Name, path, spec.Args, log)
-			if err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			lt.plugin, base = pl, pl.URL
-		}
-		c, err := target.NewClient(base)
-		if err != nil {
+		if err := lt.open(ctx); err != nil {
 			closeAll()
-			return nil, nil, &UsageError{Flag: "--targets", Err: err}
+			return nil, nil, err
 		}
-		// A target that does not answer as one — not there, not the
-		// protocol, no clock — is the user's to fix before anything runs
-		// (exit 2, one line), like an unreachable NATS server.
-		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		info, err := c.Info(ictx)
-		if err == nil {
-			_, err = c.Clock(ictx)
-		}
-		cancel()
-		if err != nil {
-			closeAll()
-			return nil, nil, &UsageError{Flag: "--targets", Value: spec.String(), Err: fmt.Errorf("not a working target: %w", err)}
-		}
-		lt.client, lt.info = c, info
 	}
 	return live, closeAll, nil
+}
+
+// open starts the target's adapter (unless it is reached by URL) and asks
+// it for its info and clock.
+func (lt *liveTarget) open(ctx context.Context) error {
+	spec := lt.spec
+	base := spec.URL
+	if base == "" {
+		path, err := target.Find(spec.Name)
+		if err != nil {
+			return &UsageError{Flag: "--targets", Err: err}
+		}
+		pl, err := target.Launch(ctx, spec.Name, path, spec.Args, lt.log)
+		if err != nil {
+			return err
+		}
+		lt.plugin, base = pl, pl.URL
+		if lt.log != nil {
+			fmt.Fprintf(lt.log, "durabench: target %s started: pid %d, %s\n", spec, pl.PID(), pl.URL)
+		}
+	}
+	c, err := target.NewClient(base)
+	if err != nil {
+		return &UsageError{Flag: "--targets", Err: err}
+	}
+	// A target that does not answer as one — not there, not the
+	// protocol, no clock — is the user's to fix before anything runs
+	// (exit 2, one line), like an unreachable NATS server.
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	info, err := c.Info(ictx)
+	if err == nil {
+		_, err = c.Clock(ictx)
+	}
+	cancel()
+	if err != nil {
+		return &UsageError{Flag: "--targets", Value: spec.String(), Err: fmt.Errorf("not a working target: %w", err)}
+	}
+	lt.client, lt.info = c, info
+	return nil
+}
+
+// stop stops the adapter the sweep started (nothing for a URL).
+func (lt *liveTarget) stop() {
+	if lt.plugin != nil {
+		_ = lt.plugin.Stop()
+	}
+}
+
+// restart stops the target's adapter and starts it afresh (--rounds): a
+// new process, with whatever it sets up anew (an SDK's worker, its
+// world's directory). The new process must say it is the same engine.
+func (lt *liveTarget) restart(ctx context.Context) error {
+	if lt.plugin == nil {
+		return fmt.Errorf("target %s is reached by URL: durabench cannot start it afresh", lt.spec)
+	}
+	was := lt.info
+	lt.stop()
+	lt.plugin = nil
+	if err := lt.open(ctx); err != nil {
+		return fmt.Errorf("target %s started afresh: %w", lt.spec, err)
+	}
+	if lt.info.Engine != was.Engine || lt.info.Version != was.Version || lt.info.Label != was.Label {
+		return fmt.Errorf("target %s started afresh says it is %s %s (%s), not %s %s (%s)", lt.spec,
+			lt.info.Engine, lt.info.Version, lt.info.Label, was.Engine, was.Version, was.Label)
+	}
+	return nil
 }
 
 // runCellTarget runs a cell on a foreign target: a session over the

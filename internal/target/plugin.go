@@ -206,6 +206,9 @@ func (p *Plugin) Exited() error {
 // Log returns the last lines the adapter wrote to stderr.
 func (p *Plugin) Log() string { return p.log.String() }
 
+// PID is the adapter's process id.
+func (p *Plugin) PID() int { return p.cmd.Process.Pid }
+
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex
