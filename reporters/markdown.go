@@ -635,6 +635,10 @@ func targetLines(g scenarioGroup, lab labeler) []string {
 		default:
 			fine = append(fine, "`"+lab.label(c)+"` "+bound)
 		}
+		if c.DroppedSpans > 0 {
+			lines = append(lines, fmt.Sprintf("%s **Spans left out** in `%s`: %d span events durabench cannot place (the first: %s) — their time is `unattributed` on the critical path; `durabench target check` names the fault",
+				markStall, lab.label(c), c.DroppedSpans, c.DroppedSpan))
+		}
 		if c.EarlyEmptyPolls > 0 {
 			lines = append(lines, fmt.Sprintf("%s **Early empty polls** in `%s`: %d of %d timeline polls came back empty before "+
 				"half their wait — the target does not hold long polls (durabench backed off after each)", markStall, lab.label(c),

@@ -473,3 +473,20 @@ func TestFastShare(t *testing.T) {
 		t.Errorf("a cell whose share did not move has a row:\n%s", table)
 	}
 }
+
+// A target cell whose span events durabench could not place says so, with
+// the count and the first one's reason.
+func TestDroppedSpansFlagged(t *testing.T) {
+	f := fixtureHead()
+	c := &f.Cells[0]
+	c.Target, c.Engine, c.DroppedSpans = "eng", "eng", 12
+	c.DroppedSpan = `span "publish" of seq 69: category "gc_pause" is not one of durabench's critical-path categories`
+	md := render(t, f, Options{})
+	if !strings.Contains(md, "**Spans left out** in `") || !strings.Contains(md, "12 span events") || !strings.Contains(md, "gc_pause") {
+		t.Errorf("no line about the 12 spans left out:\n%s", md)
+	}
+	c.DroppedSpans, c.DroppedSpan = 0, ""
+	if md := render(t, f, Options{}); strings.Contains(md, "Spans left out") {
+		t.Error("spans left out flagged with none dropped")
+	}
+}

@@ -178,6 +178,12 @@ type Cell struct {
 	// each).
 	TargetPolls     int64             `json:"target_polls,omitempty"`
 	EarlyEmptyPolls int64             `json:"early_empty_polls,omitempty"`
+	// DroppedSpans counts the target's span events durabench could not
+	// place (protocol 1.2: a category it does not know, an end before the
+	// start), left out of the critical path (their time is unattributed);
+	// DroppedSpan says why the first one was.
+	DroppedSpans int64  `json:"dropped_spans,omitempty"`
+	DroppedSpan  string `json:"dropped_span,omitempty"`
 	Scenario        string            `json:"scenario"`
 	Branches        int               `json:"branches,omitempty"`
 	Steps           int               `json:"steps,omitempty"`

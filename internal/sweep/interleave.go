@@ -567,6 +567,10 @@ func mergeRoundCells(c CellPlan, rounds []pairRound, s int, res *driver.Result) 
 		}
 		rc.TargetPolls += x.TargetPolls
 		rc.EarlyEmptyPolls += x.EarlyEmptyPolls
+		rc.DroppedSpans += x.DroppedSpans
+		if rc.DroppedSpan == "" {
+			rc.DroppedSpan = x.DroppedSpan
+		}
 		rc.AnomalousRuns = append(rc.AnomalousRuns, x.AnomalousRuns...)
 		if x.WorldIncidents != nil {
 			if rc.WorldIncidents == nil {

@@ -366,6 +366,7 @@ func (r *sweepRun) runCellTarget(ctx context.Context, c CellPlan) (results.Cell,
 	rc.ClockErrorUS, rc.ClockDriftUS = us(cw.Start.RTT/2), us(cw.Drift)
 	ps := sess.Polls()
 	rc.TargetPolls, rc.EarlyEmptyPolls = ps.Polls, ps.EarlyEmpty
+	rc.DroppedSpans, rc.DroppedSpan = ps.DroppedSpans, ps.FirstDropped
 	rc.AnomalousRuns = anomalousRuns(res, sess.Anomalies())
 	rc.Anomalies = len(rc.AnomalousRuns)
 	// An adapter that died during the cell failed the runs it held and

@@ -205,6 +205,12 @@ type PollStats struct {
 	// running, before half their wait: a target that does not hold long
 	// polls (each one the session then backs off after).
 	EarlyEmpty int64
+	// DroppedSpans is the span events left out because durabench cannot
+	// place them (a category it does not know, an end before the start):
+	// their time is unattributed on the path. FirstDropped says why the
+	// first one was.
+	DroppedSpans int64
+	FirstDropped string
 }
 
 // EstimateClock samples c's clock ClockProbes times against now.
@@ -284,6 +290,20 @@ func (s *Session) Polls() PollStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.polls
+}
+
+// dropSpan counts a span event durabench cannot place (SpanOf).
+func (s *Session) dropSpan(ev protocol.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.polls.DroppedSpans++
+	if s.polls.FirstDropped == "" {
+		why := fmt.Sprintf("ends at %d, before its start %d", ev.End, ev.At)
+		if err := SpanCategory(ev.Category); err != nil {
+			why = err.Error()
+		}
+		s.polls.FirstDropped = fmt.Sprintf("span %q of seq %d: %s", ev.Name, ev.Seq, why)
+	}
 }
 
 // resample estimates the clock again and records its drift from the
@@ -743,6 +763,8 @@ func (f *follower) apply(tl protocol.Timeline) outcome {
 			}
 			if sp, ok := SpanOf(ev, conv); ok {
 				f.spans = append(f.spans, sp)
+			} else {
+				s.dropSpan(ev)
 			}
 		case protocol.EventRunCompleted:
 			f.flushSpans()
