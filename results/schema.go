@@ -176,22 +176,22 @@ type Cell struct {
 	// answered empty, the run still running, before half their wait (a
 	// target that does not hold long polls: durabench backs off after
 	// each).
-	TargetPolls     int64             `json:"target_polls,omitempty"`
-	EarlyEmptyPolls int64             `json:"early_empty_polls,omitempty"`
+	TargetPolls     int64 `json:"target_polls,omitempty"`
+	EarlyEmptyPolls int64 `json:"early_empty_polls,omitempty"`
 	// DroppedSpans counts the target's span events durabench could not
 	// place (protocol 1.2: a category it does not know, an end before the
 	// start), left out of the critical path (their time is unattributed);
 	// DroppedSpan says why the first one was.
-	DroppedSpans int64  `json:"dropped_spans,omitempty"`
-	DroppedSpan  string `json:"dropped_span,omitempty"`
-	Scenario        string            `json:"scenario"`
-	Branches        int               `json:"branches,omitempty"`
-	Steps           int               `json:"steps,omitempty"`
-	Options         map[string]string `json:"options,omitempty"`
-	Version         string            `json:"version"`
-	Switches        []string          `json:"switches"`
-	World           string            `json:"world"`
-	Profile         string            `json:"profile"`
+	DroppedSpans int64             `json:"dropped_spans,omitempty"`
+	DroppedSpan  string            `json:"dropped_span,omitempty"`
+	Scenario     string            `json:"scenario"`
+	Branches     int               `json:"branches,omitempty"`
+	Steps        int               `json:"steps,omitempty"`
+	Options      map[string]string `json:"options,omitempty"`
+	Version      string            `json:"version"`
+	Switches     []string          `json:"switches"`
+	World        string            `json:"world"`
+	Profile      string            `json:"profile"`
 	// Runs is the number of measured runs (warm-ups excluded), including
 	// failed and stalled ones.
 	Runs   int `json:"runs"`
