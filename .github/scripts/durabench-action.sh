@@ -158,6 +158,11 @@ sweep-head)
 		INPUT_TARGETS="$name-base,$name"
 		sweep_args "$PWD"
 		touch "$out/interleaved"
+		# In rounds, both adapters started afresh before each: an
+		# adapter process draws its own speed once per process.
+		if [ "${INPUT_ROUNDS:-0}" != 0 ]; then
+			args+=(--rounds "$INPUT_ROUNDS")
+		fi
 		PATH="$out/bin-pair:$out/bin-head:$PATH" "$durabench" sweep "${args[@]}" --interleave --quiet --out "$out/head"
 		echo "results=$out/head/results.json" >> "$GITHUB_OUTPUT"
 		exit 0

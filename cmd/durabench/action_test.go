@@ -230,7 +230,7 @@ func TestAction(t *testing.T) {
 			with:   map[string]string{"sweep-flags": sweepFlags, "baseline-results": baseline, "null-sweep": "abba", "comment": "false"},
 			failed: true, calls: "", log: "null-sweep: abba is not aba, abab, true or false"},
 		{name: "interleaved: base and head builds as two targets of one sweep", event: "pull_request", pr: pr, gitRef: true,
-			with: map[string]string{"sweep-flags": "--scenario fanout --branches 8 --reps 4 --warmup 1 --seed 1", "targets": "eng",
+			with: map[string]string{"sweep-flags": "--scenario fanout --branches 8 --reps 6 --warmup 1 --seed 1", "targets": "eng",
 				"build": adapterBuild},
 			calls: "create,update 101", state: "✅ completed", gate: "passed", interleaved: true, log: "paired Δ"},
 		{name: "interleave true, but a null sweep asked for", event: "pull_request", pr: pr, gitRef: true,
@@ -326,8 +326,8 @@ func TestAction(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if in := f.Plan.Interleave; in == nil || in.Dimension != "targets" || in.A != "eng-base" || in.B != "eng" {
-					t.Errorf("the head's sweep is not base and head interleaved: %+v", f.Plan.Interleave)
+				if in := f.Plan.Interleave; in == nil || in.Dimension != "targets" || in.A != "eng-base" || in.B != "eng" || in.Rounds != 5 {
+					t.Errorf("the head's sweep is not base and head interleaved in the default 5 rounds: %+v", f.Plan.Interleave)
 				}
 				if !strings.Contains(string(comment), "**`eng` against `eng-base`, paired**") {
 					t.Errorf("the comment has no paired section:\n%s", firstLines(string(comment), 40))

@@ -449,17 +449,29 @@ func (r *sweepRun) runRounds(ctx context.Context, cp cellPair, plans [2]CellPlan
 	n := max(p.Interleave.Rounds, 1)
 	reps, timeout := p.pairBudget()
 	for k := range n {
+		if k > 0 && ctx.Err() != nil {
+			// Interrupted between rounds: the pair is incomplete.
+			for s := range 2 {
+				rounds[len(rounds)-1].res[s].Interrupted = true
+			}
+			return rounds, errs
+		}
 		if k > 0 {
-			for _, c := range plans {
+			// Both adapters at once: a Node adapter takes seconds to start.
+			var wg sync.WaitGroup
+			var restartErrs [2]error
+			for s, c := range plans {
 				if c.Target == nil {
 					continue
 				}
 				if lt := r.live[c.Target.ID()]; lt != nil {
-					if err := lt.restart(ctx); err != nil {
-						errs[0] = err
-						return rounds, errs
-					}
+					wg.Go(func() { restartErrs[s] = lt.restart(ctx) })
 				}
+			}
+			wg.Wait()
+			if err := errors.Join(restartErrs[0], restartErrs[1]); err != nil {
+				errs[0] = err
+				return rounds, errs
 			}
 		}
 		// The blocks planned, and the runs a side at most (more with
