@@ -470,6 +470,12 @@ func (r *sweepRun) runRounds(ctx context.Context, cp cellPair, plans [2]CellPlan
 			}
 			wg.Wait()
 			if err := errors.Join(restartErrs[0], restartErrs[1]); err != nil {
+				if ctx.Err() != nil { // interrupted while starting them
+					for s := range 2 {
+						rounds[len(rounds)-1].res[s].Interrupted = true
+					}
+					return rounds, errs
+				}
 				errs[0] = err
 				return rounds, errs
 			}
