@@ -55,7 +55,9 @@ func TestSpans(t *testing.T) {
 		{"fanout", map[string]string{"branches": "8"}, 5, 0.15},
 		{"sequential", map[string]string{"steps": "5", "body": "1ms"}, 2, 0.15},
 		{"hook-step", nil, 1, 1}, // the driver's time before the resume is not the engine's
-		{"step", nil, 2, 0.15},
+		// One ~3.5 ms step: the start request's way to the engine, the
+		// unattributed part (~0.5 ms, more under load), is 14-16% of it.
+		{"step", nil, 2, 0.25},
 	} {
 		var unatt float64
 		for i := range cell.runs {
