@@ -634,23 +634,29 @@ func appendEvent(b []byte, e *Event) []byte {
 		b = append(b, `,"error":`...)
 		b = appendString(b, e.Error)
 	}
-	if e.Kind == EventSpan {
+	// A span's end and category are always written; another event's only
+	// when it carries them (a target may send them on any event; what
+	// durabench read is written back whole).
+	span := e.Kind == EventSpan
+	if span || e.End != 0 {
 		b = append(b, `,"end":`...)
 		b = strconv.AppendInt(b, e.End, 10)
+	}
+	if span || e.Category != "" {
 		b = append(b, `,"category":`...)
 		b = appendString(b, e.Category)
-		if e.Name != "" {
-			b = append(b, `,"name":`...)
-			b = appendString(b, e.Name)
-		}
-		for _, f := range [...]struct {
-			key string
-			v   int64
-		}{{`,"span":`, e.SpanID}, {`,"parent":`, e.Parent}, {`,"after":`, e.After}, {`,"wait":`, e.Wait}} {
-			if f.v != 0 {
-				b = append(b, f.key...)
-				b = strconv.AppendInt(b, f.v, 10)
-			}
+	}
+	if e.Name != "" {
+		b = append(b, `,"name":`...)
+		b = appendString(b, e.Name)
+	}
+	for _, f := range [...]struct {
+		key string
+		v   int64
+	}{{`,"span":`, e.SpanID}, {`,"parent":`, e.Parent}, {`,"after":`, e.After}, {`,"wait":`, e.Wait}} {
+		if f.v != 0 {
+			b = append(b, f.key...)
+			b = strconv.AppendInt(b, f.v, 10)
 		}
 	}
 	return append(b, '}')
