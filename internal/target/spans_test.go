@@ -350,15 +350,7 @@ func (s misnamedSink) Event(run string, ev protocol.Event) {
 // (the cell's dropped_spans; the report flags it).
 func TestDroppedSpansCounted(t *testing.T) {
 	v, _ := engine.LookupVersion("pending-count")
-	srv, err := protocol.NewServer(context.Background(), misnamed{reference.New(mem.New(world.Options{}), v)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		_ = srv.Close(context.Background())
-	})
+	url := serveBackend(t, misnamed{reference.New(mem.New(world.Options{}), v)})
 	ctx := context.Background()
 	opts := map[string]string{"branches": "8"}
 	sc, _ := scenarios.Get("fanout")
@@ -368,7 +360,7 @@ func TestDroppedSpansCounted(t *testing.T) {
 	}
 	local := mem.New(world.Options{})
 	defer local.Close()
-	sess, err := target.NewSession(ctx, client(t, hs.URL, "stream"), "fanout", opts, local.Runtime())
+	sess, err := target.NewSession(ctx, client(t, url, "stream"), "fanout", opts, local.Runtime())
 	if err != nil {
 		t.Fatal(err)
 	}
