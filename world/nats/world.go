@@ -295,12 +295,19 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		return nil, fmt.Errorf("natsworld: jetstream: %w", err)
 	}
 	w.js = js
-	sctx, cancel := context.WithTimeout(ctx, max(cfg.ConnectTimeout, 10*time.Second))
+	total := max(cfg.ConnectTimeout, 10*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
 	// A cluster that just started answers 503 until it elected its
 	// JetStream meta leader; retry transient failures until the deadline.
+	// Each attempt has a third of it: a request whose reply never came
+	// (an embedded server's first stream create, about once in 6,000
+	// worlds started on a fresh server) is asked again, not waited for
+	// until the whole deadline passed. Setup is idempotent.
 	for {
-		err := w.setup(sctx)
+		actx, acancel := context.WithTimeout(sctx, total/3)
+		err := w.setup(actx)
+		acancel()
 		if err == nil {
 			break
 		}
