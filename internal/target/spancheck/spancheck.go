@@ -5,6 +5,8 @@
 package spancheck
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +134,62 @@ func Totals(segs []metrics.PathSegment) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, s := range segs {
 		out[s.Category] += s.End - s.Start
+	}
+	return out
+}
+
+// Cell is one scenario of an adapter's span test: its options, how many
+// runs, and the most of their TTLS that may be unattributed on average.
+type Cell struct {
+	Scenario string
+	Opts     map[string]string
+	Runs     int
+	Bound    float64
+}
+
+// Cells runs each cell's runs — run starts one with spans asked for and
+// returns its events to the end; at reads the engine's clock, as the
+// run's start is sent — and for each checks its spans (Check, step
+// bodies inside a span named task), walks its critical path and logs its
+// shares (with -v, the path's segments too when over 3% of it is
+// unattributed). A cell whose runs' mean unattributed share is over its
+// bound fails. It returns each run's shares by run ID, for the adapter's
+// own checks.
+func Cells(t testing.TB, cells []Cell, task string, at func() int64,
+	run func(id, scenario string, opts map[string]string) []protocol.Event) map[string]map[string]float64 {
+	t.Helper()
+	out := map[string]map[string]float64{}
+	for _, cell := range cells {
+		var unatt float64
+		for i := range cell.Runs {
+			id := fmt.Sprintf("spans-%s-%d", cell.Scenario, i)
+			sent := at()
+			evs := run(id, cell.Scenario, cell.Opts)
+			Check(t, id, evs, sent, task)
+			segs, ttls, from := Path(evs, sent)
+			if from == 0 {
+				t.Errorf("%s: the last step's body span names no task", id)
+			}
+			sh := Shares(segs, ttls)
+			out[id] = sh
+			unatt += sh[metrics.CatUnattributed]
+			var line []string
+			for _, cd := range metrics.Categories {
+				if v := sh[cd.Name]; v > 0 {
+					line = append(line, fmt.Sprintf("%s %.0f%%", cd.Name, 100*v))
+				}
+			}
+			t.Logf("%s: TTLS %v: %s", id, ttls.Round(10*time.Microsecond), strings.Join(line, ", "))
+			if sh[metrics.CatUnattributed] > 0.03 && testing.Verbose() {
+				for _, sg := range segs {
+					t.Logf("  %-12s %.3f–%.3f ms %s %s", sg.Category, float64(sg.Start-time.Duration(sent))/1e6,
+						float64(sg.End-time.Duration(sent))/1e6, sg.Name, sg.Step)
+				}
+			}
+		}
+		if mean := unatt / float64(cell.Runs); mean > cell.Bound {
+			t.Errorf("%s: unattributed %.1f%% of TTLS on average, want under %.0f%%", cell.Scenario, 100*mean, 100*cell.Bound)
+		}
 	}
 	return out
 }
