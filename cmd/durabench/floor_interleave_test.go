@@ -4,9 +4,11 @@
 // (sweep --interleave: the same version twice, as two switch sets that
 // change nothing: none, and lazy-hook-resume=1, which resilient has
 // already), compared side against side
-// (compare FILE). It prints, per scenario and metric, how many of the
-// paired tests were significant (an A/A pair: at most α of them should
-// be), the minimum detectable effect at the default run count, the pairs
+// (compare FILE). It prints the share of the paired tests that were
+// significant with its 95% interval, the sweeps as clusters (an A/A pair:
+// about α of them should be; it fails when the interval lies above 5%),
+// and, per scenario and metric, how many were significant, the minimum
+// detectable effect at the default run count, the pairs
 // a minute of the pair's measured runs holds, the MDE one minute of them
 // gives, and the minutes a 5% MDE takes:
 //
