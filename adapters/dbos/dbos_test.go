@@ -425,7 +425,19 @@ func TestPGURL(t *testing.T) {
 	// of the check of batch streams (one on the stream, one in another
 	// session).
 	if want := 3*len(supported) + 5; n != want {
-		t.Errorf("%d successful workflows on the server, want %d (3 check runs per scenario, 2 for batch polls, 1 for batch starts, 2 for batch streams)", n, want)
+		// Which ones, and how they stand.
+		var rows []string
+		if rs, err := conn.Query(ctx, `SELECT workflow_uuid, status FROM dbos.workflow_status ORDER BY created_at`); err == nil {
+			for rs.Next() {
+				var id, status string
+				if rs.Scan(&id, &status) == nil {
+					rows = append(rows, id+" "+status)
+				}
+			}
+			rs.Close()
+		}
+		t.Errorf("%d successful workflows on the server, want %d (3 check runs per scenario, 2 for batch polls, 1 for batch starts, 2 for batch streams); the workflows:\n%s",
+			n, want, strings.Join(rows, "\n"))
 	}
 }
 

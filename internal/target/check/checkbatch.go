@@ -131,6 +131,10 @@ func (k *checker) checkBatchPolls(ctx context.Context, f *findings) {
 		f.failf(checkBatch, "%s's timeline after its release in a batch poll: %v, want 404", runA, errOrOK(err))
 		return
 	}
+	if why := k.awaitCompleted(ctx, runB); why != "" {
+		f.failf(checkBatch, "%s (session %s's): %s", runB, sessB, why)
+		return
+	}
 	f.passed(checkBatch)
 }
 
@@ -190,26 +194,34 @@ func (k *checker) checkBatchStarts(ctx context.Context, f *findings) {
 		f.failf(checkBatchStart, "a batch start of a new run, the same run id again and an unknown scenario answered %v, want [202 409 422] (the first two in either order)", got)
 		return
 	}
+	if why := k.awaitCompleted(ctx, run); why != "" {
+		f.failf(checkBatchStart, "%s (started in a batch): %s", run, why)
+		return
+	}
+	f.passed(checkBatchStart)
+}
+
+// awaitCompleted follows run's timeline to its end: "" once it completed,
+// else why not (failed, its timeline unreadable, or not over within
+// RunTimeout). A check waits for every run it started, so that none is
+// still running in the target when the check is over.
+func (k *checker) awaitCompleted(ctx context.Context, run string) string {
 	deadline := time.Now().Add(k.opt.RunTimeout)
 	for {
 		tl, err := k.c.Timeline(ctx, run, 0, time.Second)
 		if err != nil {
-			f.failf(checkBatchStart, "%s (started in a batch): its timeline: %s", run, k.explain(ctx, err))
-			return
+			return "its timeline: " + k.explain(ctx, err)
 		}
 		if tl.Terminal() {
 			if tl.Status != protocol.StatusCompleted {
-				f.failf(checkBatchStart, "%s (started in a batch): %s %s", run, tl.Status, tl.Error)
-				return
+				return fmt.Sprintf("%s %s", tl.Status, tl.Error)
 			}
-			break
+			return ""
 		}
 		if time.Now().After(deadline) {
-			f.failf(checkBatchStart, "%s (started in a batch) not finished after %s", run, k.opt.RunTimeout)
-			return
+			return fmt.Sprintf("not finished after %s", k.opt.RunTimeout)
 		}
 	}
-	f.passed(checkBatchStart)
 }
 
 // checkBatchStream is the target check of session streams (batch 3).
@@ -343,6 +355,13 @@ func (k *checker) checkBatchStreams(ctx context.Context, f *findings) {
 	slices.Sort(codes)
 	if !slices.Equal(codes, []int{http.StatusConflict, http.StatusUnprocessableEntity}) {
 		f.failf(checkBatchStream, "a new run, the same run id again and an unknown scenario on a stream: refusals %v, want 409 and 422 (an accepted start is answered by its timeline only)", codes)
+		return
+	}
+	// The other session's run, followed to its end: a check leaves no run
+	// running in the target (a DBOS test counting its successful
+	// workflows after the check missed this one under load).
+	if why := k.awaitCompleted(ctx, other); why != "" {
+		f.failf(checkBatchStream, "%s (session %s's): %s", other, base+"-b", why)
 		return
 	}
 	f.passed(checkBatchStream)
