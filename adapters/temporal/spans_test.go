@@ -47,13 +47,13 @@ func TestSpans(t *testing.T) {
 	}, "ActivityTask", b.now, func(id, scenario string, opts map[string]string) []protocol.Event {
 		return runToEnd(t, c, id, scenario, opts)
 	})
-	for id, sh := range shares {
-		if strings.HasPrefix(id, "spans-hook-step-") {
+	for _, r := range shares {
+		if r.Scenario == "hook-step" {
 			continue
 		}
 		for _, cat := range []string{metrics.CatStart, metrics.CatQueueWait, metrics.CatCompute, metrics.CatWrite} {
-			if sh[cat] == 0 {
-				t.Errorf("%s: nothing on the path is %s", id, cat)
+			if r.Shares[cat] == 0 {
+				t.Errorf("%s: nothing on the path is %s", r.Run, cat)
 			}
 		}
 	}

@@ -301,7 +301,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	// A cluster that just started answers 503 until it elected its
 	// JetStream meta leader; retry transient failures until the deadline.
 	// Each attempt has a third of it: a request whose reply never came
-	// (an embedded server's first stream create, about once in 6,000
+	// (an embedded server's first stream request, about once in 6,000
 	// worlds started on a fresh server) is asked again, not waited for
 	// until the whole deadline passed. Setup is idempotent.
 	for {

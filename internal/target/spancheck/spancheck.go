@@ -147,18 +147,25 @@ type Cell struct {
 	Bound    float64
 }
 
+// RunShares is one run of a Cell: its path's categories as fractions of
+// its TTLS (Shares).
+type RunShares struct {
+	Scenario, Run string
+	Shares        map[string]float64
+}
+
 // Cells runs each cell's runs — run starts one with spans asked for and
 // returns its events to the end; at reads the engine's clock, as the
 // run's start is sent — and for each checks its spans (Check, step
 // bodies inside a span named task), walks its critical path and logs its
 // shares (with -v, the path's segments too when over 3% of it is
 // unattributed). A cell whose runs' mean unattributed share is over its
-// bound fails. It returns each run's shares by run ID, for the adapter's
-// own checks.
+// bound fails. It returns each run's shares, for the adapter's own
+// checks.
 func Cells(t testing.TB, cells []Cell, task string, at func() int64,
-	run func(id, scenario string, opts map[string]string) []protocol.Event) map[string]map[string]float64 {
+	run func(id, scenario string, opts map[string]string) []protocol.Event) []RunShares {
 	t.Helper()
-	out := map[string]map[string]float64{}
+	var out []RunShares
 	for _, cell := range cells {
 		var unatt float64
 		for i := range cell.Runs {
@@ -171,7 +178,7 @@ func Cells(t testing.TB, cells []Cell, task string, at func() int64,
 				t.Errorf("%s: the last step's body span names no task", id)
 			}
 			sh := Shares(segs, ttls)
-			out[id] = sh
+			out = append(out, RunShares{Scenario: cell.Scenario, Run: id, Shares: sh})
 			unatt += sh[metrics.CatUnattributed]
 			var line []string
 			for _, cd := range metrics.Categories {
