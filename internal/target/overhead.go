@@ -91,6 +91,10 @@ func (o Overhead) Report(b interface{ ReportMetric(float64, string) }) {
 	b.ReportMetric(us(o.DirectP50()), "direct-ttls-p50-us")
 	b.ReportMetric(us(o.ProtocolP50()), "protocol-ttls-p50-us")
 	b.ReportMetric(float64(o.ProtocolP50())/float64(max(o.DirectP50(), 1)), "protocol/direct")
+	// The same as the median of the runs' paired ratios (each run through
+	// the protocol against the direct run next to it): less moved by the
+	// machine's load drifting over the measurement.
+	b.ReportMetric(pairedRatio(o.Protocol, o.Direct), "protocol/direct-paired")
 	b.ReportMetric(100*o.Share(), "share-%")
 	b.ReportMetric(us(o.ClockError), "clock-error-us")
 	if len(o.Spans) > 0 {

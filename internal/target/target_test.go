@@ -629,3 +629,74 @@ func TestStreamRefusesAFinishedRunsID(t *testing.T) {
 		t.Fatalf("the finished run's id again: %+v, %v; want refused 409", m, err)
 	}
 }
+
+// heldStart is the instant engine, whose start of run "held" does not
+// return until release is closed.
+type heldStart struct {
+	instant
+	release chan struct{}
+}
+
+func (h *heldStart) Start(ctx context.Context, req protocol.StartRequest) error {
+	if req.Run == "held" {
+		<-h.release
+	}
+	return h.instant.Start(ctx, req)
+}
+
+// TestStreamStartsAlongsideASlowOne: a session stream's starts run side
+// by side: a start the engine takes its time over (the server runs each
+// start where its line was read, and hands the reading on) holds no
+// start sent after it. The second run ends while the first's start has
+// not returned; the first ends once it does.
+func TestStreamStartsAlongsideASlowOne(t *testing.T) {
+	h := &heldStart{release: make(chan struct{})}
+	c := client(t, serveBackend(t, h), "stream")
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(h.release) }) }) // before the server's own
+	st, err := c.OpenStream(context.Background(), "held-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := func() time.Duration { return 0 }
+	for _, run := range []string{"held", "next"} {
+		if _, err := st.Start(protocol.StartRequest{Run: run, Scenario: "step"}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ends := make(chan string, 2)
+	go func() {
+		defer close(ends)
+		for {
+			m, err := st.Next()
+			if err != nil {
+				return
+			}
+			if m.Started != nil {
+				ends <- fmt.Sprintf("refused %+v", *m.Started)
+				return
+			}
+			if m.Timeline != nil && m.Timeline.Terminal() {
+				ends <- m.Timeline.Run
+			}
+		}
+	}()
+	ended := func() string {
+		t.Helper()
+		select {
+		case run := <-ends:
+			return run
+		case <-time.After(10 * time.Second):
+			t.Fatal("no run ended in 10 s")
+			return ""
+		}
+	}
+	if run := ended(); run != "next" {
+		t.Fatalf("run %q ended first, want next (held's start has not returned)", run)
+	}
+	release.Do(func() { close(h.release) })
+	if run := ended(); run != "held" {
+		t.Fatalf("run %q ended, want held once its start returned", run)
+	}
+}
