@@ -32,9 +32,10 @@ const Batch = 10 * time.Millisecond
 // session finish one after another, and each answer should carry many.
 const BatchPoll = 2 * time.Millisecond
 
-// StreamBatch is how long a session stream holds news that comes within
-// it of its last write, to write it with what follows (at once for a start
-// answer, a waiting hook or a run's end: what the driver acts on). Each
+// StreamBatch is how long a session stream holds news, from its last
+// write or, after a quiet spell, from the news's coming, to write it with
+// what follows (at once for a start answer, a waiting hook or a run's
+// end: what the driver acts on). Each
 // write wakes the driver's reader and both sides' network stacks on the
 // cores the engine under test runs on; one write per event cost a 64-way
 // fan-out 10-20% of its TTLS through the protocol (make bench,
@@ -738,9 +739,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		case <-ctx.Done():
 			return
 		}
-		// News within batch of the last write waits out the rest of it,
-		// unless the driver acts on it (news that comes meanwhile wakes
-		// the wait to say so).
+		// News waits out a batch, from the last write or, after a quiet
+		// spell, from its own coming, unless the driver acts on it (news
+		// that comes meanwhile wakes the wait to say so): a short run's
+		// first events then come with its end, not in a write of their
+		// own in the middle of it.
+		if since := time.Since(wrote); since >= batch {
+			wrote = time.Now()
+		}
 		for end == nil && batch > 0 {
 			s.mu.Lock()
 			urgent := st.urgent
@@ -752,7 +758,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 			hold.Reset(wait)
 			select {
 			case <-hold.C:
-				wrote = time.Time{}
 			case <-st.wake:
 			case e := <-read:
 				end = &e

@@ -88,8 +88,8 @@ func TestStreamBatchesNews(t *testing.T) {
 	each, _ := streamRun(t, -1, 64)
 	const batch = 2 * time.Second
 	lines, end := streamRun(t, batch, 64)
-	// The first news is written at once; the rest waits out the batch
-	// unless the run ends, which is written at once.
+	// The news waits out the batch unless the run ends, which is written
+	// at once (with the news held so far).
 	if lines > 3 {
 		t.Errorf("batched: the run's news came in %d lines, want at most 3", lines)
 	}
