@@ -11,8 +11,9 @@ import (
 )
 
 // randomTasks is n tasks' spans as the engine reports them: each task's
-// calls, bodies and queue span, its own span last; some tasks reported
-// twice (flushed at the run's end, then ended).
+// calls, bodies and queue span, its own span last (a few tasks with
+// hundreds); some tasks reported twice (flushed at the run's end, then
+// ended).
 func randomTasks(r *rand.Rand, n int) [][]engine.Span {
 	ops := append(world.Ops(), "an_op_from_a_newer_worker")
 	kinds := []engine.SpanKind{engine.SpanStart, engine.SpanTask, engine.SpanResume}
@@ -23,7 +24,11 @@ func randomTasks(r *rand.Rand, n int) [][]engine.Span {
 			Stage: -1, Index: -1, After: uint64(r.IntN(n+1)) << 20}
 		task.End = task.Start + time.Duration(r.IntN(500))
 		var spans []engine.Span
-		for j := range r.IntN(8) {
+		calls := r.IntN(8)
+		if r.IntN(40) == 0 {
+			calls = 300 + r.IntN(400) // a wide dispatch: more than a chunk in one report
+		}
+		for j := range calls {
 			s := engine.Span{Kind: engine.SpanCall, Op: ops[r.IntN(len(ops))], ID: id + uint64(j) + 1, Parent: id,
 				Start: task.Start + time.Duration(r.IntN(200)), Stage: int32(r.IntN(3)) - 1, Index: int32(r.IntN(300)),
 				Wait: time.Duration(r.IntN(20))}
