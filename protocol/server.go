@@ -35,13 +35,13 @@ const BatchPoll = 2 * time.Millisecond
 // StreamBatch is how long a session stream holds news, from its last
 // write or, after a quiet spell, from the news's coming, to write it with
 // what follows (at once for a start answer, a waiting hook or a run's
-// end: what the driver acts on). Each
-// write wakes the driver's reader and both sides' network stacks on the
-// cores the engine under test runs on; one write per event cost a 64-way
-// fan-out 10-20% of its TTLS through the protocol (make bench,
-// ProtocolOverhead). The events' times are the engine's, so holding them
-// moves no metric.
-const StreamBatch = 2 * time.Millisecond
+// end: what the driver acts on). Each write wakes the driver's reader and
+// both sides' network stacks on the cores the engine under test runs on;
+// one write per event cost a 64-way fan-out 10-20% of its TTLS through
+// the protocol, a write every 2 ms still 3-8% where every 10 ms costs
+// 3-5% (make bench, ProtocolOverhead). The events' times are the
+// engine's, so holding them moves no metric.
+const StreamBatch = 10 * time.Millisecond
 
 // Retain is how long a server keeps a finished run's timeline that
 // durabench has not released (DELETE /v1/runs/{run}): the protocol's
