@@ -205,10 +205,16 @@ type Session struct {
 	bad     int   // batches that did not decode
 	errs0   int64 // the driver connection's async errors when the session began
 
+	// sub stays subscribed past detach, until End: a worker's last
+	// batches (published as it stops, at End) are counted, not fed.
 	sub    *nats.Subscription
 	alive  *nats.Subscription
 	stopCh chan struct{}
 	loop   sync.WaitGroup
+	// detached is set by detach (under mu): nothing is fed to obs after
+	// it; feeding counts the batches being fed, which detach waits for.
+	detached bool
+	feeding  sync.WaitGroup
 }
 
 type workerState struct {
@@ -415,9 +421,19 @@ func (c *Session) Attach(ctx context.Context, obs engine.Observer) (detach func(
 			close(c.stopCh)
 			c.loop.Wait()
 			_ = byeSub.Unsubscribe()
-			_ = sub.Unsubscribe()
+			c.stopFeeding()
 		})
 	}, nil
+}
+
+// stopFeeding ends what the session passes to its observer: nothing is
+// fed once it returns. The records subscription stays until End, which
+// counts the batches the workers publish as they stop.
+func (c *Session) stopFeeding() {
+	c.mu.Lock()
+	c.detached = true
+	c.mu.Unlock()
+	c.feeding.Wait()
 }
 
 func (c *Session) onBye(m *nats.Msg) {
@@ -450,6 +466,14 @@ func (c *Session) onBatch(m *nats.Msg) {
 		return
 	}
 	ws.see(seq, len(recs) > 0)
+	if c.detached {
+		// The cell's runs are over: its records are counted (End), no
+		// longer fed.
+		c.mu.Unlock()
+		return
+	}
+	c.feeding.Add(1)
+	defer c.feeding.Done()
 	obs, clk, base := c.obs, ws.conv, ws.spanBase
 	c.mu.Unlock()
 	so, spans := obs.(engine.SpanObserver)
@@ -511,6 +535,10 @@ func workerSpanID(base, id uint64) uint64 {
 func (c *Session) release() {
 	now := c.rt.Now()
 	c.mu.Lock()
+	if c.detached {
+		c.mu.Unlock()
+		return
+	}
 	obs := c.obs
 	for _, ws := range c.workers {
 		if now-ws.seen > c.d.cfg.Silence {
@@ -632,6 +660,9 @@ func (c *Session) end(ctx context.Context, timeout time.Duration, reprobe bool) 
 		if c.allBatchesSeen(got) {
 			break
 		}
+	}
+	if c.sub != nil {
+		_ = c.sub.Unsubscribe()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -64,7 +64,7 @@ func testTwoWorkersPostgres(t *testing.T, pgURL, natsURL string, on []string) {
 			}
 		}
 		if c.WorldIncidents != nil {
-			t.Errorf("cell %s: world incidents %+v", c.Version, *c.WorldIncidents)
+			t.Errorf("cell %s: world incidents %v (the last: %s)", c.Version, *c.WorldIncidents, c.WorldIncidents.Last)
 		}
 	}
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/world"
 )
@@ -137,5 +139,40 @@ func TestLostBatchesAreCounted(t *testing.T) {
 	}
 	if (Report{Workers: []WorkerReport{{ID: "w"}}}).Incidents().Total() != 0 {
 		t.Fatal("a clean report has incidents")
+	}
+}
+
+// stepCounter counts the step bodies fed to it.
+type stepCounter struct {
+	engine.Observer
+	steps atomic.Int64
+}
+
+func (s *stepCounter) StepBody(string, engine.StepSpan) { s.steps.Add(1) }
+
+// TestBatchesAfterDetachAreCountedNotFed: once the driver detached from a
+// cell (its runs are over), a worker's batches — the last ones, published
+// as it stops at End — are no longer fed to the cell's observer, but they
+// are still seen: a worker's count of batches then matches the driver's,
+// and nothing reads as lost. (Unsubscribed at detach, the driver counted
+// them as dropped: a cell with late records, such as a redelivered step's
+// after its run ended, failed with world incidents.)
+func TestBatchesAfterDetachAreCountedNotFed(t *testing.T) {
+	obs := &stepCounter{}
+	c := &Session{d: &Coordinator{cfg: CoordinatorConfig{Silence: DefaultSilence}}, rt: world.NewReal(), obs: obs,
+		workers: map[string]*workerState{"w1": {}}}
+	batch := func(seq uint64) *nats.Msg {
+		b := appendBatchHeader(nil, "w1", seq, time.Millisecond)
+		return &nats.Msg{Data: appendStep(b, "r", engine.StepSpan{Start: 1, End: 2, Attempt: 1})}
+	}
+	c.onBatch(batch(1))
+	c.stopFeeding()
+	c.onBatch(batch(2))
+	ws := c.workers["w1"]
+	if got := obs.steps.Load(); got != 1 {
+		t.Errorf("%d step bodies fed, want 1: the batch after detach was fed", got)
+	}
+	if ws.batches != 2 || ws.lost != 0 {
+		t.Errorf("batches seen %d, lost %d; want 2 seen, none lost", ws.batches, ws.lost)
 	}
 }
