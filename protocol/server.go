@@ -744,7 +744,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, session string) 
 		// that comes meanwhile wakes the wait to say so): a short run's
 		// first events then come with its end, not in a write of their
 		// own in the middle of it.
-		if since := time.Since(wrote); since >= batch {
+		if time.Since(wrote) >= batch {
 			wrote = time.Now()
 		}
 		for end == nil && batch > 0 {
