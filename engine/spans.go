@@ -72,12 +72,65 @@ func (k SpanKind) String() string {
 // Task reports whether spans of kind k are tasks (they hold other spans).
 func (k SpanKind) Task() bool { return k == SpanStart || k == SpanTask || k == SpanResume }
 
-// Span is one interval the engine spent on a run.
+// SpanOp is a world operation as a small number, so that a Span holds no
+// pointer: a run's thousands of spans are then memory the collector never
+// scans, and recording one writes no pointer (no write barrier). It is the
+// operation's place in world.Ops, from 1; 0 is none (and an operation this
+// build does not know).
+type SpanOp uint8
+
+// spanOps lists the world's operations, as SpanOp numbers them.
+var spanOps = append([]world.Op{""}, world.Ops()...)
+
+var spanOpOf = func() map[world.Op]SpanOp {
+	m := make(map[world.Op]SpanOp, len(spanOps))
+	for i, op := range spanOps[1:] {
+		m[op] = SpanOp(i + 1)
+	}
+	return m
+}()
+
+// OpOf is op's SpanOp (0 for an operation this build does not know).
+func OpOf(op world.Op) SpanOp { return spanOpOf[op] }
+
+// Op is the world operation o numbers ("" for 0).
+func (o SpanOp) Op() world.Op {
+	if int(o) < len(spanOps) {
+		return spanOps[o]
+	}
+	return ""
+}
+
+// SpanOps is how many SpanOp numbers there are (0 included).
+func SpanOps() int { return len(spanOps) }
+
+// The SpanOps the engine records, looked up once.
+var (
+	opCreateRun = OpOf(world.OpCreateRun)
+	opGetRun    = OpOf(world.OpGetRun)
+	opLoad      = OpOf(world.OpLoad)
+	opPublish   = OpOf(world.OpPublish)
+	opDeliver   = OpOf(world.OpDeliver)
+	opHookRun   = OpOf(world.OpHookRun)
+	// opAppend is each event kind's append.
+	opAppend = func() (a [256]SpanOp) {
+		for k := range a {
+			a[k] = OpOf(world.AppendOp(world.EventKind(k)))
+		}
+		return a
+	}()
+)
+
+// Span is one interval the engine spent on a run. It holds no pointer.
 type Span struct {
 	Kind SpanKind
 	// Op is the world operation of a SpanCall (an append's event kind,
 	// log_load, publish, run_get, ...), deliver for a SpanQueue.
-	Op world.Op
+	Op SpanOp
+	// Stage and Index name the step the span is about (a step event's
+	// append, a step message's publish or delivery, a body); -1 when it
+	// is about none.
+	Stage, Index int32
 	// Start and End are on the world's Runtime clock.
 	Start, End time.Duration
 	// Wait is the part of the span, from its Start, spent waiting for
@@ -85,10 +138,6 @@ type Span struct {
 	// served: for a call, its wait for a permit; for a queue span, its
 	// delivery's. 0 when the world reports none.
 	Wait time.Duration
-	// Stage and Index name the step the span is about (a step event's
-	// append, a step message's publish or delivery, a body); -1 when it
-	// is about none.
-	Stage, Index int32
 	// ID identifies the span within the engine (never 0); Parent is the
 	// task it ran in (0 for tasks and queue spans); After is the span it
 	// happens after, across tasks: a delivery's task is after its queue
@@ -104,8 +153,10 @@ type SpanObserver interface {
 	// A task still running when its run finishes reports what it has so
 	// far just before RunFinished, its own span (ending with its latest
 	// span) last, and the rest when it ends: a span reported twice is its
-	// later report. The slice is reused after the call returns: copy what
-	// is kept.
+	// later report. The slice is the observer's: the engine never touches
+	// it again, so an observer may keep it as it is (the Recorder keeps
+	// it until the run's timeline is read, and does its work there, off
+	// the run's path).
 	Spans(run string, spans []Span)
 }
 
@@ -120,38 +171,11 @@ type spanRec struct {
 	// runs holds, per run until it finishes, its tasks in progress and
 	// when each of its messages' first successful publish returned.
 	runs sync.Map // run -> *runSpans
-	// free holds the span buffers of ended tasks for the next ones (not a
-	// sync.Pool: a collection would empty it, and a 256-branch burst has
-	// a task in every delivery slot).
-	freeMu sync.Mutex // short critical sections, never held across a wait
-	free   []*[]Span
 }
 
-// maxKeptBuf bounds the capacity of a buffer kept for reuse.
-const maxKeptBuf = 4096
-
-func (r *spanRec) getBuf() *[]Span {
-	r.freeMu.Lock()
-	if n := len(r.free); n > 0 {
-		b := r.free[n-1]
-		r.free = r.free[:n-1]
-		r.freeMu.Unlock()
-		return b
-	}
-	r.freeMu.Unlock()
-	b := make([]Span, 0, 16)
-	return &b
-}
-
-func (r *spanRec) putBuf(b *[]Span) {
-	if cap(*b) > maxKeptBuf {
-		return
-	}
-	*b = (*b)[:0]
-	r.freeMu.Lock()
-	r.free = append(r.free, b)
-	r.freeMu.Unlock()
-}
+// taskBuf is how many spans a task's buffer holds before it grows: a
+// delivery's task records about five.
+const taskBuf = 8
 
 // runSpans is what the recorder keeps about a run until it finishes.
 type runSpans struct {
@@ -191,7 +215,7 @@ type spanTask struct {
 	mu   sync.Mutex // short critical sections, never held across a wait
 	run  string
 	rs   *runSpans // run's, once it is known
-	buf  *[]Span
+	buf  []Span    // handed to the observer when the task ends
 	done bool
 	// next is the ID of the task's next span: its spans are numbered
 	// after its own, in a block of spanBlock IDs.
@@ -240,7 +264,7 @@ func (r *spanRec) begin(ctx context.Context, kind SpanKind, run string) (context
 // newTask returns a task of kind started at at, of no run yet (setRun).
 func (r *spanRec) newTask(ctx context.Context, kind SpanKind, at time.Duration) *spanTask {
 	id := r.block()
-	return &spanTask{Context: ctx, rec: r, buf: r.getBuf(), next: id + 1,
+	return &spanTask{Context: ctx, rec: r, buf: make([]Span, 0, taskBuf), next: id + 1,
 		self: Span{Kind: kind, Start: at, Stage: -1, Index: -1, ID: id}}
 }
 
@@ -326,7 +350,7 @@ func (t *spanTask) add(s *Span) {
 	}
 	t.last = max(t.last, s.End)
 	if !t.done {
-		*t.buf = append(*t.buf, *s)
+		t.buf = append(t.buf, *s)
 		t.mu.Unlock()
 		return
 	}
@@ -346,17 +370,16 @@ func (t *spanTask) end() {
 	t.mu.Lock()
 	t.done = true
 	t.self.End = max(t.last, t.self.Start)
-	buf := t.buf
-	*buf = append(*buf, t.self)
+	buf := append(t.buf, t.self)
+	t.buf = nil
 	run, rs := t.run, t.rs
 	t.mu.Unlock()
 	if run != "" {
 		rs.mu.Lock()
 		rs.unlink(t)
 		rs.mu.Unlock()
-		t.rec.obs.Spans(run, *buf)
+		t.rec.obs.Spans(run, buf)
 	}
-	t.rec.putBuf(buf)
 }
 
 // flush reports what the task recorded so far, and its own span as it
@@ -370,9 +393,8 @@ func (t *spanTask) flush() {
 	}
 	self := t.self
 	self.End = max(t.last, self.Start)
-	*t.buf = append(*t.buf, self)
-	out := slices.Clone(*t.buf)
-	*t.buf = (*t.buf)[:0]
+	out := append(t.buf, self)
+	t.buf = make([]Span, 0, taskBuf)
 	run := t.run
 	t.mu.Unlock()
 	t.rec.obs.Spans(run, out)
@@ -473,7 +495,7 @@ func (r *spanRec) withWait(ctx context.Context, t *spanTask) (context.Context, c
 // with ID id when it is not 0 (reserved), and returns its end.
 //
 //go:noinline
-func (c call) done(id uint64, op world.Op, stage, index int) time.Duration {
+func (c call) done(id uint64, op SpanOp, stage, index int) time.Duration {
 	if c.t == nil {
 		return 0
 	}
@@ -500,7 +522,7 @@ func (c call) doneAppend(kind world.EventKind, entity string) {
 			stage, index = s, i
 		}
 	}
-	c.done(0, world.AppendOp(kind), stage, index)
+	c.done(0, opAppend[kind], stage, index)
 }
 
 // appendFrom appends ev to run's log for an engine that read the clock
@@ -525,7 +547,7 @@ func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, sta
 	if s, i, ok := parseStepID(ev.Entity); ok {
 		stage, index = s, i
 	}
-	end := c.done(0, world.AppendOp(ev.Kind), stage, index)
+	end := c.done(0, opAppend[ev.Kind], stage, index)
 	return res, end, err
 }
 
@@ -533,7 +555,7 @@ func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, sta
 func (w *spanWorld) CreateRun(ctx context.Context, r world.Run) error {
 	ctx, c := w.begin(ctx)
 	err := w.World.CreateRun(ctx, r)
-	c.done(0, world.OpCreateRun, -1, -1)
+	c.done(0, opCreateRun, -1, -1)
 	return err
 }
 
@@ -541,7 +563,7 @@ func (w *spanWorld) CreateRun(ctx context.Context, r world.Run) error {
 func (w *spanWorld) GetRun(ctx context.Context, id string) (world.Run, error) {
 	ctx, c := w.begin(ctx)
 	r, err := w.World.GetRun(ctx, id)
-	c.done(0, world.OpGetRun, -1, -1)
+	c.done(0, opGetRun, -1, -1)
 	return r, err
 }
 
@@ -557,7 +579,7 @@ func (w *spanWorld) Append(ctx context.Context, run string, ev world.Event, pre 
 func (w *spanWorld) Load(ctx context.Context, run string) ([]world.Event, error) {
 	ctx, c := w.begin(ctx)
 	evs, err := w.World.Load(ctx, run)
-	c.done(0, world.OpLoad, -1, -1)
+	c.done(0, opLoad, -1, -1)
 	return evs, err
 }
 
@@ -565,7 +587,7 @@ func (w *spanWorld) Load(ctx context.Context, run string) ([]world.Event, error)
 func (w *spanWorld) HookRun(ctx context.Context, token string) (string, error) {
 	ctx, c := w.begin(ctx)
 	run, err := w.World.HookRun(ctx, token)
-	c.done(0, world.OpHookRun, -1, -1)
+	c.done(0, opHookRun, -1, -1)
 	return run, err
 }
 
@@ -624,7 +646,7 @@ func (c call) published(p pubNote, msg string, ok bool) {
 		return
 	}
 	stage, index := messageStep(msg)
-	end := c.done(p.id, world.OpPublish, stage, index)
+	end := c.done(p.id, opPublish, stage, index)
 	if p.note < 0 {
 		return
 	}
@@ -679,12 +701,12 @@ func (r *spanRec) delivered(ctx context.Context, d *world.Delivery) *spanTask {
 	if pub.end >= 0 && pub.end <= now {
 		start = pub.end
 	}
-	q := Span{Kind: SpanQueue, Op: world.OpDeliver, Start: start, End: now, Stage: int32(stage), Index: int32(index),
+	q := Span{Kind: SpanQueue, Op: opDeliver, Start: start, End: now, Stage: int32(stage), Index: int32(index),
 		ID: t.nextID(), After: pub.span}
 	if r.waits {
 		q.Wait = min(world.DeliveryWait(ctx), q.End-q.Start)
 	}
-	*t.buf = append(*t.buf, q)
+	t.buf = append(t.buf, q)
 	t.self.After = q.ID
 	return t
 }

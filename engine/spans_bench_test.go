@@ -248,6 +248,9 @@ func BenchmarkRunPath256(b *testing.B) {
 // BenchmarkSpansCPU256 runs 256-branch fan-outs on mem with spans recorded
 // (spans) or not (none), one side per sub-benchmark, and reports the
 // process CPU per run (no critical path is found: only recording costs).
+// Each run starts on a collected heap, as BenchmarkSpansMem256's, so
+// that a profile of either side (-cpuprofile, one side per process) is a
+// profile of the same runs that benchmark compares: pprof -diff_base.
 // Run it with -count and compare the two sides' cpu-us/op.
 func BenchmarkSpansCPU256(b *testing.B) {
 	p := engine.FanOut(256)
@@ -280,6 +283,8 @@ func BenchmarkSpansCPU256(b *testing.B) {
 			b.ResetTimer()
 			cpu0 := processCPU()
 			for i := 0; i < b.N; i++ {
+				// On a collected heap, as BenchmarkSpansMem256's runs.
+				runtime.GC()
 				one("r" + strconv.Itoa(i))
 			}
 			b.StopTimer()

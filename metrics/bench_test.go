@@ -2,10 +2,12 @@ package metrics
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/durabench/durabench/engine"
+	"github.com/durabench/durabench/world"
 )
 
 var sinkTime time.Time
@@ -120,4 +122,55 @@ func syntheticFanout(n, branches int) []RunTimeline {
 		tls[i] = RunTimeline{ID: fmt.Sprint("run-", i), T0: t0, Finished: true, Done: last + 50*time.Microsecond, Steps: steps}
 	}
 	return tls
+}
+
+// BenchmarkRecorderSpans256 reports one 256-branch run's spans to the
+// Recorder as the built-in engine does, a task at a time (a dispatch task
+// of 513 spans, 256 step tasks of 5 and 256 orchestrator tasks of 3), and
+// reports the cost per span.
+func BenchmarkRecorderSpans256(b *testing.B) {
+	r := NewRecorder()
+	var tasks [][]engine.Span
+	id := uint64(1 << 20)
+	task := func(kind engine.SpanKind, calls ...world.Op) {
+		t := make([]engine.Span, 0, len(calls)+1)
+		self := id
+		id += 1 << 20
+		for i, op := range calls {
+			k := engine.SpanCall
+			if op == "" {
+				k = engine.SpanBody
+			}
+			t = append(t, engine.Span{Kind: k, Op: engine.OpOf(op), Start: time.Duration(i), End: time.Duration(i + 1), Stage: 1, Index: int32(i),
+				ID: self + uint64(i) + 1, Parent: self})
+		}
+		tasks = append(tasks, append(t, engine.Span{Kind: kind, Start: 0, End: 9, Stage: -1, Index: -1, ID: self}))
+	}
+	dispatch := []world.Op{world.OpLoad}
+	for range 256 {
+		dispatch = append(dispatch, world.AppendOp(world.StepCreated), world.OpPublish)
+	}
+	task(engine.SpanTask, dispatch...)
+	for range 256 {
+		task(engine.SpanTask, world.OpDeliver, world.AppendOp(world.StepStarted), "", world.AppendOp(world.StepCompleted), world.OpPublish)
+		task(engine.SpanTask, world.OpDeliver, world.OpLoad, world.OpPublish)
+	}
+	n := 0
+	for _, t := range tasks {
+		n += len(t)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		run := "fanout-256-r" + strconv.Itoa(i)
+		if err := r.Begin(run, 0, 256, nil); err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range tasks {
+			r.Spans(run, t)
+		}
+		r.Forget(run)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/span")
 }

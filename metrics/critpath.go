@@ -622,21 +622,36 @@ func classify(s *engine.Span, in engine.SpanKind) int {
 		if in == engine.SpanStart {
 			return catStart
 		}
-		switch s.Op {
-		case world.OpLoad:
-			return catLogLoad
-		case world.OpPublish:
-			return catPublish
-		case world.OpGetRun, world.OpHookRun, world.OpListRuns:
-			return catRunRead
-		case world.OpCreateRun:
-			return catStart
-		case world.OpDeliver, world.OpWriteChunk, world.OpReadChunks, world.OpCloseStream:
-			return catUnattributed // not a call the engine times
-		}
-		return catWrite // an append, named by its event kind
+		return int(opCategories[s.Op])
 	}
 	return catUnattributed
+}
+
+// opCategories is the category of a call, by its op (a call made by a
+// run's start aside): looked up, not compared name by name.
+var opCategories = func() []uint8 {
+	cats := make([]uint8, engine.SpanOps())
+	for i := range cats {
+		cats[i] = uint8(opCategory(engine.SpanOp(i).Op()))
+	}
+	return cats
+}()
+
+// opCategory is the category of a call of op.
+func opCategory(op world.Op) int {
+	switch op {
+	case world.OpLoad:
+		return catLogLoad
+	case world.OpPublish:
+		return catPublish
+	case world.OpGetRun, world.OpHookRun, world.OpListRuns:
+		return catRunRead
+	case world.OpCreateRun:
+		return catStart
+	case "", world.OpDeliver, world.OpWriteChunk, world.OpReadChunks, world.OpCloseStream:
+		return catUnattributed // not a call the engine times, or one this build does not know
+	}
+	return catWrite // an append, named by its event kind
 }
 
 // FromEngine converts one task's spans as the engine reports them (the
@@ -651,7 +666,7 @@ func FromEngine(dst []Span, spans []engine.Span) []Span {
 		if s.Parent == 0 {
 			kind = 0
 		}
-		name := string(s.Op)
+		name := string(s.Op.Op())
 		if s.Kind != engine.SpanCall {
 			name = s.Kind.String()
 		}

@@ -217,19 +217,19 @@ func TestClassify(t *testing.T) {
 		in   engine.SpanKind
 		want string
 	}{
-		{engine.Span{Kind: engine.SpanCall, Op: world.OpLoad}, engine.SpanTask, metrics.CatLogLoad},
-		{engine.Span{Kind: engine.SpanCall, Op: world.AppendOp(world.StepCompleted)}, engine.SpanTask, metrics.CatWrite},
-		{engine.Span{Kind: engine.SpanCall, Op: world.OpPublish}, engine.SpanTask, metrics.CatPublish},
-		{engine.Span{Kind: engine.SpanCall, Op: world.OpPublish}, engine.SpanStart, metrics.CatStart},
-		{engine.Span{Kind: engine.SpanCall, Op: world.OpGetRun}, engine.SpanTask, metrics.CatRunRead},
-		{engine.Span{Kind: engine.SpanCall, Op: world.OpHookRun}, engine.SpanResume, metrics.CatRunRead},
+		{engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(world.OpLoad)}, engine.SpanTask, metrics.CatLogLoad},
+		{engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(world.AppendOp(world.StepCompleted))}, engine.SpanTask, metrics.CatWrite},
+		{engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(world.OpPublish)}, engine.SpanTask, metrics.CatPublish},
+		{engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(world.OpPublish)}, engine.SpanStart, metrics.CatStart},
+		{engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(world.OpGetRun)}, engine.SpanTask, metrics.CatRunRead},
+		{engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(world.OpHookRun)}, engine.SpanResume, metrics.CatRunRead},
 		{engine.Span{Kind: engine.SpanQueue}, 0, metrics.CatQueueWait},
 		{engine.Span{Kind: engine.SpanBody}, engine.SpanTask, metrics.CatBody},
 		{engine.Span{Kind: engine.SpanTask}, 0, metrics.CatCompute},
 		{engine.Span{Kind: engine.SpanStart}, 0, metrics.CatStart},
 	} {
 		if got := metrics.Classify(c.s, c.in); got != c.want {
-			t.Errorf("%v %s in %v: %s, want %s", c.s.Kind, c.s.Op, c.in, got, c.want)
+			t.Errorf("%v %s in %v: %s, want %s", c.s.Kind, c.s.Op.Op(), c.in, got, c.want)
 		}
 	}
 	if len(metrics.Categories) != metrics.NumCategories {

@@ -45,6 +45,20 @@ type runRecord struct {
 	// spanCap is about how many spans the run will have: it sizes what
 	// keeps them the first time they are reported.
 	spanCap int
+	// batches are the engine's reports of spans not packed yet (tl's
+	// engineSpans): kept as the engine handed them over, and packed when
+	// the timeline is read (pack), off the run's path.
+	batches [][]engine.Span
+}
+
+// pack moves the engine's span reports into the timeline, packed; rec.mu
+// is held.
+func (rec *runRecord) pack() {
+	for i, b := range rec.batches {
+		rec.tl.engineSpans.addEngine(b, rec.spanCap/spanChunk+1)
+		rec.batches[i] = nil
+	}
+	rec.batches = rec.batches[:0]
 }
 
 // spansPerStep is about how many spans the built-in engine reports per
@@ -111,15 +125,20 @@ func (r *Recorder) StepBody(run string, sp engine.StepSpan) {
 }
 
 // Spans records a task's spans (engine.SpanObserver): where the run's time
-// went.
+// went. It keeps the engine's slice as it is; the spans are packed (in
+// chunks, spanstore.go) when the timeline is read, so that what a report
+// costs the engine's task is an append to a list.
 func (r *Recorder) Spans(run string, spans []engine.Span) {
 	rec := r.lookup(run)
-	if rec == nil {
+	if rec == nil || len(spans) == 0 {
 		return
 	}
 	rec.mu.Lock()
-	// Packed, in chunks (spanstore.go); the index of chunks sized once.
-	rec.tl.engineSpans.addEngine(spans, rec.spanCap/spanChunk+1)
+	if rec.batches == nil {
+		// About two reports per step (its task and the orchestrator's).
+		rec.batches = make([][]engine.Span, 0, rec.spanCap/(spansPerStep/2)+8)
+	}
+	rec.batches = append(rec.batches, spans)
 	rec.mu.Unlock()
 }
 
@@ -281,6 +300,7 @@ func (r *Recorder) Snapshot(run string, now time.Duration) (tl RunTimeline, ok b
 		return RunTimeline{}, false
 	}
 	rec.mu.Lock()
+	rec.pack()
 	tl = rec.tl.clone()
 	rec.mu.Unlock()
 	if !tl.Finished {

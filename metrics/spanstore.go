@@ -53,6 +53,10 @@ var spanNames = func() *nameTable {
 	for _, op := range world.Ops() {
 		add(string(op))
 	}
+	t.ops = make([]uint8, engine.SpanOps())
+	for i := range t.ops {
+		t.ops[i] = add(string(engine.SpanOp(i).Op()))
+	}
 	t.index.Store(&index)
 	t.list.Store(&list)
 	return t
@@ -66,6 +70,8 @@ type nameTable struct {
 	index atomic.Pointer[map[string]uint8]
 	list  atomic.Pointer[[]string]
 	kinds [engine.SpanBody + 1]uint8
+	// ops is each engine.SpanOp's name.
+	ops []uint8
 }
 
 // maxNames bounds the names a table holds; a name past it is lost ("").
@@ -105,7 +111,10 @@ func (t *nameTable) name(i uint8) string {
 // engineName is the name of the engine's span s (its op for a call).
 func (t *nameTable) engineName(s *engine.Span) uint8 {
 	if s.Kind == engine.SpanCall {
-		return t.of(string(s.Op))
+		if int(s.Op) < len(t.ops) {
+			return t.ops[s.Op]
+		}
+		return t.of(string(s.Op.Op()))
 	}
 	if int(s.Kind) < len(t.kinds) && t.kinds[s.Kind] != 0 {
 		return t.kinds[s.Kind]

@@ -29,14 +29,14 @@ func randomTasks(r *rand.Rand, n int) [][]engine.Span {
 			calls = 300 + r.IntN(400) // a wide dispatch: more than a chunk in one report
 		}
 		for j := range calls {
-			s := engine.Span{Kind: engine.SpanCall, Op: ops[r.IntN(len(ops))], ID: id + uint64(j) + 1, Parent: id,
+			s := engine.Span{Kind: engine.SpanCall, Op: engine.OpOf(ops[r.IntN(len(ops))]), ID: id + uint64(j) + 1, Parent: id,
 				Start: task.Start + time.Duration(r.IntN(200)), Stage: int32(r.IntN(3)) - 1, Index: int32(r.IntN(300)),
 				Wait: time.Duration(r.IntN(20))}
 			switch r.IntN(4) {
 			case 0:
-				s.Kind, s.Op = engine.SpanBody, ""
+				s.Kind, s.Op = engine.SpanBody, 0
 			case 1:
-				s.Kind, s.Op, s.Parent, s.After = engine.SpanQueue, world.OpDeliver, 0, uint64(r.IntN(n*8+1))
+				s.Kind, s.Op, s.Parent, s.After = engine.SpanQueue, engine.OpOf(world.OpDeliver), 0, uint64(r.IntN(n*8+1))
 			}
 			s.End = s.Start + time.Duration(r.IntN(300))
 			spans = append(spans, s)

@@ -22,7 +22,7 @@ func FuzzRecordBatch(f *testing.F) {
 	b = appendHook(b, "run-a", "tok", 3*time.Millisecond)
 	b = appendChunk(b, "run-a", engine.ChunkSpan{Stage: 1, Index: 0, Written: time.Millisecond, Read: 4 * time.Millisecond})
 	b = appendFinished(b, "run-a", 9*time.Millisecond, false)
-	b = appendSpans(b, "run-a", []engine.Span{{Kind: engine.SpanCall, Op: world.OpPublish, Start: time.Millisecond, End: 3 * time.Millisecond, Stage: -1, Index: -1, ID: 2, Parent: 1}})
+	b = appendSpans(b, "run-a", []engine.Span{{Kind: engine.SpanCall, Op: engine.OpOf(world.OpPublish), Start: time.Millisecond, End: 3 * time.Millisecond, Stage: -1, Index: -1, ID: 2, Parent: 1}})
 	f.Add(b)
 	f.Add(appendBatchHeader(nil, "w-1", 2, time.Second))
 	f.Add(appendStep(appendBatchHeader(nil, "w-1", 1, 0), "run-a", engine.StepSpan{Stage: -1, Index: 1 << 40, Attempt: -2}))

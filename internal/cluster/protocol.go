@@ -317,7 +317,7 @@ func appendSpans(b []byte, run string, spans []engine.Span) []byte {
 	for i := range spans {
 		s := &spans[i]
 		b = append(b, byte(s.Kind))
-		b = appendString(b, string(s.Op))
+		b = appendString(b, string(s.Op.Op()))
 		b = binary.AppendVarint(b, int64(s.Start))
 		b = binary.AppendVarint(b, int64(s.End))
 		b = binary.AppendVarint(b, int64(s.Wait))
@@ -425,7 +425,7 @@ func decodeBatch(b []byte) (id string, seq uint64, watermark time.Duration, recs
 			}
 			rec.spans = make([]engine.Span, 0, n)
 			for range n {
-				s := engine.Span{Kind: engine.SpanKind(r.byte()), Op: world.Op(r.string()),
+				s := engine.Span{Kind: engine.SpanKind(r.byte()), Op: engine.OpOf(world.Op(r.string())),
 					Start: time.Duration(r.varint()), End: time.Duration(r.varint()), Wait: time.Duration(r.varint()),
 					Stage: int32(r.varint()), Index: int32(r.varint()), ID: r.uvarint(), Parent: r.uvarint(), After: r.uvarint()}
 				if r.err != nil {

@@ -23,7 +23,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	b = appendChunk(b, "run-c", chunk)
 	b = appendFinished(b, "run-a", 9*time.Millisecond, true)
 	spans := []engine.Span{
-		{Kind: engine.SpanCall, Op: world.OpLoad, Start: time.Millisecond, End: 2 * time.Millisecond, Wait: 300 * time.Microsecond, Stage: -1, Index: -1, ID: 1<<20 + 1, Parent: 1 << 20},
+		{Kind: engine.SpanCall, Op: engine.OpOf(world.OpLoad), Start: time.Millisecond, End: 2 * time.Millisecond, Wait: 300 * time.Microsecond, Stage: -1, Index: -1, ID: 1<<20 + 1, Parent: 1 << 20},
 		{Kind: engine.SpanTask, Start: 0, End: 3 * time.Millisecond, Stage: 0, Index: 5, ID: 1 << 20, After: 7},
 	}
 	b = appendSpans(b, "run-a", spans)
