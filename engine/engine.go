@@ -275,10 +275,11 @@ func (e *Engine) StartRun(ctx context.Context, id string, p Program) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("engine: run %s: %w", id, err)
 	}
-	e.spans.expect(id, p.StepCount())
+	info := newProgramInfo(p)
+	e.spans.expect(id, info)
 	ctx, task := e.spans.begin(ctx, SpanStart, id)
 	defer task.end()
-	e.programs.Store(id, newProgramInfo(p))
+	e.programs.Store(id, info)
 	err := e.w.CreateRun(ctx, world.Run{ID: id, Deployment: e.cfg.Deployment, SpecVersion: specVersion, Input: p.encode()})
 	if err != nil {
 		e.programs.Delete(id)

@@ -179,19 +179,52 @@ const taskBuf = 8
 
 // runSpans is what the recorder keeps about a run until it finishes.
 type runSpans struct {
-	mu sync.Mutex // short critical sections, never held across a wait
-	// pubs notes each message's first publish (notes[pubs[msg]]): a map
-	// to an index, so that completing a note does not hash the ID again.
+	// steps notes the first publish of each step's message, by the
+	// step's ordinal in the run (base[stage] + index): taken and read
+	// with atomics, no lock and no hashing, by the publisher and the
+	// consumer of every step. Empty when the run's program is not known
+	// here (a run another engine started): its notes are then in pubs.
+	steps []stepNote
+	base  []int
+	mu    sync.Mutex // short critical sections, never held across a wait
+	// pubs notes the first publish of every other message
+	// (notes[pubs[msg]]): a map to an index, so that completing a note
+	// does not hash the ID again.
 	pubs  map[string]int32
 	notes []published
-	// open lists the run's tasks in progress (linked through their prev
-	// and next): a task joins and leaves it without a map operation.
-	open *spanTask
+	// tasks lists every task of the run since it started (linked through
+	// their inRun, newest first), in progress or ended: a task joins it
+	// with a compare-and-swap and never leaves, so that starting and
+	// ending a task takes no lock of the run; finished skips the ended.
+	tasks atomic.Pointer[spanTask]
 }
 
 type published struct {
 	end  time.Duration
 	span uint64
+}
+
+// stepNote is a step message's first publish: its span's ID (0: none
+// yet) and when the call returned, plus one (0: not yet).
+type stepNote struct {
+	span atomic.Uint64
+	end  atomic.Int64
+}
+
+// stepNote returns the note of step (stage, index)'s message, or nil when
+// the run has none for it.
+func (rs *runSpans) stepNote(stage, index int) *stepNote {
+	if stage < 0 || stage >= len(rs.base) || index < 0 {
+		return nil
+	}
+	next := len(rs.steps)
+	if stage+1 < len(rs.base) {
+		next = rs.base[stage+1]
+	}
+	if i := rs.base[stage] + index; i < next {
+		return &rs.steps[i]
+	}
+	return nil
 }
 
 func newSpanRec(obs Observer, w world.World) *spanRec {
@@ -223,8 +256,10 @@ type spanTask struct {
 	// last is the latest end among the task's spans: the task's own span
 	// ends there (the clock is not read again for it).
 	last time.Duration
-	// prev and succ link the task into its run's open list (rs.mu).
-	prev, succ *spanTask
+	// inRun links the task into its run's tasks (runSpans.tasks); ended
+	// is set when it ends.
+	inRun *spanTask
+	ended atomic.Bool
 }
 
 // spanBlock is how many span IDs a task takes at once: task IDs are
@@ -277,15 +312,14 @@ func (r *spanRec) runOf(run string) *runSpans {
 	return v.(*runSpans)
 }
 
-// expect sizes what the recorder keeps about run, before it starts, for a
-// program of steps steps (about a message each): its notes of published
-// messages then never grow.
-func (r *spanRec) expect(run string, steps int) {
+// expect prepares what the recorder keeps about run, before it starts,
+// for its program: a note for each step's message.
+func (r *spanRec) expect(run string, p *programInfo) {
 	if r == nil {
 		return
 	}
-	n := steps + 8
-	r.runs.LoadOrStore(run, &runSpans{pubs: make(map[string]int32, n), notes: make([]published, 0, n)})
+	r.runs.LoadOrStore(run, &runSpans{steps: make([]stepNote, p.StepCount()), base: p.seqBase,
+		pubs: make(map[string]int32, 8), notes: make([]published, 0, 8)})
 }
 
 // setRun names the task's run once it is known (a hook resume learns it
@@ -303,31 +337,18 @@ func (t *spanTask) setRun(run string) {
 	}
 	t.run, t.rs = run, rs
 	t.mu.Unlock()
-	rs.mu.Lock()
-	rs.link(t)
-	rs.mu.Unlock()
+	rs.join(t)
 }
 
-// link adds t to the run's open tasks; rs.mu is held.
-func (rs *runSpans) link(t *spanTask) {
-	t.succ = rs.open
-	if rs.open != nil {
-		rs.open.prev = t
+// join adds t to the run's tasks.
+func (rs *runSpans) join(t *spanTask) {
+	for {
+		head := rs.tasks.Load()
+		t.inRun = head
+		if rs.tasks.CompareAndSwap(head, t) {
+			return
+		}
 	}
-	rs.open = t
-}
-
-// unlink removes t from the run's open tasks; rs.mu is held.
-func (rs *runSpans) unlink(t *spanTask) {
-	if t.prev != nil {
-		t.prev.succ = t.succ
-	} else if rs.open == t {
-		rs.open = t.succ
-	}
-	if t.succ != nil {
-		t.succ.prev = t.prev
-	}
-	t.prev, t.succ = nil, nil
 }
 
 // nextID numbers the task's next span; t.mu is held.
@@ -372,12 +393,10 @@ func (t *spanTask) end() {
 	t.self.End = max(t.last, t.self.Start)
 	buf := append(t.buf, t.self)
 	t.buf = nil
-	run, rs := t.run, t.rs
+	run := t.run
 	t.mu.Unlock()
+	t.ended.Store(true)
 	if run != "" {
-		rs.mu.Lock()
-		rs.unlink(t)
-		rs.mu.Unlock()
 		t.rec.obs.Spans(run, buf)
 	}
 }
@@ -414,11 +433,11 @@ func (r *spanRec) finished(run string) {
 	}
 	rs := v.(*runSpans)
 	var open []*spanTask
-	rs.mu.Lock()
-	for t := rs.open; t != nil; t = t.succ {
-		open = append(open, t)
+	for t := rs.tasks.Load(); t != nil; t = t.inRun {
+		if !t.ended.Load() {
+			open = append(open, t)
+		}
 	}
-	rs.mu.Unlock()
 	slices.SortFunc(open, func(a, b *spanTask) int { return cmp.Compare(a.self.ID, b.self.ID) })
 	for _, t := range open {
 		t.flush()
@@ -602,11 +621,14 @@ func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.Publ
 }
 
 // pubNote is a publish in flight: the span ID it will have and, for the
-// message's first publish, its note in the run's pubs (index -1: none).
+// message's first publish, its note: a step's (step), or one in the
+// run's pubs (note; -1: none).
 type pubNote struct {
-	rs   *runSpans
-	id   uint64
-	note int32
+	rs           *runSpans
+	id           uint64
+	step         *stepNote
+	note         int32
+	stage, index int32
 }
 
 // publishing reserves the publish's span ID and notes, before the call,
@@ -619,11 +641,18 @@ func (c call) publishing(msg string) pubNote {
 	if c.t == nil {
 		return pubNote{}
 	}
+	stage, index := messageStep(msg)
 	c.t.mu.Lock()
-	p := pubNote{rs: c.t.rs, id: c.t.nextID(), note: -1}
+	p := pubNote{rs: c.t.rs, id: c.t.nextID(), note: -1, stage: int32(stage), index: int32(index)}
 	c.t.mu.Unlock()
 	rs := p.rs
 	if rs == nil {
+		return p
+	}
+	if n := rs.stepNote(stage, index); n != nil {
+		if n.span.CompareAndSwap(0, p.id) {
+			p.step = n
+		}
 		return p
 	}
 	rs.mu.Lock()
@@ -645,8 +674,15 @@ func (c call) published(p pubNote, msg string, ok bool) {
 	if c.t == nil {
 		return
 	}
-	stage, index := messageStep(msg)
-	end := c.done(p.id, opPublish, stage, index)
+	end := c.done(p.id, opPublish, int(p.stage), int(p.index))
+	if n := p.step; n != nil {
+		if ok {
+			n.end.Store(int64(end) + 1)
+		} else {
+			n.span.CompareAndSwap(p.id, 0)
+		}
+		return
+	}
 	if p.note < 0 {
 		return
 	}
@@ -671,7 +707,7 @@ func (w *spanWorld) Consume(ctx context.Context, opt world.ConsumeOptions, h wor
 	})
 }
 
-// delivered starts the task of a delivery, in its run's open tasks, with
+// delivered starts the task of a delivery, in its run's tasks, with
 // the message's queue span: from its first publish returning to now.
 func (r *spanRec) delivered(ctx context.Context, d *world.Delivery) *spanTask {
 	now := r.rt.Now()
@@ -683,14 +719,23 @@ func (r *spanRec) delivered(ctx context.Context, d *world.Delivery) *spanTask {
 	}
 	rs := r.runOf(d.Run)
 	t.run, t.rs = d.Run, rs // t is not shared yet
-	rs.mu.Lock()
-	rs.link(t)
-	i, ok := rs.pubs[d.ID]
 	var pub published
-	if ok {
-		pub = rs.notes[i]
+	ok := false
+	n := rs.stepNote(stage, index)
+	if n != nil {
+		if pub.span = n.span.Load(); pub.span != 0 {
+			pub.end, ok = time.Duration(n.end.Load()-1), true
+		}
 	}
-	rs.mu.Unlock()
+	rs.join(t)
+	if n == nil {
+		rs.mu.Lock()
+		var i int32
+		if i, ok = rs.pubs[d.ID]; ok {
+			pub = rs.notes[i]
+		}
+		rs.mu.Unlock()
+	}
 	if !ok {
 		return t
 	}

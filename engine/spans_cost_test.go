@@ -83,8 +83,16 @@ func TestOpenTasks(t *testing.T) {
 	}
 	a.end()
 	c.end()
-	rs := r.runOf("run")
-	if rs.open != nil {
-		t.Error("ended tasks are still listed as open")
+	listed := 0
+	for t := r.runOf("run").tasks.Load(); t != nil; t = t.inRun {
+		listed++
+	}
+	if listed != 3 {
+		t.Errorf("the run lists %d tasks, want 3 (c once)", listed)
+	}
+	n := len(obs.reports)
+	r.finished("run")
+	if len(obs.reports) != n {
+		t.Error("ended tasks were flushed again")
 	}
 }
