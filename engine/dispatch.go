@@ -186,12 +186,22 @@ func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued 
 // createStep appends step_created for the step named n, with its input. It
 // is idempotent through the event ID: a re-ensure of an existing step
 // reports Duplicate.
+//
+// Like publishStep it runs in a goroutine of its own per step: its error
+// is wrapped out of line, so that its frame stays small.
 func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input []byte, pre world.Precondition) (world.AppendResult, error) {
-	res, err := e.w.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: n.create, Entity: n.id, Data: input}, pre)
+	ctx, c := e.spanCall(ctx)
+	res, err := e.base.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: n.create, Entity: n.id, Data: input}, pre)
+	c.doneAppend(world.StepCreated, n.id)
 	if err != nil {
-		return res, fmt.Errorf("step_created %s/%s: %w", run, n.id, err)
+		return res, createStepError(run, n.id, err)
 	}
 	return res, nil
+}
+
+//go:noinline
+func createStepError(run, id string, err error) error {
+	return fmt.Errorf("step_created %s/%s: %w", run, id, err)
 }
 
 // publishStep enqueues the execution message of step (s, idx). It runs in
@@ -203,7 +213,11 @@ func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input 
 func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
 	id := stepMessageIDOf(inv, s, idx)
 	body := e.stepBody(inv, s, idx, withInput)
-	if _, err := e.w.Publish(ctx, world.Message{ID: id, Run: inv.run, Body: body}, world.PublishOptions{}); err != nil {
+	ctx, c := e.spanCall(ctx) // as spanWorld.Publish, in this frame
+	note := c.publishing(id)
+	_, err := e.base.Publish(ctx, world.Message{ID: id, Run: inv.run, Body: body}, world.PublishOptions{})
+	c.published(note, id, err == nil)
+	if err != nil {
 		return publishStepError(inv, s, idx, err)
 	}
 	return nil

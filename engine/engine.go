@@ -43,10 +43,15 @@ const DefaultConcurrency = 64
 type Engine struct {
 	cfg Config
 	w   world.World
-	rt  world.Runtime
-	f   Features // effective features (after the world's guard)
-	obs Observer
-	sub world.Subscription
+	// base is the world below the span wrapper (w itself without spans):
+	// the calls a fan-out's dispatch makes from a goroutine per step are
+	// timed in the caller's own frame (Engine.spanCall) on it, so that
+	// recording them adds no frame to those goroutines' small stacks.
+	base world.World
+	rt   world.Runtime
+	f    Features // effective features (after the world's guard)
+	obs  Observer
+	sub  world.Subscription
 	// inlineWindow is how long after its start an invocation may begin an
 	// inline step: half the world's visibility timeout (0: no limit).
 	inlineWindow time.Duration
@@ -223,7 +228,7 @@ func New(cfg Config) (*Engine, error) {
 	if spans != nil {
 		w = &spanWorld{World: w, r: spans} // every call of a task is timed
 	}
-	return &Engine{cfg: cfg, w: w, rt: cfg.World.Runtime(), spans: spans,
+	return &Engine{cfg: cfg, w: w, base: cfg.World, rt: cfg.World.Runtime(), spans: spans,
 		f: Effective(cfg.Features, caps), obs: cfg.Observer, inlineWindow: caps.VisibilityTimeout / 2,
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15)),
 		end: endings{seed: maphash.MakeSeed(), now: cfg.World.Runtime().Now}}, nil

@@ -488,15 +488,30 @@ type call struct {
 }
 
 // begin starts timing a call made with ctx.
-func (w *spanWorld) begin(ctx context.Context) (context.Context, call) {
+func (w *spanWorld) begin(ctx context.Context) (context.Context, call) { return w.r.call(ctx) }
+
+// call starts timing a call made with ctx (nothing outside a task).
+func (r *spanRec) call(ctx context.Context) (context.Context, call) {
 	t := taskOf(ctx)
 	if t == nil {
 		return ctx, call{}
 	}
-	if w.r.waits {
-		return w.r.withWait(ctx, t)
+	if r.waits {
+		return r.withWait(ctx, t)
 	}
-	return ctx, call{t: t, start: w.r.rt.Now()}
+	return ctx, call{t: t, start: r.rt.Now()}
+}
+
+// spanCall starts timing a call the engine makes on e.base rather than
+// through the span wrapper (a call of a fan-out's dispatch, see
+// Engine.base): nothing is timed without spans, or outside a task.
+//
+//go:noinline
+func (e *Engine) spanCall(ctx context.Context) (context.Context, call) {
+	if e.spans == nil {
+		return ctx, call{}
+	}
+	return e.spans.call(ctx)
 }
 
 // withWait starts timing a call on a world that reports waits for

@@ -164,6 +164,11 @@ func (w *World) ListRuns(ctx context.Context) ([]string, error) {
 
 // Append applies the rules documented on world.Log, in their order, and
 // appends ev. The pending count is read under the same lock as the append.
+//
+// Its frame is kept small — a refusal's error is built out of line
+// (appendRefused) — because a fan-out's dispatch calls it from a fresh
+// goroutine per step, on a small stack: a large frame here made each of
+// them copy its stack to grow it.
 func (w *World) Append(ctx context.Context, runID string, ev world.Event, pre world.Precondition) (world.AppendResult, error) {
 	if err := w.checkOpen(ctx); err != nil {
 		return world.AppendResult{}, err
@@ -172,51 +177,100 @@ func (w *World) Append(ctx context.Context, runID string, ev world.Event, pre wo
 	if err != nil {
 		return world.AppendResult{}, err
 	}
+	data := clone(ev.Data) // the caller keeps its buffer; copied before the lock
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	res, dup, why := r.admit(&ev, w.opts.Guard, pre)
+	var hookErr error
+	if !dup && why == refusedNone && (ev.Kind == world.HookCreated || ev.Kind == world.HookReceived) {
+		hookErr = w.hookRule(ctx, runID, &ev)
+	}
+	if !dup && why == refusedNone && hookErr == nil {
+		res = r.commit(&ev, data)
+	}
+	r.mu.Unlock()
+	if hookErr != nil {
+		return world.AppendResult{}, hookErr
+	}
+	if why != refusedNone {
+		return world.AppendResult{}, appendRefused(why, runID, &ev, res.Pos, pre)
+	}
+	return res, nil
+}
+
+// hookRule applies a hook event's rule (r.mu held, as for every rule): a
+// created hook registers its token, a received one must name a hook of
+// the run.
+//
+//go:noinline
+func (w *World) hookRule(ctx context.Context, runID string, ev *world.Event) error {
+	switch ev.Kind {
+	case world.HookCreated:
+		return w.registerHook(ev.Entity, runID)
+	case world.HookReceived:
+		if owner, err := w.HookRun(ctx, ev.Entity); err != nil || owner != runID {
+			return fmt.Errorf("mem: hook_received: hook %q in run %q: %w", ev.Entity, runID, world.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// refusal is why an append was refused (refusedNone: it was not).
+type refusal uint8
+
+const (
+	refusedNone refusal = iota
+	refusedGone
+	refusedGuard
+	refusedCreated
+	refusedNoStep
+	refusedStepDone
+	refusedKind
+)
+
+// admit applies the rules to ev but its hook rule (hookRule), in their
+// order: a duplicate is answered (dup), else a refusal says why; r.mu is
+// held. A refusal's error is built outside the lock (appendRefused;
+// res.Pos then carries the log's length for a guard).
+func (r *run) admit(ev *world.Event, guard bool, pre world.Precondition) (res world.AppendResult, dup bool, why refusal) {
 	if ev.ID != "" {
 		if pos, ok := r.ids[ev.ID]; ok {
-			return world.AppendResult{Pos: pos, Duplicate: true, Pending: r.pending}, nil
+			return world.AppendResult{Pos: pos, Duplicate: true, Pending: r.pending}, true, refusedNone
 		}
 	}
 	if r.meta.Status.Terminal() {
-		return world.AppendResult{}, fmt.Errorf("mem: append %s to run %q: %w", ev.Kind, runID, world.ErrGone)
+		return world.AppendResult{}, false, refusedGone
 	}
-	if w.opts.Guard && pre.Guarded && pre.LastPos != int64(len(r.events)) {
-		return world.AppendResult{}, fmt.Errorf("mem: append %s to run %q: last position %d, writer saw %d: %w",
-			ev.Kind, runID, len(r.events), pre.LastPos, world.ErrPrecondition)
+	if guard && pre.Guarded && pre.LastPos != int64(len(r.events)) {
+		return world.AppendResult{Pos: int64(len(r.events))}, false, refusedGuard
 	}
 	switch ev.Kind {
 	case world.StepCreated:
 		if _, ok := r.steps[ev.Entity]; ok {
-			return world.AppendResult{}, fmt.Errorf("mem: step %q of run %q already created: %w", ev.Entity, runID, world.ErrConflict)
+			return world.AppendResult{}, false, refusedCreated
 		}
 	case world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying:
 		terminal, ok := r.steps[ev.Entity]
 		if !ok {
-			return world.AppendResult{}, fmt.Errorf("mem: %s: step %q of run %q: %w", ev.Kind, ev.Entity, runID, world.ErrNotFound)
+			return world.AppendResult{}, false, refusedNoStep
 		}
 		if terminal {
-			return world.AppendResult{}, fmt.Errorf("mem: %s: step %q of run %q is finished: %w", ev.Kind, ev.Entity, runID, world.ErrConflict)
+			return world.AppendResult{}, false, refusedStepDone
 		}
-	case world.HookCreated:
-		if err := w.registerHook(ev.Entity, runID); err != nil {
-			return world.AppendResult{}, err
-		}
-	case world.HookReceived:
-		if owner, err := w.HookRun(ctx, ev.Entity); err != nil || owner != runID {
-			return world.AppendResult{}, fmt.Errorf("mem: hook_received: hook %q in run %q: %w", ev.Entity, runID, world.ErrNotFound)
-		}
+	case world.HookCreated, world.HookReceived: // hookRule
 	case world.RunCreated, world.RunStarted, world.RunCompleted, world.RunFailed, world.StreamClosed:
 	default:
-		return world.AppendResult{}, fmt.Errorf("mem: append to run %q: invalid event kind %d", runID, ev.Kind)
+		return world.AppendResult{}, false, refusedKind
 	}
+	return world.AppendResult{}, false, refusedNone
+}
 
-	// Every rule passed: the append cannot fail from here on.
+// commit appends ev, which passed every rule, with its data; r.mu is
+// held.
+func (r *run) commit(ev *world.Event, data []byte) world.AppendResult {
 	pos := int64(len(r.events)) + 1
 	ev.Pos = pos
-	ev.Data = clone(ev.Data) // the caller keeps its buffer
-	r.events = append(r.events, ev)
+	ev.Data = data
+	r.events = append(r.events, *ev)
 	if ev.ID != "" {
 		if r.ids == nil {
 			r.ids = make(map[string]int64)
@@ -240,7 +294,28 @@ func (w *World) Append(ctx context.Context, runID string, ev world.Event, pre wo
 	case world.RunFailed:
 		r.meta.Status = world.StatusFailed
 	}
-	return world.AppendResult{Pos: pos, Pending: r.pending}, nil
+	return world.AppendResult{Pos: pos, Pending: r.pending}
+}
+
+// appendRefused is the error of an append refused for why; last is the
+// log's length a guarded append was refused at.
+//
+//go:noinline
+func appendRefused(why refusal, runID string, ev *world.Event, last int64, pre world.Precondition) error {
+	switch why {
+	case refusedGone:
+		return fmt.Errorf("mem: append %s to run %q: %w", ev.Kind, runID, world.ErrGone)
+	case refusedGuard:
+		return fmt.Errorf("mem: append %s to run %q: last position %d, writer saw %d: %w",
+			ev.Kind, runID, last, pre.LastPos, world.ErrPrecondition)
+	case refusedCreated:
+		return fmt.Errorf("mem: step %q of run %q already created: %w", ev.Entity, runID, world.ErrConflict)
+	case refusedNoStep:
+		return fmt.Errorf("mem: %s: step %q of run %q: %w", ev.Kind, ev.Entity, runID, world.ErrNotFound)
+	case refusedStepDone:
+		return fmt.Errorf("mem: %s: step %q of run %q is finished: %w", ev.Kind, ev.Entity, runID, world.ErrConflict)
+	}
+	return fmt.Errorf("mem: append to run %q: invalid event kind %d", runID, ev.Kind)
 }
 
 // Load returns a copy of the run's whole log: its cost grows with the log's
