@@ -65,6 +65,9 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 	}()
 
 	if e.f.Dispatch == Parallel {
+		// A create per step, and a publish per queued step (or one
+		// goroutine publishing them all), each call in a slot of its own.
+		e.spans.reserveCalls(ctx, len(inline)+2*len(queued))
 		g := e.rt.NewGroup()
 		for i, idx := range inline {
 			g.Go(func() error {
@@ -95,7 +98,9 @@ func (e *Engine) dispatchStage(ctx context.Context, inv *invocation, st *runStat
 			// The messages go out one by one, beside the creates.
 			g.Go(func() error { return e.publishAll(ctx, inv, s, queued, true) })
 		}
-		if err := g.Wait(); err != nil {
+		err := g.Wait()
+		e.spans.releaseCalls(ctx)
+		if err != nil {
 			return err
 		}
 	} else {
@@ -269,6 +274,7 @@ func (e *Engine) republish(ctx context.Context, inv *invocation, s, n int, event
 			state[idx] |= bit
 		}
 	}
+	e.spans.reserveCalls(ctx, n) // a publish per step at most, each in a slot
 	g := e.rt.NewGroup()
 	for idx := range n {
 		if state[idx] != created {
@@ -280,5 +286,7 @@ func (e *Engine) republish(ctx context.Context, inv *invocation, s, n int, event
 		e.stats.republished.Add(1)
 		g.Go(func() error { return e.publishStep(ctx, inv, s, idx, e.f.Dispatch == Parallel) })
 	}
-	return g.Wait()
+	err := g.Wait()
+	e.spans.releaseCalls(ctx)
+	return err
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,5 +96,95 @@ func TestOpenTasks(t *testing.T) {
 	r.finished("run")
 	if len(obs.reports) != n {
 		t.Error("ended tasks were flushed again")
+	}
+}
+
+// lockedSpans keeps every report, from any goroutine.
+type lockedSpans struct {
+	nopObserver
+	mu      sync.Mutex
+	reports [][]Span
+}
+
+func (k *lockedSpans) Spans(_ string, s []Span) {
+	k.mu.Lock()
+	k.reports = append(k.reports, s)
+	k.mu.Unlock()
+}
+
+// TestCallSlots: the calls of a task's goroutines in their slots — some
+// with an ID taken before the call, as a publish's — more calls than
+// slots, the run finishing (a flush) while they are being made, and a
+// call after the slots were released: every call is reported, once (a
+// span reported again is the same span), with an ID of its own, and the
+// task's own span ends with the last of them.
+func TestCallSlots(t *testing.T) {
+	w := mem.New(world.Options{})
+	defer w.Close()
+	obs := &lockedSpans{}
+	r := newSpanRec(obs, w)
+	for round := range 20 {
+		run := "run-" + strconv.Itoa(round)
+		ctx, task := r.begin(context.Background(), SpanTask, run)
+		const goroutines, slots = 64, 48
+		r.reserveCalls(ctx, slots)
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, c := r.call(ctx)
+				if g%2 == 0 {
+					note := c.publishing("step/" + run + "/0." + strconv.Itoa(g))
+					c.published(note, "m", true)
+				} else {
+					c.done(0, opLoad, 0, g)
+				}
+			}()
+			if g == goroutines/2 {
+				r.finished(run)
+			}
+		}
+		wg.Wait()
+		if round%2 == 0 {
+			r.releaseCalls(ctx)
+			_, c := r.call(ctx) // after the slots: in the task's buffer
+			c.done(0, opLoad, 1, 0)
+		}
+		task.end()
+		seen := map[uint64]Span{}
+		var self Span
+		obs.mu.Lock()
+		for _, rep := range obs.reports {
+			for _, s := range rep {
+				if s.Kind == SpanTask {
+					self = s
+					continue
+				}
+				if old, ok := seen[s.ID]; ok && old != s {
+					t.Fatalf("span %d reported as %+v and as %+v", s.ID, old, s)
+				}
+				seen[s.ID] = s
+			}
+		}
+		obs.reports = nil
+		obs.mu.Unlock()
+		want := goroutines
+		if round%2 == 0 {
+			want++
+		}
+		if len(seen) != want {
+			t.Fatalf("round %d: %d calls reported, want %d", round, len(seen), want)
+		}
+		var last time.Duration
+		for id, s := range seen {
+			if s.Parent != task.self.ID || id == 0 || id == task.self.ID {
+				t.Fatalf("span %+v: not a call of task %d", s, task.self.ID)
+			}
+			last = max(last, s.End)
+		}
+		if self.End != last {
+			t.Errorf("round %d: the task ends at %v, its last call at %v", round, self.End, last)
+		}
 	}
 }
