@@ -195,9 +195,9 @@ func (e *Engine) publishAll(ctx context.Context, inv *invocation, s int, queued 
 // Like publishStep it runs in a goroutine of its own per step: its error
 // is wrapped out of line, so that its frame stays small.
 func (e *Engine) createStep(ctx context.Context, run string, n stepNames, input []byte, pre world.Precondition) (world.AppendResult, error) {
-	ctx, c := e.spanCall(ctx)
+	ctx, c := e.spans.call(ctx) // as spanWorld.Append, in this frame
 	res, err := e.base.Append(ctx, run, world.Event{Kind: world.StepCreated, ID: n.create, Entity: n.id, Data: input}, pre)
-	c.doneAppend(world.StepCreated, n.id)
+	c.done(0, opAppend[world.StepCreated], int(n.stage), int(n.index))
 	if err != nil {
 		return res, createStepError(run, n.id, err)
 	}
@@ -218,8 +218,8 @@ func createStepError(run, id string, err error) error {
 func (e *Engine) publishStep(ctx context.Context, inv *invocation, s, idx int, withInput bool) error {
 	id := stepMessageIDOf(inv, s, idx)
 	body := e.stepBody(inv, s, idx, withInput)
-	ctx, c := e.spanCall(ctx) // as spanWorld.Publish, in this frame
-	note := c.publishing(id)
+	ctx, c := e.spans.call(ctx) // as spanWorld.Publish, in this frame
+	note := c.publishing(id, s, idx)
 	_, err := e.base.Publish(ctx, world.Message{ID: id, Run: inv.run, Body: body}, world.PublishOptions{})
 	c.published(note, id, err == nil)
 	if err != nil {

@@ -45,7 +45,7 @@ type Engine struct {
 	w   world.World
 	// base is the world below the span wrapper (w itself without spans):
 	// the calls a fan-out's dispatch makes from a goroutine per step are
-	// timed in the caller's own frame (Engine.spanCall) on it, so that
+	// timed in the caller's own frame (spanRec.call) on it, so that
 	// recording them adds no frame to those goroutines' small stacks.
 	base world.World
 	rt   world.Runtime
@@ -140,16 +140,18 @@ type programInfo struct {
 	payload []byte
 }
 
-// stepNames are the strings one step's world operations carry.
+// stepNames are the strings one step's world operations carry, and the
+// step they name.
 type stepNames struct {
-	id       string // correlation id "<stage>.<index>" (the events' Entity)
-	create   string // step_created event ID
-	complete string // step_completed event ID
+	id           string // correlation id "<stage>.<index>" (the events' Entity)
+	create       string // step_created event ID
+	complete     string // step_completed event ID
+	stage, index int32
 }
 
 func newStepNames(s, idx int) stepNames {
 	id := stepID(s, idx)
-	return stepNames{id: id, create: createEventID(id), complete: completeEventID(id)}
+	return stepNames{id: id, create: createEventID(id), complete: completeEventID(id), stage: int32(s), index: int32(idx)}
 }
 
 // stageNames holds a stage's step names, built the first time the stage is

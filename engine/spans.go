@@ -249,7 +249,6 @@ type spanTask struct {
 	run  string
 	rs   *runSpans // run's, once it is known
 	buf  []Span    // handed to the observer when the task ends
-	done bool
 	// next is the ID of the task's next span: its spans are numbered
 	// after its own, in a block of spanBlock IDs.
 	next uint64
@@ -257,7 +256,8 @@ type spanTask struct {
 	// ends there (the clock is not read again for it).
 	last time.Duration
 	// inRun links the task into its run's tasks (runSpans.tasks); ended
-	// is set when it ends.
+	// is set when it ends (under mu; read without it by finished and by
+	// a call slot's writer).
 	inRun *spanTask
 	ended atomic.Bool
 	// slots, when set (reserveCalls), take the calls of the goroutines
@@ -381,7 +381,7 @@ func (t *spanTask) addLocked(s *Span) {
 		s.ID = t.nextID()
 	}
 	t.last = max(t.last, s.End)
-	if !t.done {
+	if !t.ended.Load() {
 		t.buf = append(t.buf, *s)
 		t.mu.Unlock()
 		return
@@ -401,7 +401,8 @@ func (t *spanTask) addLocked(s *Span) {
 // they share grows under them (a lock and a buffer shared by 512 calls
 // from both cores cost about 4% of a 256-branch run's TTLS on mem). A
 // slot's span is written whole and then its ID, atomically: a span whose
-// ID reads 0 is not there yet.
+// ID reads 0 is not there yet, or was taken into the task's buffer (a
+// slot is written once).
 type callSlots struct {
 	spans []Span
 	taken atomic.Int64
@@ -410,9 +411,7 @@ type callSlots struct {
 	// before a call (a publish's, reserve: ids counts them).
 	base uint64
 	ids  atomic.Int64
-	// reported marks the slots a flush reported (t.mu); released is set
-	// once the task took the slots back (releaseCalls).
-	reported []bool
+	// released is set once the task took the slots back (releaseCalls).
 	released atomic.Bool
 }
 
@@ -434,13 +433,13 @@ func (r *spanRec) reserveCalls(ctx context.Context, n int) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.done || t.slots != nil {
+	if t.ended.Load() || t.slots != nil {
 		return
 	}
 	if t.next%spanBlock+2*uint64(n) >= spanBlock {
 		t.next = t.rec.block() + 1
 	}
-	t.slots = &callSlots{spans: make([]Span, n), reported: make([]bool, n), base: t.next}
+	t.slots = &callSlots{spans: make([]Span, n), base: t.next}
 	t.next += 2 * uint64(n)
 }
 
@@ -502,8 +501,8 @@ func (sl *callSlots) put(t *spanTask, s *Span) bool {
 	return true
 }
 
-// takeSlots moves the spans written in the task's slots and not reported
-// yet into its buffer; t.mu is held.
+// takeSlots moves the spans written in the task's slots into its buffer,
+// each once; t.mu is held.
 func (t *spanTask) takeSlots() {
 	sl := t.slots
 	if sl == nil {
@@ -515,12 +514,12 @@ func (t *spanTask) takeSlots() {
 	t.buf = slices.Grow(t.buf, int(n)+1)
 	for i := range n {
 		slot := &sl.spans[i]
-		if sl.reported[i] || atomic.LoadUint64(&slot.ID) == 0 {
+		if atomic.LoadUint64(&slot.ID) == 0 {
 			continue
 		}
-		sl.reported[i] = true
 		t.buf = append(t.buf, *slot)
 		t.last = max(t.last, slot.End)
+		atomic.StoreUint64(&slot.ID, 0) // taken
 	}
 }
 
@@ -531,7 +530,6 @@ func (t *spanTask) end() {
 		return
 	}
 	t.mu.Lock()
-	t.done = true
 	t.ended.Store(true) // before the slots are read: see callSlots.put
 	t.takeSlots()
 	t.self.End = max(t.last, t.self.Start)
@@ -549,7 +547,7 @@ func (t *spanTask) end() {
 // report of a span ID supersedes the earlier).
 func (t *spanTask) flush() {
 	t.mu.Lock()
-	if t.done {
+	if t.ended.Load() {
 		t.mu.Unlock()
 		return
 	}
@@ -634,8 +632,13 @@ type call struct {
 // begin starts timing a call made with ctx.
 func (w *spanWorld) begin(ctx context.Context) (context.Context, call) { return w.r.call(ctx) }
 
-// call starts timing a call made with ctx (nothing outside a task).
+// call starts timing a call made with ctx: nothing without spans (r
+// nil), or outside a task. The engine starts the calls a fan-out's
+// dispatch makes on Engine.base with it, in their own frame.
 func (r *spanRec) call(ctx context.Context) (context.Context, call) {
+	if r == nil {
+		return ctx, call{}
+	}
 	t := taskOf(ctx)
 	if t == nil {
 		return ctx, call{}
@@ -644,18 +647,6 @@ func (r *spanRec) call(ctx context.Context) (context.Context, call) {
 		return r.withWait(ctx, t)
 	}
 	return ctx, call{t: t, start: r.rt.Now()}
-}
-
-// spanCall starts timing a call the engine makes on e.base rather than
-// through the span wrapper (a call of a fan-out's dispatch, see
-// Engine.base): nothing is timed without spans, or outside a task.
-//
-//go:noinline
-func (e *Engine) spanCall(ctx context.Context) (context.Context, call) {
-	if e.spans == nil {
-		return ctx, call{}
-	}
-	return e.spans.call(ctx)
 }
 
 // withWait starts timing a call on a world that reports waits for
@@ -773,7 +764,7 @@ func (w *spanWorld) HookRun(ctx context.Context, token string) (string, error) {
 // published, for its delivery's queue span.
 func (w *spanWorld) Publish(ctx context.Context, m world.Message, opt world.PublishOptions) (bool, error) {
 	ctx, c := w.begin(ctx)
-	note := c.publishing(m.ID)
+	note := c.publishingMessage(m.ID)
 	dup, err := w.World.Publish(ctx, m, opt)
 	c.published(note, m.ID, err == nil)
 	return dup, err
@@ -790,17 +781,29 @@ type pubNote struct {
 	stage, index int32
 }
 
-// publishing reserves the publish's span ID and notes, before the call,
-// that the message is being published by it: a consumer may receive the
-// message before the publisher sees its call return. Only the message's
-// first publish takes the note.
+// publishingMessage is publishing for a message whose step, if any, is
+// read from its ID.
 //
 //go:noinline
-func (c call) publishing(msg string) pubNote {
+func (c call) publishingMessage(msg string) pubNote {
 	if c.t == nil {
 		return pubNote{}
 	}
 	stage, index := messageStep(msg)
+	return c.publishing(msg, stage, index)
+}
+
+// publishing reserves the publish's span ID and notes, before the call,
+// that message msg, about step (stage, index) (-1, -1: none), is being
+// published by it: a consumer may receive the message before the
+// publisher sees its call return. Only the message's first publish takes
+// the note.
+//
+//go:noinline
+func (c call) publishing(msg string, stage, index int) pubNote {
+	if c.t == nil {
+		return pubNote{}
+	}
 	p := pubNote{rs: c.t.rs, note: -1, stage: int32(stage), index: int32(index)}
 	if sl := c.t.slots; sl != nil {
 		p.id = sl.reserve()

@@ -39,12 +39,12 @@ func sideName(spans bool) string {
 	return "none"
 }
 
-func newSpansSide(b *testing.B, spans bool) *spansSide {
+func newSpansSide(b testing.TB, spans bool) *spansSide {
 	return newSpansSideOn(b, spans, mem.New(world.Options{}), sideName(spans))
 }
 
 // newSpansSideOn is a side on w, its goroutines labelled side=label.
-func newSpansSideOn(b *testing.B, spans bool, w world.World, label string) *spansSide {
+func newSpansSideOn(b testing.TB, spans bool, w world.World, label string) *spansSide {
 	ctx := context.Background()
 	b.Cleanup(func() { _ = w.Close() })
 	rec := metrics.NewRecorder()
@@ -80,21 +80,7 @@ func (s *spansSide) run(b *testing.B, id string, p engine.Program) (d time.Durat
 }
 
 func (s *spansSide) runOne(b *testing.B, id string, p engine.Program) time.Duration {
-	done := make(chan struct{})
-	t0 := s.rt.Now()
-	if err := s.rec.Begin(id, t0, p.StepCount(), func() { close(done) }); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.eng.StartRun(context.Background(), id, p); err != nil {
-		b.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(fanout.RunTimeout):
-		b.Fatalf("run %s did not finish", id)
-	}
-	tl, _ := s.rec.Snapshot(id, s.rt.Now())
-	s.rec.Forget(id)
+	tl := s.finish(b, id, p)
 	d, _ := metrics.TimeToLastStep(&tl)
 	if tl.HasEngineSpans() {
 		c0 := processCPU()
@@ -104,6 +90,26 @@ func (s *spansSide) runOne(b *testing.B, id string, p engine.Program) time.Durat
 		s.pathCPU += processCPU() - c0
 	}
 	return d
+}
+
+// finish runs p as run id to its end and returns its timeline (spans and
+// all), the run then forgotten.
+func (s *spansSide) finish(tb testing.TB, id string, p engine.Program) metrics.RunTimeline {
+	done := make(chan struct{})
+	if err := s.rec.Begin(id, s.rt.Now(), p.StepCount(), func() { close(done) }); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.eng.StartRun(context.Background(), id, p); err != nil {
+		tb.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(fanout.RunTimeout):
+		tb.Fatalf("run %s did not finish", id)
+	}
+	tl, _ := s.rec.Snapshot(id, s.rt.Now())
+	s.rec.Forget(id)
+	return tl
 }
 
 // BenchmarkSpansNATS256 is BenchmarkSpansMem256 on embedded NATS, each

@@ -135,7 +135,7 @@ func TestCallSlots(t *testing.T) {
 				defer wg.Done()
 				_, c := r.call(ctx)
 				if g%2 == 0 {
-					note := c.publishing("step/" + run + "/0." + strconv.Itoa(g))
+					note := c.publishing("step/"+run+"/0."+strconv.Itoa(g), 0, g)
 					c.published(note, "m", true)
 				} else {
 					c.done(0, opLoad, 0, g)

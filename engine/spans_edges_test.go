@@ -1,14 +1,11 @@
 package engine_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/world"
-	"github.com/durabench/durabench/world/mem"
 )
 
 // TestQueueSpansFollowTheirPublish: every step's delivery, in a wide
@@ -17,36 +14,9 @@ import (
 // the delivery came first) to the delivery. The notes that link them are
 // taken and read without a lock: a lost or crossed note shows here.
 func TestQueueSpansFollowTheirPublish(t *testing.T) {
-	w := mem.New(world.Options{})
-	defer w.Close()
-	rec := metrics.NewRecorder()
-	v, err := engine.LookupVersion("resilient-inband")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.Config{World: w, Features: v.Features, Observer: rec, Concurrency: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Stop(ctx)
+	side := newSpansSide(t, true) // resilient-inband on mem, as BenchmarkSpansMem256
 	for _, run := range []string{"a", "b"} {
-		done := make(chan struct{})
-		if err := rec.Begin(run, w.Runtime().Now(), 256, func() { close(done) }); err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.StartRun(ctx, run, engine.FanOut(256)); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("run %s did not finish", run)
-		}
-		tl, _ := rec.Snapshot(run, w.Runtime().Now())
+		tl := side.finish(t, run, engine.FanOut(256))
 		byID := map[uint64]metrics.Span{}
 		for _, s := range tl.AllSpans() {
 			byID[s.ID] = s
@@ -75,6 +45,5 @@ func TestQueueSpansFollowTheirPublish(t *testing.T) {
 		if queues != publishes || queues < 250 {
 			t.Errorf("run %s: %d steps' queue spans for %d publishes of a step", run, queues, publishes)
 		}
-		rec.Forget(run)
 	}
 }

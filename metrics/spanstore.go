@@ -114,7 +114,7 @@ func (t *nameTable) engineName(s *engine.Span) uint8 {
 		if int(s.Op) < len(t.ops) {
 			return t.ops[s.Op]
 		}
-		return t.of(string(s.Op.Op()))
+		return 0 // an op this build does not number: no name
 	}
 	if int(s.Kind) < len(t.kinds) && t.kinds[s.Kind] != 0 {
 		return t.kinds[s.Kind]

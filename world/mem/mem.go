@@ -179,13 +179,15 @@ func (w *World) Append(ctx context.Context, runID string, ev world.Event, pre wo
 	}
 	data := clone(ev.Data) // the caller keeps its buffer; copied before the lock
 	r.mu.Lock()
-	res, dup, why := r.admit(&ev, w.opts.Guard, pre)
+	res, why := r.admit(&ev, w.opts.Guard, pre)
 	var hookErr error
-	if !dup && why == refusedNone && (ev.Kind == world.HookCreated || ev.Kind == world.HookReceived) {
-		hookErr = w.hookRule(ctx, runID, &ev)
-	}
-	if !dup && why == refusedNone && hookErr == nil {
-		res = r.commit(&ev, data)
+	if !res.Duplicate && why == refusedNone {
+		if ev.Kind == world.HookCreated || ev.Kind == world.HookReceived {
+			hookErr = w.hookRule(ctx, runID, &ev)
+		}
+		if hookErr == nil {
+			res = r.commit(&ev, data)
+		}
 	}
 	r.mu.Unlock()
 	if hookErr != nil {
@@ -228,40 +230,40 @@ const (
 )
 
 // admit applies the rules to ev but its hook rule (hookRule), in their
-// order: a duplicate is answered (dup), else a refusal says why; r.mu is
-// held. A refusal's error is built outside the lock (appendRefused;
-// res.Pos then carries the log's length for a guard).
-func (r *run) admit(ev *world.Event, guard bool, pre world.Precondition) (res world.AppendResult, dup bool, why refusal) {
+// order: a duplicate is answered (res.Duplicate), else a refusal says why;
+// r.mu is held. A refusal's error is built outside the lock
+// (appendRefused; res.Pos then carries the log's length for a guard).
+func (r *run) admit(ev *world.Event, guard bool, pre world.Precondition) (res world.AppendResult, why refusal) {
 	if ev.ID != "" {
 		if pos, ok := r.ids[ev.ID]; ok {
-			return world.AppendResult{Pos: pos, Duplicate: true, Pending: r.pending}, true, refusedNone
+			return world.AppendResult{Pos: pos, Duplicate: true, Pending: r.pending}, refusedNone
 		}
 	}
 	if r.meta.Status.Terminal() {
-		return world.AppendResult{}, false, refusedGone
+		return world.AppendResult{}, refusedGone
 	}
 	if guard && pre.Guarded && pre.LastPos != int64(len(r.events)) {
-		return world.AppendResult{Pos: int64(len(r.events))}, false, refusedGuard
+		return world.AppendResult{Pos: int64(len(r.events))}, refusedGuard
 	}
 	switch ev.Kind {
 	case world.StepCreated:
 		if _, ok := r.steps[ev.Entity]; ok {
-			return world.AppendResult{}, false, refusedCreated
+			return world.AppendResult{}, refusedCreated
 		}
 	case world.StepStarted, world.StepCompleted, world.StepFailed, world.StepRetrying:
 		terminal, ok := r.steps[ev.Entity]
 		if !ok {
-			return world.AppendResult{}, false, refusedNoStep
+			return world.AppendResult{}, refusedNoStep
 		}
 		if terminal {
-			return world.AppendResult{}, false, refusedStepDone
+			return world.AppendResult{}, refusedStepDone
 		}
 	case world.HookCreated, world.HookReceived: // hookRule
 	case world.RunCreated, world.RunStarted, world.RunCompleted, world.RunFailed, world.StreamClosed:
 	default:
-		return world.AppendResult{}, false, refusedKind
+		return world.AppendResult{}, refusedKind
 	}
-	return world.AppendResult{}, false, refusedNone
+	return world.AppendResult{}, refusedNone
 }
 
 // commit appends ev, which passed every rule, with its data; r.mu is
