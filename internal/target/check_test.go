@@ -608,3 +608,38 @@ func TestCheckStreamNotServed(t *testing.T) {
 		t.Fatalf("%v: want the 5 runs counted", res)
 	}
 }
+
+// slowStatus reports each run's status 50 ms after its terminal event: a
+// session stream then writes the event in a line whose status still reads
+// running, and the status in a later line.
+type slowStatus struct{ protocol.Backend }
+
+type slowStatusSink struct{ protocol.Sink }
+
+func (s slowStatusSink) Finished(run string, failed bool, msg string) {
+	time.Sleep(50 * time.Millisecond)
+	s.Sink.Finished(run, failed, msg)
+}
+
+func (b slowStatus) Open(ctx context.Context, sink protocol.Sink) error {
+	return b.Backend.Open(ctx, slowStatusSink{sink})
+}
+
+// TestCheckStatusAfterItsEvent: a target whose terminal status comes in a
+// line after its terminal event keeps to the protocol (the status never
+// runs ahead of the event) and passes the checker, its batch streams
+// included.
+func TestCheckStatusAfterItsEvent(t *testing.T) {
+	url := serveHandler(t, slowStatus{only{newRef(t), []string{"step"}}}, func(h http.Handler) http.Handler { return h })
+	rep := checkURL(t, url, 2, 10*time.Second)
+	var out strings.Builder
+	_ = rep.Write(&out)
+	if !rep.Passed() {
+		t.Fatalf("fails the checker:\n%s", out.String())
+	}
+	for _, res := range rep.Results {
+		if res.Check == "batch streams" && !res.Pass {
+			t.Fatalf("batch streams %+v, want a pass:\n%s", res, out.String())
+		}
+	}
+}
