@@ -694,28 +694,27 @@ func (c call) doneAppend(kind world.EventKind, entity string) {
 	c.done(0, opAppend[kind], stage, index)
 }
 
-// appendFrom appends ev to run's log for an engine that read the clock
-// (start) just before the call and reads it again just after: with spans
-// recorded, the call's span is timed with those same readings rather
-// than two more (a step's completion: its body's end, its own end). It
-// returns the append's answer, the time it returned and its error.
-func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, start time.Duration) (world.AppendResult, time.Duration, error) {
-	sw, ok := e.w.(*spanWorld)
-	t := taskOf(ctx)
-	if !ok || t == nil {
-		res, err := e.w.Append(ctx, run, ev, world.Precondition{})
+// appendFrom appends ev, an event of step (stage, index), to run's log
+// for an engine that read the clock (start) just before the call and
+// reads it again just after: with spans recorded, the call's span is timed
+// with those same readings rather than two more (a step's completion: its
+// body's end, its own end). It returns the append's answer, the time it
+// returned and its error.
+func (e *Engine) appendFrom(ctx context.Context, run string, ev world.Event, stage, index int, start time.Duration) (world.AppendResult, time.Duration, error) {
+	var t *spanTask
+	if e.spans != nil {
+		t = taskOf(ctx)
+	}
+	if t == nil {
+		res, err := e.base.Append(ctx, run, ev, world.Precondition{})
 		return res, e.rt.Now(), err
 	}
 	c := call{t: t, start: start}
-	if sw.r.waits {
-		ctx, c = sw.r.withWait(ctx, t)
+	if e.spans.waits {
+		ctx, c = e.spans.withWait(ctx, t)
 		c.start = start
 	}
-	res, err := sw.World.Append(ctx, run, ev, world.Precondition{})
-	stage, index := -1, -1
-	if s, i, ok := parseStepID(ev.Entity); ok {
-		stage, index = s, i
-	}
+	res, err := e.base.Append(ctx, run, ev, world.Precondition{})
 	end := c.done(0, opAppend[ev.Kind], stage, index)
 	return res, end, err
 }

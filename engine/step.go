@@ -167,7 +167,7 @@ func (e *Engine) execute(ctx context.Context, inv *invocation, s, idx int, inlin
 	// that wait is the step's (what the reference's step entities record,
 	// and what a target's step_completed is).
 	res, end, err := e.appendFrom(ctx, inv.run, world.Event{Kind: world.StepCompleted, ID: names.complete, Entity: id,
-		Data: inv.prog.payload}, since)
+		Data: inv.prog.payload}, s, idx, since)
 	span.End = e.end.capEnd(inv.run, end)
 	e.obs.StepBody(inv.run, span)
 	if held, at, failed := e.end.end(inv.run, since); held {
