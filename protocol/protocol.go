@@ -19,22 +19,31 @@ import (
 )
 
 // ProtocolVersion is the protocol's major version this package speaks;
-// ProtocolMinor its minor version (1.2). A target that declares no minor
+// ProtocolMinor its minor version (1.3). A target that declares no minor
 // version speaks 1.0: durabench talks to it as before (it ignores the
 // 404 of a 1.0 target to DELETE /v1/runs/{run}); the checker marks the
 // 1.1 checks "n/a" for it. A 1.2 target may send span events (EventSpan,
-// MinorSpans); one below 1.2 sends none.
+// MinorSpans); one below 1.2 sends none. A 1.3 target holds a start whose
+// at is ahead until then (StartRequest.At, MinorStartAt); durabench sends
+// at to no target below 1.3.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 2
+	ProtocolMinor   = 3
 )
 
 // The minor versions that added something: MinorRelease (1.1) DELETE
-// /v1/runs/{run} and retention until it; MinorSpans (1.2) span events.
+// /v1/runs/{run} and retention until it; MinorSpans (1.2) span events;
+// MinorStartAt (1.3) starts held until their at.
 const (
 	MinorRelease = 1
 	MinorSpans   = 2
+	MinorStartAt = 3
 )
+
+// MaxStartAhead bounds how far ahead of the target's clock a start's at
+// may be (1.3): a start further ahead is refused (400), so that no start
+// holds a target's starter for long.
+const MaxStartAhead = time.Second
 
 // Info is GET /v1/info: what the target is and what it can run.
 type Info struct {
@@ -122,6 +131,13 @@ type StartRequest struct {
 	// spans whether asked or not; one whose spans cost it something may
 	// send them only when asked.
 	Spans bool `json:"spans,omitempty"`
+	// At, when set (1.3, optional), is when the run is to start, on the
+	// target's clock (ns): a target holds the start until then (at most
+	// MaxStartAhead ahead; one already past starts at once). durabench
+	// sends it a little ahead of the run's schedule, so that the start's
+	// way to the target is not in the run's times, and sends it to no
+	// target below 1.3.
+	At int64 `json:"at,omitempty"`
 }
 
 // StartReply answers StartRequest once the engine accepted the run.

@@ -433,7 +433,7 @@ var (
 		"end", "category", "name", "span", "parent", "after", "wait"}
 	anomalyKeys = []string{"kind", "detail"}
 	commandKeys = []string{"start"}
-	startKeys   = []string{"run", "scenario", "options", "session", "spans"}
+	startKeys   = []string{"run", "scenario", "options", "session", "spans", "at"}
 )
 
 func (d *wireDec) streamMessage(m *StreamMessage) bool {
@@ -506,7 +506,7 @@ func (d *wireDec) streamCommand(c *StreamCommand) bool {
 		st := c.Start
 		return d.object(startKeys, func(k int) bool {
 			if k != 2 {
-				return d.into([]any{&st.Run, &st.Scenario, nil, &st.Session, &st.Spans}[k])
+				return d.into([]any{&st.Run, &st.Scenario, nil, &st.Session, &st.Spans, &st.At}[k])
 			}
 			st.Options = map[string]string{}
 			// An options object's keys are the options' own: any key,
@@ -681,6 +681,10 @@ func AppendStreamCommand(b []byte, c *StreamCommand) []byte {
 	}
 	if st.Spans {
 		b = append(b, `,"spans":true`...)
+	}
+	if st.At != 0 {
+		b = append(b, `,"at":`...)
+		b = strconv.AppendInt(b, st.At, 10)
 	}
 	return append(b, "}}\n"...)
 }

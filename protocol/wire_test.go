@@ -22,6 +22,7 @@ var streamLines = []string{
 	`{"timeline":{"run":"r","status":"running","events":[{"seq":5,"kind":"span","at":100,"source":"sdk","stage":0,"index":7,"end":250,"category":"queue_wait","name":"queue.deliver","span":12,"parent":3,"after":11,"wait":40},{"seq":6,"kind":"span","at":100,"source":"history","end":100,"category":"compute"}]}}`,
 	`{"start":{"run":"cap-r0001","scenario":"step","options":{"body":"10ms","branches":"20"},"session":"4242-1871f2b8c1d0a3e4-7","spans":true}}`,
 	`{"start":{"run":"r","scenario":"fanout","options":{}}}`,
+	`{"start":{"run":"r-at","scenario":"fanout","options":{"branches":"20"},"session":"s","at":1700000123456}}`,
 	// Left to encoding/json: each must come out as it reads it.
 	`{"timeline":{"run":null,"status":"running","events":null}}`,
 	`{"started":{"run":"r","code":202.0}}`,
@@ -49,7 +50,7 @@ func TestWireLinesReadAsEncodingJSON(t *testing.T) {
 // TestWireFastPath: the lines durabench and its server write are read
 // without encoding/json, and written lines read back as they were.
 func TestWireFastPath(t *testing.T) {
-	for _, line := range streamLines[:10] {
+	for _, line := range streamLines[:11] {
 		var m StreamMessage
 		var c StreamCommand
 		d, e := wireDec{b: []byte(line)}, wireDec{b: []byte(line)}

@@ -155,6 +155,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sender, _ := starter.runs.(startSender)
 	d := &cellRun{cfg: cfg, rt: rt, rec: rec, eng: starter.runs, sender: sender, runCtx: runCtx, inline: sendsOnly(starter.runs),
 		wait: newWaiter(rt, realTime && !cfg.CoarsePacing, cfg.External != nil || !inProcess(cfg.Target)), realTime: realTime}
+	if a, ok := starter.runs.(aheadStarter); ok && a.StartsAt() && d.inline && realTime && !cfg.CoarsePacing {
+		d.ahead, d.aheadBy = a, a.StartAhead()
+	}
 	defer d.wait.release()
 	res := &Result{}
 	if cfg.Warmup > 0 {
@@ -202,6 +205,46 @@ func inProcess(t Target) bool {
 // driver's clock); false when it went out as StartRun was called.
 type startSender interface {
 	StartSent(id string) (time.Duration, bool)
+}
+
+// aheadStarter is a Target that can send a run's start ahead of its
+// schedule for the target to hold until then (a target.Session on a 1.3
+// target's stream): StartRunAt is called StartAhead before the schedule,
+// and the run starts on the target at its schedule, the start's way over
+// the wire (and the wake-up of the target's reader) then outside the
+// run's times. The pacer does so in real time, for the runs aheadFor
+// picks: the target spins out what is left of the lead, and at higher
+// rates that spin would take the cores the runs in flight use (whose
+// target is awake anyway).
+type aheadStarter interface {
+	StartsAt() bool
+	StartAhead() time.Duration
+	StartRunAt(ctx context.Context, id string, p engine.Program, at time.Duration) error
+}
+
+// aheadShare: runs closer than aheadShare × StartAhead apart are started
+// at their schedule (the pacer's spin window has the same bound, from
+// the same concern: outsideSpinShare).
+const aheadShare = outsideSpinShare
+
+// aheadFor is how long before run i's schedule its start is sent (gap:
+// from the previous run's schedule; inflight: the runs in flight), 0 for
+// a start sent at its schedule: with open pacing, for the first run and
+// runs at least aheadShare × StartAhead apart; with any other pacer (a
+// run starts as a slot frees: no schedule known ahead), for a run that
+// starts with none in flight — the target is idle then, its cores likely
+// asleep (the wake-up a start sent ahead keeps out of the run), and its
+// spin takes nothing from the runs in flight.
+func (d *cellRun) aheadFor(i int, gap time.Duration, inflight int) time.Duration {
+	switch {
+	case d.ahead == nil:
+		return 0
+	case d.cfg.Pacer.Open() && (i == 0 || gap >= aheadShare*d.aheadBy):
+		return d.aheadBy
+	case !d.cfg.Pacer.Open() && inflight == 0:
+		return d.aheadBy
+	}
+	return 0
 }
 
 // sendsOnly reports whether t's StartRun only sends the start and returns
@@ -270,8 +313,12 @@ type cellRun struct {
 	// inline: eng's StartRun only sends (sendsOnly), and the pacer calls
 	// it itself.
 	inline bool
-	runCtx context.Context
-	wait   *waiter
+	// ahead is eng when the pacer sends starts aheadBy before their
+	// schedule (aheadStarter; nil otherwise).
+	ahead   aheadStarter
+	aheadBy time.Duration
+	runCtx  context.Context
+	wait    *waiter
 	// realTime is false on a virtual-time world (sim).
 	realTime bool
 }
@@ -432,7 +479,7 @@ func (ph *phaseRun) pace(ctx context.Context) {
 		if d.cfg.Turn != nil && !ph.takeTurn(ctx, i) {
 			return
 		}
-		at, ok := ph.schedule(ctx, i, prevAt, early)
+		at, ahead, ok := ph.schedule(ctx, i, prevAt, early)
 		if !ok {
 			return
 		}
@@ -449,6 +496,9 @@ func (ph *phaseRun) pace(ctx context.Context) {
 		st.mu.Unlock()
 		handed := rt.Now()
 		start := func() { ph.start(i, id, sched, early, resume) }
+		if ahead {
+			start = func() { ph.startAhead(i, id, sched) }
+		}
 		if d.inline {
 			start()
 			continue
@@ -463,15 +513,15 @@ func (ph *phaseRun) pace(ctx context.Context) {
 // schedule waits until run i is due to be handed off (a lead before its
 // schedule when early) and returns its schedule from the epoch; ok is false
 // when it is not to start: ctx ended, or the phase's timeout came first.
-func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, early bool) (at time.Duration, ok bool) {
+func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, early bool) (at time.Duration, ahead, ok bool) {
 	d, rt, st := ph.d, ph.d.rt, ph.st
 	for {
 		if ctx.Err() != nil {
-			return 0, false
+			return 0, false, false
 		}
 		now := rt.Now() - ph.epoch
 		if now >= ph.timeout {
-			return 0, false
+			return 0, false, false
 		}
 		st.mu.Lock()
 		inflight, changed := st.inflight, st.changed
@@ -483,7 +533,7 @@ func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, e
 			continue
 		}
 		if at >= ph.timeout {
-			return 0, false // scheduled after the phase's end
+			return 0, false, false // scheduled after the phase's end
 		}
 		gap, lead := time.Duration(0), time.Duration(0)
 		if i > 0 {
@@ -492,11 +542,20 @@ func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, e
 		if early {
 			lead = d.wait.leadFor(gap)
 		}
+		a := d.aheadFor(i, gap, inflight)
+		if a > 0 {
+			lead = a
+			if !d.cfg.Pacer.Open() {
+				// Started as a slot frees (no schedule of its own
+				// ahead): scheduled a lead from now, its start sent now.
+				at = max(at, now) + a
+			}
+		}
 		if at-lead > now {
 			d.wait.until(ctx, ph.epoch+at-lead, gap)
 			continue
 		}
-		return at, true
+		return at, a > 0, true
 	}
 }
 
@@ -524,6 +583,34 @@ func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, res
 		if sent, ok := d.sender.StartSent(id); ok && sent > actual {
 			// The start waited in the target session's queue: the run
 			// started when it was sent.
+			st.mu.Lock()
+			st.lag[i] = sent - sched
+			st.mu.Unlock()
+			d.rec.Started(id, sent)
+		}
+	}
+}
+
+// startAhead sends run i's start (id) ahead of its schedule sched for the
+// target to hold until then (aheadStarter): its driver lag is how late
+// the start left the driver, after sched (0 when it left ahead of it,
+// the usual case); the run starts on the target at sched, and a start
+// that came late starts there at once, its delay then in the run's
+// start.
+func (ph *phaseRun) startAhead(i int, id string, sched time.Duration) {
+	d, rt, st := ph.d, ph.d.rt, ph.st
+	actual := max(rt.Now(), sched)
+	st.mu.Lock()
+	st.lag[i] = actual - sched
+	st.mu.Unlock()
+	d.rec.Started(id, actual)
+	if err := d.ahead.StartRunAt(d.runCtx, id, d.cfg.Program, sched); err != nil {
+		d.rec.Fail(id, rt.Now(), err)
+		return
+	}
+	if d.sender != nil {
+		if sent, ok := d.sender.StartSent(id); ok && sent > actual {
+			// It left after its schedule: the run started when it was sent.
 			st.mu.Lock()
 			st.lag[i] = sent - sched
 			st.mu.Unlock()

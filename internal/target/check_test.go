@@ -320,6 +320,21 @@ func TestCheckFaults(t *testing.T) {
 				h.ServeHTTP(w, r)
 			})
 		}, check: "409 on a repeated run id", reason: "answer 409"},
+		{name: "a 1.3 target that starts at once", scenarios: []string{"step"}, alone: true, wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/runs" {
+					var req map[string]any
+					body, _ := readAll(r)
+					if json.Unmarshal(body, &req) == nil {
+						delete(req, "at") // started at once: the at never reaches the server
+						body, _ = json.Marshal(req)
+					}
+					r.Body = nopCloser{bytes.NewReader(body)}
+					r.ContentLength = int64(len(body))
+				}
+				h.ServeHTTP(w, r)
+			})
+		}, check: "starts held until at", reason: "before that: hold a start whose at is ahead until then"},
 		{name: "no resume dedupe per run", scenarios: []string{"hook-step"},
 			backend: func(b protocol.Backend) protocol.Backend { return &resumes{Backend: b} },
 			check:   "resume id deduplicated per run", reason: "must be a no-op"},

@@ -19,10 +19,13 @@ import (
 // backend measured directly (in the backend's process, no protocol: events
 // straight from its sink, the start taken on its own clock right before
 // Start) and through the protocol exactly as a sweep drives it (HTTP on
-// loopback, the Session's start request, long polls and clock conversion,
-// the start taken on the driver's clock). The difference is what the
-// protocol adds: the start request's round trip, polling's CPU, the clock
-// conversion's error.
+// loopback, the Session's stream, clock conversion; each run scheduled
+// and started as the pacer starts a run with none in flight: to a target
+// that holds starts (1.3), sent StartAhead before its schedule, else sent
+// at it). The difference is what the protocol adds: the stream's CPU on
+// the engine's cores and, for a start not held, its way to the engine and
+// the clock conversion's error (a held start and its run's events are
+// converted with the same offset, which then cancels).
 type Overhead struct {
 	Direct, Protocol []time.Duration // TTLS per run
 	// Spans is the TTLS per run through the protocol with the runs' span
@@ -187,11 +190,18 @@ func MeasureOverheadWith(ctx context.Context, b protocol.Backend, scenario strin
 		sess.Spans = spans
 		c0 := cpu()
 		done := make(chan struct{})
-		if err := rec.Begin(id, rt.Now(), prog.StepCount(), func() { close(done) }); err != nil {
+		// As a sweep's pacer starts a run: its schedule now, or, for a
+		// target that holds starts (1.3), StartAhead from now with its
+		// start sent at once.
+		sched := rt.Now()
+		if sess.StartsAt() {
+			sched += sess.StartAhead()
+		}
+		if err := rec.Begin(id, sched, prog.StepCount(), func() { close(done) }); err != nil {
 			return err
 		}
 		defer rec.Forget(id)
-		if err := sess.StartRun(ctx, id, prog); err != nil {
+		if err := sess.StartRunAt(ctx, id, prog, sched); err != nil {
 			return err
 		}
 		_, _ = sess.StartSent(id) // not a paced run: no lag to take

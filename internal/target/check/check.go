@@ -301,6 +301,7 @@ func Run(ctx context.Context, c *target.Client, opt Options) (Report, error) {
 	k.checkBatchPolls(ctx, tf)
 	k.checkBatchStarts(ctx, tf)
 	k.checkBatchStreams(ctx, tf)
+	k.checkStartsAt(ctx, tf)
 	// The clock: bounded at the start, and where it was after the runs.
 	if b := k.clk.RTT / 2; b >= opt.MaxClockBound {
 		tf.failf(checkClockBound, "clock error bound ± %s (best of %d round trips), over %s: every timestamp is uncertain by that much. "+
@@ -325,7 +326,7 @@ func Run(ctx context.Context, c *target.Client, opt Options) (Report, error) {
 		}
 	}
 	rep.Results = append(rep.Results, tf.results(TargetChecks,
-		[]string{checkClockBound, checkClockSteady, checkConflict, checkUnsupported, checkCodes, checkBatch, checkBatchStart, checkBatchStream})...)
+		[]string{checkClockBound, checkClockSteady, checkConflict, checkUnsupported, checkCodes, checkBatch, checkBatchStart, checkBatchStream, checkStartAt})...)
 	return rep, nil
 }
 
