@@ -151,7 +151,7 @@ var Definitions = []Def{
 		"earliest step body start at or after the hook's resume − the resume", "hook", Microseconds,
 		Lower, "a time since the resume, which the driver makes"},
 	{DriverLag, "driver lag", "driver start lag",
-		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind). Through the protocol the run starts when its start leaves the driver: a batched start's wait for one of the session's senders, or a streamed start's for the stream, counts here", "run", Microseconds,
+		"actual run start − scheduled start (open-loop pacing; large values mean the driver fell behind). Through the protocol the run starts when its start leaves the driver: a batched start's wait for one of the session's senders, or a streamed start's for the stream, counts here; a start sent ahead to a target that holds it until its schedule (protocol 1.3) has none unless it left after its schedule", "run", Microseconds,
 		Lower, "a time since the scheduled start"},
 }
 
