@@ -233,16 +233,21 @@ func editSpans(cat string, edit func(ev *protocol.Event)) func(protocol.Backend)
 	}
 }
 
-// minor11 declares protocol 1.1 in a target's info.
-func minor11(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/info" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rewrite(h, w, r, func(m map[string]any) { m["minor"] = 1 })
-	})
+// declareMinor makes a target declare protocol 1.minor in its info.
+func declareMinor(minor int) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/info" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rewrite(h, w, r, func(m map[string]any) { m["minor"] = minor })
+		})
+	}
 }
+
+// minor11 declares protocol 1.1 in a target's info.
+var minor11 = declareMinor(1)
 
 // TestCheckFaults: a target with one careless fault at a time fails the
 // checker on that fault's own row, with a reason that says what is wrong —

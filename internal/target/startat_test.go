@@ -9,11 +9,7 @@ import (
 	"time"
 
 	"github.com/durabench/durabench/internal/driver"
-	"github.com/durabench/durabench/internal/target"
 	"github.com/durabench/durabench/protocol"
-	"github.com/durabench/durabench/scenarios"
-	"github.com/durabench/durabench/world"
-	"github.com/durabench/durabench/world/mem"
 )
 
 // startLog records each start its backend was asked for: its at, and the
@@ -45,42 +41,13 @@ func (s *startLog) taken() []aheadStart {
 
 // minor12 declares protocol 1.2 in a target's info: a target that does
 // not hold starts.
-func minor12(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/info" {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rewrite(h, w, r, func(m map[string]any) { m["minor"] = 2 })
-	})
-}
+var minor12 = declareMinor(2)
 
 // runPaced runs reps runs of a 20-branch fan-out through url's session
 // stream, paced by pacer, and returns the driver's result.
 func runPaced(t *testing.T, url string, pacer driver.Pacer, reps int) *driver.Result {
 	t.Helper()
-	ctx := context.Background()
-	opts := map[string]string{"branches": "20"}
-	sc, err := scenarios.Get("fanout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, err := sc.Build(scenarios.Values(opts))
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := mem.New(world.Options{}) // the driver's clock only
-	defer local.Close()
-	c, err := target.NewClient(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := target.NewSession(ctx, c, "fanout", opts, local.Runtime())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: "at", Reps: reps,
-		Pacer: pacer, CellTimeout: 30 * time.Second, Target: sess})
+	res, err := runCellPaced(t, url, "at", "fanout", map[string]string{"branches": "20"}, reps, "stream", false, pacer, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,17 @@ func runCellMode(t *testing.T, url, prefix, scenario string, opts map[string]str
 // that reports TTLS.
 func runCellSpans(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, mode string, spans bool) (*driver.Result, error) {
 	t.Helper()
+	pacer, err := driver.NewPacer("closed", 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runCellPaced(t, url, prefix, scenario, opts, reps, mode, spans, pacer, 1)
+}
+
+// runCellPaced is runCellSpans with the cell's pacer and warm-up runs.
+func runCellPaced(t *testing.T, url, prefix, scenario string, opts map[string]string, reps int, mode string, spans bool,
+	pacer driver.Pacer, warmup int) (*driver.Result, error) {
+	t.Helper()
 	ctx := context.Background()
 	c := client(t, url, mode)
 	sc, err := scenarios.Get(scenario)
@@ -100,11 +111,7 @@ func runCellSpans(t *testing.T, url, prefix, scenario string, opts map[string]st
 		t.Fatal(err)
 	}
 	sess.Spans = spans
-	pacer, err := driver.NewPacer("closed", 4, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: prefix, Reps: reps, Warmup: 1,
+	return driver.Run(ctx, driver.Config{World: local, Program: p, RunPrefix: prefix, Reps: reps, Warmup: warmup,
 		Pacer: pacer, CellTimeout: 30 * time.Second, Target: sess})
 }
 
