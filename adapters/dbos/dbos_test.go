@@ -421,10 +421,11 @@ func TestPGURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 check runs per scenario, the 2 runs of the check of batch polls
-	// (one per session), the run of the check of batch starts and the 2
-	// of the check of batch streams (one on the stream, one in another
-	// session).
-	if want := 3*len(supported) + 5; n != want {
+	// (one per session), the run of the check of batch starts, the 2 of
+	// the check of batch streams (one on the stream, one in another
+	// session) and the run of the check of starts held until at (its
+	// start 2 s ahead is refused).
+	if want := 3*len(supported) + 6; n != want {
 		// Which ones, and how they stand.
 		var rows []string
 		if rs, err := conn.Query(ctx, `SELECT workflow_uuid, status FROM dbos.workflow_status ORDER BY created_at`); err == nil {
@@ -436,7 +437,7 @@ func TestPGURL(t *testing.T) {
 			}
 			rs.Close()
 		}
-		t.Errorf("%d successful workflows on the server, want %d (3 check runs per scenario, 2 for batch polls, 1 for batch starts, 2 for batch streams); the workflows:\n%s",
+		t.Errorf("%d successful workflows on the server, want %d (3 check runs per scenario, 2 for batch polls, 1 for batch starts, 2 for batch streams, 1 for starts held until at); the workflows:\n%s",
 			n, want, strings.Join(rows, "\n"))
 	}
 }
