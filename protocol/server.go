@@ -384,8 +384,10 @@ func (s *Server) startOne(ctx context.Context, req StartRequest) (int, string) {
 	if ok, why := s.info.Supports(req.Scenario, req.Options); !ok {
 		return http.StatusUnprocessableEntity, why
 	}
-	if ahead := time.Duration(req.At) - s.b.Now(); req.At != 0 && ahead > MaxStartAhead {
-		return http.StatusBadRequest, fmt.Sprintf("start %s: at is %v ahead of the target's clock (at most %v)", req.Run, ahead, MaxStartAhead)
+	if req.At != 0 {
+		if ahead := time.Duration(req.At) - s.b.Now(); ahead > MaxStartAhead {
+			return http.StatusBadRequest, fmt.Sprintf("start %s: at is %v ahead of the target's clock (at most %v)", req.Run, ahead, MaxStartAhead)
+		}
 	}
 	s.mu.Lock()
 	_, dup := s.runs[req.Run]

@@ -495,10 +495,7 @@ func (ph *phaseRun) pace(ctx context.Context) {
 		st.started++
 		st.mu.Unlock()
 		handed := rt.Now()
-		start := func() { ph.start(i, id, sched, early, resume) }
-		if ahead {
-			start = func() { ph.startAhead(i, id, sched) }
-		}
+		start := func() { ph.start(i, id, sched, early, ahead, resume) }
 		if d.inline {
 			start()
 			continue
@@ -562,10 +559,16 @@ func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, e
 // start starts run i (id) scheduled at sched, on its starter, and records
 // its driver lag: when early, it first tells the pacer it runs and spins
 // out the rest of the lead.
-func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, resume chan<- time.Duration) {
+func (ph *phaseRun) start(i int, id string, sched time.Duration, early, ahead bool, resume chan<- time.Duration) {
 	d, rt, st := ph.d, ph.d.rt, ph.st
 	actual := rt.Now()
-	if early {
+	switch {
+	case ahead:
+		// Sent ahead for the target to hold until sched (aheadStarter):
+		// late only if it leaves after sched; a start that comes late
+		// starts there at once, its delay then in the run's start.
+		actual = max(actual, sched)
+	case early:
 		resume <- actual
 		for actual < sched { // the rest of the lead
 			actual = rt.Now()
@@ -575,7 +578,12 @@ func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, res
 	st.lag[i] = actual - sched
 	st.mu.Unlock()
 	d.rec.Started(id, actual)
-	err := d.eng.StartRun(d.runCtx, id, d.cfg.Program)
+	var err error
+	if ahead {
+		err = d.ahead.StartRunAt(d.runCtx, id, d.cfg.Program, sched)
+	} else {
+		err = d.eng.StartRun(d.runCtx, id, d.cfg.Program)
+	}
 	if err != nil {
 		d.rec.Fail(id, rt.Now(), err)
 	}
@@ -583,34 +591,6 @@ func (ph *phaseRun) start(i int, id string, sched time.Duration, early bool, res
 		if sent, ok := d.sender.StartSent(id); ok && sent > actual {
 			// The start waited in the target session's queue: the run
 			// started when it was sent.
-			st.mu.Lock()
-			st.lag[i] = sent - sched
-			st.mu.Unlock()
-			d.rec.Started(id, sent)
-		}
-	}
-}
-
-// startAhead sends run i's start (id) ahead of its schedule sched for the
-// target to hold until then (aheadStarter): its driver lag is how late
-// the start left the driver, after sched (0 when it left ahead of it,
-// the usual case); the run starts on the target at sched, and a start
-// that came late starts there at once, its delay then in the run's
-// start.
-func (ph *phaseRun) startAhead(i int, id string, sched time.Duration) {
-	d, rt, st := ph.d, ph.d.rt, ph.st
-	actual := max(rt.Now(), sched)
-	st.mu.Lock()
-	st.lag[i] = actual - sched
-	st.mu.Unlock()
-	d.rec.Started(id, actual)
-	if err := d.ahead.StartRunAt(d.runCtx, id, d.cfg.Program, sched); err != nil {
-		d.rec.Fail(id, rt.Now(), err)
-		return
-	}
-	if d.sender != nil {
-		if sent, ok := d.sender.StartSent(id); ok && sent > actual {
-			// It left after its schedule: the run started when it was sent.
 			st.mu.Lock()
 			st.lag[i] = sent - sched
 			st.mu.Unlock()

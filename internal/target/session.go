@@ -460,10 +460,6 @@ func (s *Session) streamLocked(ctx context.Context) (*Stream, error) {
 	return st, nil
 }
 
-// startStreamed writes run id's start on the session's stream. It returns
-// once the start is sent: a start the target refuses, as the runs it
-// starts, is answered on the stream (the run then fails with the
-// target's message).
 // StartsAt reports whether StartRunAt sends a run's start ahead of its
 // schedule for the target to hold until then (a 1.3 target, followed on a
 // session stream).
@@ -493,12 +489,16 @@ func (s *Session) StartRunAt(ctx context.Context, id string, p engine.Program, a
 	return s.startStreamedAt(ctx, id, p, int64(at+s.clk.Offset))
 }
 
+// startStreamed writes run id's start on the session's stream. It returns
+// once the start is sent: a start the target refuses, as the runs it
+// starts, is answered on the stream (the run then fails with the
+// target's message).
 func (s *Session) startStreamed(ctx context.Context, id string, p engine.Program) error {
 	return s.startStreamedAt(ctx, id, p, 0)
 }
 
-// startStreamedAt writes run id's start on the session's stream, held
-// until at on the target's clock when at is not 0.
+// startStreamedAt is startStreamed, the start held until at on the
+// target's clock when at is not 0.
 func (s *Session) startStreamedAt(ctx context.Context, id string, p engine.Program, at int64) error {
 	f := s.newFollower(id, p)
 	s.smu.Lock()

@@ -1,9 +1,11 @@
 package check
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/durabench/durabench/internal/target"
@@ -53,12 +55,7 @@ func (k *checker) checkStartsAt(ctx context.Context, f *findings) {
 		f.failf(checkStartAt, "%s's timeline once completed: %v, %d events", run, errOrOK(err), len(tl.Events))
 		return
 	}
-	first := tl.Events[0]
-	for _, ev := range tl.Events[1:] {
-		if ev.At < first.At {
-			first = ev
-		}
-	}
+	first := slices.MinFunc(tl.Events, func(a, b protocol.Event) int { return cmp.Compare(a.At, b.At) })
 	switch d := time.Duration(first.At) - at; {
 	case d < 0:
 		f.failf(checkStartAt, "%s, to start at %d on the target's clock, has its first event (%s) %s before that: "+
