@@ -123,6 +123,28 @@ func pathDetail(cells []*results.Cell, lab labeler) [][]string {
 const pathNote = "each finished run's TTLS split along its critical path: per category the mean per run and its share of " +
 	"TTLS mean*, the TTLS mean of the finished runs (a run's categories add up exactly to its TTLS; docs/critical-path.md)"
 
+// pathCostNote follows the table of a group with a cell of the built-in
+// engine on mem: there the spans' recording is a measurable part of every
+// run it measures (docs/critical-path.md, Cost), where on sim it is none
+// and on NATS or PostgreSQL within noise.
+const pathCostNote = "on mem, recording the spans is part of each run's times: a 256-branch run's TTLS +10–15% on 2 cores " +
+	"(BenchmarkSpansMem256, docs/critical-path.md#cost); sweep --spans off measures mem without it"
+
+// onMem reports whether a cell of cells ran the built-in engine on mem in
+// real time (f's: a sweep on the sim world's virtual clock pays nothing
+// for its recording).
+func onMem(f *results.File, cells []*results.Cell) bool {
+	if f.VirtualTime {
+		return false
+	}
+	for _, c := range cells {
+		if c.Target == "" && c.World == "mem" {
+			return true
+		}
+	}
+	return false
+}
+
 // pathOffNote stands for the table of a sweep that recorded no spans.
 const pathOffNote = "not recorded (sweep --spans off: the engine's calls were not timed, and no cell has a critical path)"
 
@@ -141,7 +163,8 @@ func hasTTLS(cells []*results.Cell) bool {
 // terminal, after a blank line, the cell column padded to width (changes
 // against a baseline are compare's: durabench compare tests each
 // category's).
-func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int, noSpans bool) error {
+func writePathText(w io.Writer, f *results.File, cells []*results.Cell, lab labeler, width int) error {
+	noSpans := f.Plan.NoSpans()
 	pc := pathCells(cells)
 	if len(pc) == 0 {
 		if noSpans && hasTTLS(cells) {
@@ -159,7 +182,14 @@ func writePathText(w io.Writer, cells []*results.Cell, lab labeler, width int, n
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if onMem(f, pc) {
+		_, err := fmt.Fprintln(w, "\nnote: "+pathCostNote)
+		return err
+	}
+	return nil
 }
 
 // compactPath is a critical path without its per-run values (the
@@ -220,6 +250,9 @@ func (m *markdown) pathMarkdown(sb *strings.Builder, g scenarioGroup, d detail) 
 	}
 	if omitted > 0 {
 		fmt.Fprintf(sb, "\n_%d more row(s) left out to fit the comment; see the uploaded results._\n", omitted)
+	}
+	if onMem(m.f, pc) {
+		sb.WriteString("\n_" + pathCostNote + "._\n")
 	}
 	if !detail {
 		return

@@ -143,7 +143,7 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		for _, l := range lagWarnings(g.Cells, lab) {
 			fmt.Fprintln(ew, "  warning: "+l)
 		}
-		if err := writePathText(ew, g.Cells, lab, width, f.Plan.NoSpans()); err != nil {
+		if err := writePathText(ew, f, g.Cells, lab, width); err != nil {
 			return err
 		}
 		if sc := streamCells(g.Cells); len(sc) > 0 {

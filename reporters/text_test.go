@@ -23,6 +23,9 @@ func TestTextGolden(t *testing.T) {
 	// Every row of a table has the same width: the columns line up.
 	for _, table := range strings.Split(out, "\n\n") {
 		lines := strings.Split(strings.TrimSpace(table), "\n")[1:]
+		if len(lines) == 0 { // a note
+			continue
+		}
 		for _, l := range lines[1:] {
 			if len([]rune(l)) != len([]rune(lines[0])) {
 				t.Errorf("misaligned row %q (header %q)", l, lines[0])
@@ -93,5 +96,46 @@ func TestSpansOffSaysSo(t *testing.T) {
 	}
 	if strings.Contains(text.String(), "not recorded") {
 		t.Errorf("spans on, yet the report says they were not recorded:\n%s", text.String())
+	}
+}
+
+// TestPathCostNote: under the table of where the time went, a report of
+// built-in engine runs on mem says that the spans' recording is part of
+// their times (on mem it is a measurable part); on another world it says
+// nothing of the kind.
+func TestPathCostNote(t *testing.T) {
+	const note = "on mem, recording the spans is part of each run's times"
+	f := fixtureHead()
+	var text, md bytes.Buffer
+	if err := Text(&text, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "\nnote: "+note) || !strings.Contains(md.String(), "_"+note) {
+		t.Errorf("a report of runs on mem does not say what recording spans costs there:\n%s", text.String())
+	}
+	for _, other := range []func(f *results.File){
+		func(f *results.File) { // on NATS
+			for i := range f.Cells {
+				f.Cells[i].World = "nats"
+			}
+		},
+		func(f *results.File) { f.VirtualTime = true }, // on a virtual clock
+	} {
+		f := fixtureHead()
+		other(f)
+		text.Reset()
+		md.Reset()
+		if err := Text(&text, f, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Markdown(&md, f, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text.String()+md.String(), note) {
+			t.Errorf("a report of runs not on mem in real time says what recording spans costs there:\n%s", text.String())
+		}
 	}
 }
