@@ -3,6 +3,7 @@ package reporters
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -134,15 +135,7 @@ const pathCostNote = "on mem, recording the spans is part of each run's times: a
 // real time (f's: a sweep on the sim world's virtual clock pays nothing
 // for its recording).
 func onMem(f *results.File, cells []*results.Cell) bool {
-	if f.VirtualTime {
-		return false
-	}
-	for _, c := range cells {
-		if c.Target == "" && c.World == "mem" {
-			return true
-		}
-	}
-	return false
+	return !f.VirtualTime && slices.ContainsFunc(cells, func(c *results.Cell) bool { return c.Target == "" && c.World == "mem" })
 }
 
 // pathOffNote stands for the table of a sweep that recorded no spans.
@@ -164,10 +157,9 @@ func hasTTLS(cells []*results.Cell) bool {
 // against a baseline are compare's: durabench compare tests each
 // category's).
 func writePathText(w io.Writer, f *results.File, cells []*results.Cell, lab labeler, width int) error {
-	noSpans := f.Plan.NoSpans()
 	pc := pathCells(cells)
 	if len(pc) == 0 {
-		if noSpans && hasTTLS(cells) {
+		if f.Plan.NoSpans() && hasTTLS(cells) {
 			fmt.Fprintln(w, "\nwhere the time went: "+pathOffNote)
 		}
 		return nil

@@ -558,7 +558,8 @@ func (ph *phaseRun) schedule(ctx context.Context, i int, prevAt time.Duration, e
 
 // start starts run i (id) scheduled at sched, on its starter, and records
 // its driver lag: when early, it first tells the pacer it runs and spins
-// out the rest of the lead.
+// out the rest of the lead; when ahead, it sends the start now for the
+// target to hold until sched.
 func (ph *phaseRun) start(i int, id string, sched time.Duration, early, ahead bool, resume chan<- time.Duration) {
 	d, rt, st := ph.d, ph.d.rt, ph.st
 	actual := rt.Now()
@@ -586,8 +587,9 @@ func (ph *phaseRun) start(i int, id string, sched time.Duration, early, ahead bo
 	}
 	if err != nil {
 		d.rec.Fail(id, rt.Now(), err)
+		return
 	}
-	if err == nil && d.sender != nil {
+	if d.sender != nil {
 		if sent, ok := d.sender.StartSent(id); ok && sent > actual {
 			// The start waited in the target session's queue: the run
 			// started when it was sent.
