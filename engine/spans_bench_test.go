@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -52,7 +53,7 @@ func newSpansSideOn(b testing.TB, spans bool, w world.World, label string) *span
 	if !spans {
 		obs = noSpans{rec}
 	}
-	v, err := engine.LookupVersion("resilient-inband")
+	v, err := engine.LookupVersion(spansVersion())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -298,4 +299,13 @@ func BenchmarkSpansCPU256(b *testing.B) {
 			b.ReportMetric(fanout.Micros(fanout.Median(ttls[fanout.WarmupRuns:])), "ttls-p50-us")
 		})
 	}
+}
+
+// spansVersion is the version the spans benchmarks' engines run:
+// resilient-inband, or the one DURABENCH_SPANS_VERSION names.
+func spansVersion() string {
+	if v := os.Getenv("DURABENCH_SPANS_VERSION"); v != "" {
+		return v
+	}
+	return "resilient-inband"
 }
