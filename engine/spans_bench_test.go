@@ -1,12 +1,19 @@
 package engine_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +29,7 @@ import (
 // no spans (engine.SpanObserver is checked once, in engine.New).
 type noSpans struct{ engine.Observer }
 
-// spansSide is one engine on its own mem world, its runs recorded by a
+// spansSide is one engine on its own world, its runs recorded by a
 // metrics.Recorder as a sweep's driver records them.
 type spansSide struct {
 	rec *metrics.Recorder
@@ -40,14 +47,24 @@ func sideName(spans bool) string {
 	return "none"
 }
 
-func newSpansSide(b testing.TB, spans bool) *spansSide {
-	return newSpansSideOn(b, spans, mem.New(world.Options{}), sideName(spans))
+func newSpansSide(tb testing.TB, spans bool) *spansSide {
+	return newSpansSideOn(tb, spans, mem.New(world.Options{}), sideName(spans))
 }
 
 // newSpansSideOn is a side on w, its goroutines labelled side=label.
-func newSpansSideOn(b testing.TB, spans bool, w world.World, label string) *spansSide {
+func newSpansSideOn(tb testing.TB, spans bool, w world.World, label string) *spansSide {
+	s, stop, err := openSpansSide(spans, w, label)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return s
+}
+
+// openSpansSide starts an engine of the spans benchmarks' version on w,
+// recording spans or not; stop stops it and closes w.
+func openSpansSide(spans bool, w world.World, label string) (s *spansSide, stop func(), err error) {
 	ctx := context.Background()
-	b.Cleanup(func() { _ = w.Close() })
 	rec := metrics.NewRecorder()
 	var obs engine.Observer = rec
 	if !spans {
@@ -55,130 +72,298 @@ func newSpansSideOn(b testing.TB, spans bool, w world.World, label string) *span
 	}
 	v, err := engine.LookupVersion(spansVersion())
 	if err != nil {
-		b.Fatal(err)
+		_ = w.Close()
+		return nil, nil, err
 	}
 	eng, err := engine.New(engine.Config{World: w, Features: v.Features, Observer: obs, Concurrency: fanout.Concurrency})
 	if err != nil {
-		b.Fatal(err)
+		_ = w.Close()
+		return nil, nil, err
 	}
 	// The side's goroutines carry its name as a profile label (side=spans
 	// or none): a CPU profile of the benchmark tells the sides apart.
 	labels := pprof.Labels("side", label)
 	pprof.Do(ctx, labels, func(ctx context.Context) { err = eng.Start(ctx) })
 	if err != nil {
-		b.Fatal(err)
+		_ = w.Close()
+		return nil, nil, err
 	}
-	b.Cleanup(func() { _ = eng.Stop(ctx) })
-	return &spansSide{rec: rec, eng: eng, rt: w.Runtime(), labels: labels}
+	stop = func() {
+		_ = eng.Stop(ctx)
+		_ = w.Close()
+	}
+	return &spansSide{rec: rec, eng: eng, rt: w.Runtime(), labels: labels}, stop, nil
 }
 
-// run runs one fan-out and returns its TTLS; the run's timeline is taken
-// (spans and all, and its critical path found when there are spans, as a
-// cell's summary does) and then forgotten.
-func (s *spansSide) run(b *testing.B, id string, p engine.Program) (d time.Duration) {
-	pprof.Do(context.Background(), s.labels, func(context.Context) { d = s.runOne(b, id, p) })
-	return d
-}
-
-func (s *spansSide) runOne(b *testing.B, id string, p engine.Program) time.Duration {
-	tl := s.finish(b, id, p)
-	d, _ := metrics.TimeToLastStep(&tl)
-	if tl.HasEngineSpans() {
-		c0 := processCPU()
-		if totals, ok := metrics.RunPathTotals(&tl); !ok || totals.Sum() != d {
-			b.Fatalf("run %s: no critical path adding up to its TTLS", id)
+// measure runs one fan-out and returns its TTLS and how many spans it
+// recorded; the run's timeline is taken (spans and all, and its critical
+// path found when there are spans, as a cell's summary does) and then
+// forgotten.
+func (s *spansSide) measure(id string, p engine.Program) (d time.Duration, spans int, err error) {
+	pprof.Do(context.Background(), s.labels, func(context.Context) {
+		var tl metrics.RunTimeline
+		if tl, err = s.finishRun(id, p); err != nil {
+			return
 		}
-		s.pathCPU += processCPU() - c0
-	}
-	return d
+		d, _ = metrics.TimeToLastStep(&tl)
+		spans = tl.SpanCount()
+		if tl.HasEngineSpans() {
+			c0 := processCPU()
+			if totals, ok := metrics.RunPathTotals(&tl); !ok || totals.Sum() != d {
+				err = fmt.Errorf("run %s: no critical path adding up to its TTLS", id)
+			}
+			s.pathCPU += processCPU() - c0
+		}
+	})
+	return d, spans, err
 }
 
 // finish runs p as run id to its end and returns its timeline (spans and
 // all), the run then forgotten.
 func (s *spansSide) finish(tb testing.TB, id string, p engine.Program) metrics.RunTimeline {
-	done := make(chan struct{})
-	if err := s.rec.Begin(id, s.rt.Now(), p.StepCount(), func() { close(done) }); err != nil {
+	tl, err := s.finishRun(id, p)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	return tl
+}
+
+func (s *spansSide) finishRun(id string, p engine.Program) (metrics.RunTimeline, error) {
+	done := make(chan struct{})
+	if err := s.rec.Begin(id, s.rt.Now(), p.StepCount(), func() { close(done) }); err != nil {
+		return metrics.RunTimeline{}, err
+	}
 	if err := s.eng.StartRun(context.Background(), id, p); err != nil {
-		tb.Fatal(err)
+		return metrics.RunTimeline{}, err
 	}
 	select {
 	case <-done:
 	case <-time.After(fanout.RunTimeout):
-		tb.Fatalf("run %s did not finish", id)
+		return metrics.RunTimeline{}, fmt.Errorf("run %s did not finish in %v", id, fanout.RunTimeout)
 	}
 	tl, _ := s.rec.Snapshot(id, s.rt.Now())
 	s.rec.Forget(id)
-	return tl
+	return tl, nil
+}
+
+// The sides of BenchmarkSpansMem256, its A/A and BenchmarkSpansNATS256 run
+// each in a process of its own: this test binary started again with
+// spansChildEnv naming the side (spans, none, or aa: none under another
+// name), on the world spansWorldEnv names (mem, or nats: an embedded
+// server of its own). A side sharing the benchmark's process with the
+// other ran on a heap both sides grow (each side's mem world keeps every
+// run's log), where the first to reach fresh pages takes their faults —
+// the side recording spans, which allocates more: 15–35 faults a run more
+// than the other, ~10 µs each, though each side in a process of its own
+// takes as many as the other.
+const (
+	spansChildEnv = "DURABENCH_SPANS_CHILD"
+	spansWorldEnv = "DURABENCH_SPANS_WORLD"
+	// spansProfileEnv, a path prefix, makes each side write the CPU
+	// profile of its process to <prefix>-<side>.prof: the two compare
+	// with go tool pprof -diff_base.
+	spansProfileEnv = "DURABENCH_SPANS_CPUPROFILE"
+)
+
+// TestMain runs a side of the spans benchmarks when the binary is started
+// as one, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if side := os.Getenv(spansChildEnv); side != "" {
+		os.Exit(spansChild(side, os.Getenv(spansWorldEnv), os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+// spansRun is what a side reports of one run: its TTLS, and what its
+// process spent on it (the run and the taking of its timeline, its
+// critical path included): CPU (collections and page faults included),
+// minor page faults, bytes allocated, the CPU of finding the path, and
+// the spans it recorded.
+type spansRun struct {
+	ttls, cpu, pathCPU time.Duration
+	faults, allocs     int64
+	spans              int
+}
+
+// spansChild is a side's process: for each line on in (a run ID) it runs
+// one 256-branch fan-out on a freshly collected heap and writes a line
+// with what it measured to out (or "error: …", and returns 1).
+func spansChild(side, worldName string, in io.Reader, out io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintf(out, "error: %s side: %v\n", side, err)
+		return 1
+	}
+	var w world.World
+	switch worldName {
+	case "", "mem":
+		w = mem.New(world.Options{})
+	case "nats":
+		nw, err := natsworld.New(context.Background(), natsworld.Config{})
+		if err != nil {
+			return fail(err)
+		}
+		w = nw
+	default:
+		return fail(fmt.Errorf("%s=%q: not mem or nats", spansWorldEnv, worldName))
+	}
+	s, stop, err := openSpansSide(side == "spans", w, side)
+	if err != nil {
+		return fail(err)
+	}
+	defer stop()
+	if prefix := os.Getenv(spansProfileEnv); prefix != "" {
+		f, err := os.Create(prefix + "-" + side + ".prof")
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	p := engine.FanOut(256)
+	var ms runtime.MemStats
+	// The collector runs between runs only (below), and the memory a run
+	// used stays the process's for the next: no run pays for a cycle the
+	// previous one left half done, nor refaults the pages the scavenger
+	// returned after it (with the collector pacing itself, each side took
+	// ~140 faults a run at ~10 µs each, a seventh of its CPU).
+	debug.SetGCPercent(-1)
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		debug.SetMemoryLimit(int64(ms.HeapAlloc) + 1<<30) // far above a run's ~10 MB
+		a0, c0, f0, p0 := ms.TotalAlloc, processCPU(), minorFaults(), s.pathCPU
+		d, spans, err := s.measure(lines.Text(), p)
+		if err != nil {
+			return fail(err)
+		}
+		r := spansRun{ttls: d, cpu: processCPU() - c0, pathCPU: s.pathCPU - p0, faults: minorFaults() - f0, spans: spans}
+		runtime.ReadMemStats(&ms)
+		r.allocs = int64(ms.TotalAlloc - a0)
+		fmt.Fprintf(out, "%d %d %d %d %d %d\n", r.ttls, r.cpu, r.pathCPU, r.faults, r.allocs, r.spans)
+	}
+	return 0
+}
+
+// spansProc is a side's process, as the benchmark drives it.
+type spansProc struct {
+	side string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+}
+
+// startSpansProc starts side's process on worldName; it is stopped when
+// the benchmark ends.
+func startSpansProc(b *testing.B, side, worldName string) *spansProc {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), spansChildEnv+"="+side, spansWorldEnv+"="+worldName)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = in.Close() // the side returns at the end of its input
+		_ = cmd.Wait()
+	})
+	return &spansProc{side: side, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+}
+
+// run has the side run one fan-out as run id.
+func (p *spansProc) run(id string) (spansRun, error) {
+	if _, err := io.WriteString(p.in, id+"\n"); err != nil {
+		return spansRun{}, fmt.Errorf("%s side: %w", p.side, err)
+	}
+	if !p.out.Scan() {
+		return spansRun{}, fmt.Errorf("%s side: exited (%v)", p.side, p.out.Err())
+	}
+	line := p.out.Text()
+	if msg, ok := strings.CutPrefix(line, "error: "); ok {
+		return spansRun{}, errors.New(msg)
+	}
+	var r spansRun
+	var ttls, cpu, pathCPU int64
+	if _, err := fmt.Sscan(line, &ttls, &cpu, &pathCPU, &r.faults, &r.allocs, &r.spans); err != nil {
+		return spansRun{}, fmt.Errorf("%s side: %q: %w", p.side, line, err)
+	}
+	r.ttls, r.cpu, r.pathCPU = time.Duration(ttls), time.Duration(cpu), time.Duration(pathCPU)
+	return r, nil
 }
 
 // BenchmarkSpansNATS256 is BenchmarkSpansMem256 on embedded NATS, each
 // side on its own server: a backend whose calls take tens to hundreds of
 // microseconds.
 func BenchmarkSpansNATS256(b *testing.B) {
-	open := func() world.World {
-		w, err := natsworld.New(context.Background(), natsworld.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return w
-	}
-	benchSpans(b, newSpansSideOn(b, true, open(), "spans"), newSpansSideOn(b, false, open(), "none"))
+	benchSpans(b, "nats", "spans", "none")
 }
 
 // BenchmarkSpansMem256 measures what recording spans costs: one 256-branch
 // fan-out per iteration on mem with spans recorded (and the run's critical
 // path found, as a cell's summary does) and one without, in alternating
-// order, each on its own world and engine, each on a freshly collected
-// heap. It reports both TTLS medians and their ratio (spans/none: target
-// ≤ 1.05), the median of each iteration's ratio, the process CPU time, the
-// bytes allocated and the minor page faults per run of each side (the CPU
-// a run's engine used, its garbage collection and page faults included:
-// steadier than wall time on a shared machine), and the spans one run
-// records. BenchmarkSpansMem256AA is its A/A.
+// order, each side in a process of its own (on its own world and engine),
+// each run on a freshly collected heap, the collector held off until it
+// ends. It reports both TTLS medians and
+// their ratio (spans/none: target ≤ 1.05), the median of each iteration's
+// ratio, the CPU time, the bytes allocated and the minor page faults per
+// run of each side's process (the CPU a run's engine used, its garbage
+// collection and page faults included: steadier than wall time on a
+// shared machine), and the spans one run records.
+// BenchmarkSpansMem256AA is its A/A. Its engines run resilient-inband, or
+// the version DURABENCH_SPANS_VERSION names; DURABENCH_SPANS_CPUPROFILE
+// (spansProfileEnv) profiles each side.
 func BenchmarkSpansMem256(b *testing.B) {
-	benchSpans(b, newSpansSide(b, true), newSpansSide(b, false))
+	benchSpans(b, "mem", "spans", "none")
 }
 
 // BenchmarkSpansMem256AA is BenchmarkSpansMem256 with spans recorded on
 // neither side (the harness's A/A: its ratios should be 1).
 func BenchmarkSpansMem256AA(b *testing.B) {
-	benchSpans(b, newSpansSideOn(b, false, mem.New(world.Options{}), "spans"), newSpansSide(b, false))
+	benchSpans(b, "mem", "aa", "none")
 }
 
-// benchSpans runs the comparison of BenchmarkSpansMem256 on two sides.
-func benchSpans(b *testing.B, with, without *spansSide) {
-	p := engine.FanOut(256)
-	sides := []*spansSide{with, without}
+// benchSpans runs the comparison of BenchmarkSpansMem256 between two
+// sides' processes on worldName.
+func benchSpans(b *testing.B, worldName, with, without string) {
+	sides := []*spansProc{startSpansProc(b, with, worldName), startSpansProc(b, without, worldName)}
 	for i := range fanout.WarmupRuns {
 		for _, s := range sides {
-			s.run(b, "w"+strconv.Itoa(i), p)
+			if _, err := s.run("w" + strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	var times [2][]time.Duration
-	var allocs [2]uint64
-	var cpu [2]time.Duration
-	var faults [2]int64
-	var ms runtime.MemStats
+	var sum [2]spansRun
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := "r" + strconv.Itoa(i)
 		for k := range sides {
 			j := (i + k) % len(sides)
-			// Each run starts on a collected heap: it pays for the
-			// collections its own allocations bring, not for a cycle the
-			// other side's run left half done (which made either side's
-			// CPU and TTLS swing by 20% or more from run to run).
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			before, cpu0 := ms.TotalAlloc, processCPU()
-			f0 := minorFaults()
-			times[j] = append(times[j], sides[j].run(b, id, p))
-			cpu[j] += processCPU() - cpu0
-			faults[j] += minorFaults() - f0
-			runtime.ReadMemStats(&ms)
-			allocs[j] += ms.TotalAlloc - before
+			r, err := sides[j].run(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			times[j] = append(times[j], r.ttls)
+			sum[j].cpu += r.cpu
+			sum[j].pathCPU += r.pathCPU
+			sum[j].faults += r.faults
+			sum[j].allocs += r.allocs
+			sum[j].spans = r.spans
 		}
 	}
 	b.StopTimer()
@@ -195,27 +380,18 @@ func benchSpans(b *testing.B, with, without *spansSide) {
 	}
 	slices.Sort(pairs)
 	b.ReportMetric(pairs[len(pairs)/2], "paired-ratio")
-	b.ReportMetric(fanout.Micros(cpu[0])/float64(b.N), "spans-cpu-us/run")
-	b.ReportMetric(fanout.Micros(cpu[1])/float64(b.N), "nospans-cpu-us/run")
-	if cpu[1] > 0 {
-		b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
+	n := float64(b.N)
+	b.ReportMetric(fanout.Micros(sum[0].cpu)/n, "spans-cpu-us/run")
+	b.ReportMetric(fanout.Micros(sum[1].cpu)/n, "nospans-cpu-us/run")
+	if sum[1].cpu > 0 {
+		b.ReportMetric(float64(sum[0].cpu)/float64(sum[1].cpu), "cpu-ratio")
 	}
-	b.ReportMetric(fanout.Micros(with.pathCPU)/float64(b.N), "path-cpu-us/run")
-	b.ReportMetric(float64(faults[0])/float64(b.N), "spans-faults/run")
-	b.ReportMetric(float64(faults[1])/float64(b.N), "nospans-faults/run")
-	b.ReportMetric(float64(allocs[0])/float64(b.N)/1024, "spans-KiB/run")
-	b.ReportMetric(float64(allocs[1])/float64(b.N)/1024, "nospans-KiB/run")
-	// The spans of one run, counted on a run of its own.
-	done := make(chan struct{})
-	if err := with.rec.Begin("count", with.rt.Now(), 256, func() { close(done) }); err != nil {
-		b.Fatal(err)
-	}
-	if err := with.eng.StartRun(context.Background(), "count", p); err != nil {
-		b.Fatal(err)
-	}
-	<-done
-	tl, _ := with.rec.Snapshot("count", with.rt.Now())
-	b.ReportMetric(float64(tl.SpanCount()), "spans/run")
+	b.ReportMetric(fanout.Micros(sum[0].pathCPU)/n, "path-cpu-us/run")
+	b.ReportMetric(float64(sum[0].faults)/n, "spans-faults/run")
+	b.ReportMetric(float64(sum[1].faults)/n, "nospans-faults/run")
+	b.ReportMetric(float64(sum[0].allocs)/n/1024, "spans-KiB/run")
+	b.ReportMetric(float64(sum[1].allocs)/n/1024, "nospans-KiB/run")
+	b.ReportMetric(float64(sum[0].spans), "spans/run")
 }
 
 // BenchmarkRunPath256 is the cost of finding one 256-branch run's
