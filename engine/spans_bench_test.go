@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/durabench/durabench/engine"
 	"github.com/durabench/durabench/internal/bench/fanout"
+	"github.com/durabench/durabench/internal/testchild"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
@@ -251,7 +251,6 @@ func spansChild(side, worldName string, in io.Reader, out io.Writer) int {
 // spansProc is a side's process, as the benchmark drives it.
 type spansProc struct {
 	side string
-	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Scanner
 }
@@ -259,29 +258,8 @@ type spansProc struct {
 // startSpansProc starts side's process on worldName; it is stopped when
 // the benchmark ends.
 func startSpansProc(b *testing.B, side, worldName string) *spansProc {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), spansChildEnv+"="+side, spansWorldEnv+"="+worldName)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = in.Close() // the side returns at the end of its input
-		_ = cmd.Wait()
-	})
-	return &spansProc{side: side, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	c := testchild.Start(b, spansChildEnv+"="+side, spansWorldEnv+"="+worldName)
+	return &spansProc{side: side, in: c.In, out: bufio.NewScanner(c.Out)}
 }
 
 // run has the side run one fan-out as run id.

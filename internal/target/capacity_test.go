@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/durabench/durabench/internal/driver"
 	"github.com/durabench/durabench/internal/target"
 	"github.com/durabench/durabench/internal/target/reference"
+	"github.com/durabench/durabench/internal/testchild"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/protocol"
 	"github.com/durabench/durabench/results"
@@ -125,29 +125,12 @@ func (c child) cpu() time.Duration {
 // core); the child stops when the benchmark ends.
 func startChild(tb testing.TB, kind string, procs int) child {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+kind, procsEnv+"="+strconv.Itoa(procs))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	url, err := bufio.NewReader(stdout).ReadString('\n')
+	c := testchild.Start(tb, childEnv+"="+kind, procsEnv+"="+strconv.Itoa(procs))
+	url, err := bufio.NewReader(c.Out).ReadString('\n')
 	if err != nil {
 		tb.Fatalf("%s target: %v", kind, err)
 	}
-	return child{url: strings.TrimSpace(url), pid: cmd.Process.Pid}
+	return child{url: strings.TrimSpace(url), pid: c.Cmd.Process.Pid}
 }
 
 // cpuTime is this process's user + system CPU time (getrusage): the
