@@ -32,12 +32,10 @@ type noSpans struct{ engine.Observer }
 // spansSide is one engine on its own world, its runs recorded by a
 // metrics.Recorder as a sweep's driver records them.
 type spansSide struct {
-	rec *metrics.Recorder
-	eng *engine.Engine
-	rt  world.Runtime
-	// pathCPU is the CPU time spent finding critical paths.
-	pathCPU time.Duration
-	labels  pprof.LabelSet
+	rec    *metrics.Recorder
+	eng    *engine.Engine
+	rt     world.Runtime
+	labels pprof.LabelSet
 }
 
 func sideName(spans bool) string {
@@ -95,27 +93,27 @@ func openSpansSide(spans bool, w world.World, label string) (s *spansSide, stop 
 	return &spansSide{rec: rec, eng: eng, rt: w.Runtime(), labels: labels}, stop, nil
 }
 
-// measure runs one fan-out and returns its TTLS and how many spans it
-// recorded; the run's timeline is taken (spans and all, and its critical
-// path found when there are spans, as a cell's summary does) and then
-// forgotten.
-func (s *spansSide) measure(id string, p engine.Program) (d time.Duration, spans int, err error) {
+// measure runs one fan-out and returns its TTLS, how many spans it
+// recorded and the CPU of finding its critical path; the run's timeline
+// is taken (spans and all, and its critical path found when there are
+// spans, as a cell's summary does) and then forgotten.
+func (s *spansSide) measure(id string, p engine.Program) (r spansRun, err error) {
 	pprof.Do(context.Background(), s.labels, func(context.Context) {
 		var tl metrics.RunTimeline
 		if tl, err = s.finishRun(id, p); err != nil {
 			return
 		}
-		d, _ = metrics.TimeToLastStep(&tl)
-		spans = tl.SpanCount()
+		r.ttls, _ = metrics.TimeToLastStep(&tl)
+		r.spans = tl.SpanCount()
 		if tl.HasEngineSpans() {
 			c0 := processCPU()
-			if totals, ok := metrics.RunPathTotals(&tl); !ok || totals.Sum() != d {
+			if totals, ok := metrics.RunPathTotals(&tl); !ok || totals.Sum() != r.ttls {
 				err = fmt.Errorf("run %s: no critical path adding up to its TTLS", id)
 			}
-			s.pathCPU += processCPU() - c0
+			r.pathCPU = processCPU() - c0
 		}
 	})
-	return d, spans, err
+	return r, err
 }
 
 // finish runs p as run id to its end and returns its timeline (spans and
@@ -235,12 +233,12 @@ func spansChild(side, worldName string, in io.Reader, out io.Writer) int {
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		debug.SetMemoryLimit(int64(ms.HeapAlloc) + 1<<30) // far above a run's ~10 MB
-		a0, c0, f0, p0 := ms.TotalAlloc, processCPU(), minorFaults(), s.pathCPU
-		d, spans, err := s.measure(lines.Text(), p)
+		a0, c0, f0 := ms.TotalAlloc, processCPU(), minorFaults()
+		r, err := s.measure(lines.Text(), p)
 		if err != nil {
 			return fail(err)
 		}
-		r := spansRun{ttls: d, cpu: processCPU() - c0, pathCPU: s.pathCPU - p0, faults: minorFaults() - f0, spans: spans}
+		r.cpu, r.faults = processCPU()-c0, minorFaults()-f0
 		runtime.ReadMemStats(&ms)
 		r.allocs = int64(ms.TotalAlloc - a0)
 		fmt.Fprintf(out, "%d %d %d %d %d %d\n", r.ttls, r.cpu, r.pathCPU, r.faults, r.allocs, r.spans)
@@ -295,15 +293,14 @@ func BenchmarkSpansNATS256(b *testing.B) {
 // path found, as a cell's summary does) and one without, in alternating
 // order, each side in a process of its own (on its own world and engine),
 // each run on a freshly collected heap, the collector held off until it
-// ends. It reports both TTLS medians and
-// their ratio (spans/none: target ≤ 1.05), the median of each iteration's
-// ratio, the CPU time, the bytes allocated and the minor page faults per
-// run of each side's process (the CPU a run's engine used, its garbage
-// collection and page faults included: steadier than wall time on a
-// shared machine), and the spans one run records.
-// BenchmarkSpansMem256AA is its A/A. Its engines run resilient-inband, or
-// the version DURABENCH_SPANS_VERSION names; DURABENCH_SPANS_CPUPROFILE
-// (spansProfileEnv) profiles each side.
+// ends. It reports both TTLS medians and their ratio (spans/none: target
+// ≤ 1.05), the median of each iteration's ratio, the CPU time, the bytes
+// allocated and the minor page faults per run of each side's process (the
+// CPU a run's engine used, its garbage collection and page faults
+// included: steadier than wall time on a shared machine), and the spans
+// one run records. BenchmarkSpansMem256AA is its A/A. Its engines run
+// resilient-inband, or the version DURABENCH_SPANS_VERSION names;
+// DURABENCH_SPANS_CPUPROFILE (spansProfileEnv) profiles each side.
 func BenchmarkSpansMem256(b *testing.B) {
 	benchSpans(b, "mem", "spans", "none")
 }
@@ -326,7 +323,7 @@ func benchSpans(b *testing.B, worldName, with, without string) {
 		}
 	}
 	var times [2][]time.Duration
-	var sum [2]spansRun
+	var sum [2]spansRun // spans: the latest run's
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := "r" + strconv.Itoa(i)
