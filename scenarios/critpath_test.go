@@ -52,11 +52,11 @@ func TestCriticalPathSumsExactly(t *testing.T) {
 
 // checkPaths checks every finished run's path and the cell's per-run
 // category values against the runs' TTLS samples. In virtual time no
-// time on the path is unattributed; in real time, a little is, apart from
-// the driver's two hand-offs to the engine, which no engine span covers:
-// a run's start, after its driver lag, and a hook's resume (the gap before
-// the engine's resume task: the driver's resume goroutine being scheduled,
-// milliseconds on a loaded machine).
+// time on the path is unattributed. In real time a little is, not
+// counting the driver's two hand-offs to the engine, which no engine span
+// covers: a run's start (the gap after its driver lag) and a hook's resume
+// (the gap before the engine's resume task: the driver's resume goroutine
+// being scheduled, milliseconds on a loaded machine).
 func checkPaths(t *testing.T, tls []metrics.RunTimeline, virtual bool) {
 	t.Helper()
 	var ttls []int64
@@ -91,7 +91,7 @@ func checkPaths(t *testing.T, tls []metrics.RunTimeline, virtual bool) {
 		}
 		var un time.Duration
 		for j, s := range segs {
-			handOff := j > 0 && segs[j-1].Category == metrics.CatDriverLag || j+1 < len(segs) && segs[j+1].Name == "resume"
+			handOff := j > 0 && segs[j-1].Category == metrics.CatDriverLag || j+1 < len(segs) && segs[j+1].Name == engine.SpanResume.String()
 			if s.Category == metrics.CatUnattributed && (virtual || !handOff) {
 				un += s.End - s.Start
 			}
