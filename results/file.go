@@ -69,8 +69,9 @@ var Version = ""
 
 // NewFile returns a results document for a sweep started at started with
 // plan: schema, methodology, durabench version, git commit (when it can be
-// found: the build's VCS stamp, else `git rev-parse HEAD` in the working
-// directory; never an error) and host. Cells start empty.
+// found: `git rev-parse HEAD` in the working directory, the repository
+// under test, else the build's VCS stamp; never an error) and host. Cells
+// start empty.
 func NewFile(ctx context.Context, plan PlanRecord, started time.Time) *File {
 	host, _ := os.Hostname()
 	return &File{
@@ -97,18 +98,36 @@ func durabenchVersion() string {
 }
 
 func gitCommit(ctx context.Context) string {
+	var stamp string
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && isHex(s.Value) {
-				return s.Value
+			if s.Key == "vcs.revision" {
+				stamp = s.Value
 			}
 		}
 	}
+	return commitIn(ctx, "", stamp)
+}
+
+// commitIn is the commit a sweep run in dir ("": the working directory)
+// measures: the HEAD of the repository dir is in — the engine or adapter
+// under test, which durabench runs from its checkout (the action sweeps the
+// baseline from a worktree of its ref) — else stamp, the commit durabench
+// was built from (its own reference engine's), when it is one. The order
+// matters: a durabench built in its own clone carries that clone's commit,
+// and a sweep of another repository must not be labelled with it (both
+// sides of a comparison would then show the same commit).
+func commitIn(ctx context.Context, dir, stamp string) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "HEAD")
+	cmd.Dir = dir
+	out, err := cmd.Output()
 	if c := strings.TrimSpace(string(out)); err == nil && isHex(c) {
 		return c
+	}
+	if isHex(stamp) {
+		return stamp
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -39,6 +40,51 @@ func TestNewFile(t *testing.T) {
 	// Tests run inside the repository: the commit is found.
 	if len(f.GitCommit) != 40 {
 		t.Logf("git commit not found (%q): fine outside a checkout", f.GitCommit)
+	}
+}
+
+// The commit a results file carries is the repository's under test (the
+// directory durabench runs in), not the one durabench was built from: a
+// durabench built in its own clone, sweeping another repository's engine,
+// must label its results with that repository's commit, or a comparison's
+// two sides would show the same commit. Outside a repository, the build's.
+func TestCommitIsTheRepositoryUnderTest(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	// No repository above the test's directories counts.
+	t.Setenv("GIT_CEILING_DIRECTORIES", root)
+	repo := filepath.Join(root, "engine")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", ".")
+	git("commit", "-q", "--allow-empty", "-m", "engine")
+	head := git("rev-parse", "HEAD")
+	stamp := strings.Repeat("ab", 20) // the commit durabench was built from
+	ctx := context.Background()
+	if got := commitIn(ctx, repo, stamp); got != head {
+		t.Errorf("in the repository under test: commit %q, want its HEAD %q (not the build's %q)", got, head, stamp)
+	}
+	outside := filepath.Join(root, "plain")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := commitIn(ctx, outside, stamp); got != stamp {
+		t.Errorf("outside a repository: commit %q, want the build's %q", got, stamp)
+	}
+	if got := commitIn(ctx, outside, ""); got != "" {
+		t.Errorf("outside a repository, an unstamped build: commit %q, want none", got)
 	}
 }
 
