@@ -164,6 +164,14 @@ func TestAction(t *testing.T) {
 	if err := os.WriteFile(rules, []byte("ttls.p50 < 1us\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Base and head built alike, in real time: a relative rule still takes
+	// the paired test, but a threshold no noise reaches, not the default
+	// 1.10x. With 6 runs a side a default rule fails identical builds now
+	// and then at α = 0.05 (1.47x, beyond p = 0.046, under two CPU hogs).
+	loose := filepath.Join(work, "loose.txt")
+	if err := os.WriteFile(loose, []byte("ttls.p50 < 10x baseline\nerrors == 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// An adapter the build command makes: the built-in engine served over
 	// the target protocol (a script, so base and head build it alike).
@@ -231,7 +239,7 @@ func TestAction(t *testing.T) {
 			failed: true, calls: "", log: "null-sweep: abba is not aba, abab, true or false"},
 		{name: "interleaved: base and head builds as two targets of one sweep", event: "pull_request", pr: pr, gitRef: true,
 			with: map[string]string{"sweep-flags": "--scenario fanout --branches 8 --reps 6 --warmup 1 --seed 1", "targets": "eng",
-				"build": adapterBuild},
+				"build": adapterBuild, "gate-rules": loose},
 			calls: "create,update 101", state: "✅ completed", gate: "passed", interleaved: true, log: "paired Δ"},
 		{name: "interleave true, but a null sweep asked for", event: "pull_request", pr: pr, gitRef: true,
 			with: map[string]string{"sweep-flags": "--scenario fanout --branches 8 --reps 4 --warmup 1 --seed 1", "targets": "eng",
