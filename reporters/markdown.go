@@ -335,7 +335,7 @@ func (m *markdown) scenario(sb *strings.Builder, g scenarioGroup, d detail) {
 	if omitted > 0 {
 		fmt.Fprintf(sb, "\n_%d more row(s) left out to fit the comment; see the uploaded results._\n", omitted)
 	}
-	if ws := lagWarnings(g.Cells, m.lab); len(ws) > 0 {
+	if ws := append(cutWarnings(m.f, g.Cells, m.lab), lagWarnings(g.Cells, m.lab)...); len(ws) > 0 {
 		sb.WriteString("\n")
 		for _, w := range ws {
 			sb.WriteString("⚠ " + w + ".  \n")

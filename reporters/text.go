@@ -20,7 +20,8 @@ import (
 // stalls and errors (and its world
 // incidents, in a column of their own when any cell of the scenario had
 // some). A cell whose driver lag p99 is over DriverLagShare of its TTFS
-// p50 gets a warning line under the table. With a baseline of
+// p50 gets a warning line under the table, and so does a cell the cell
+// timeout ended with runs unfinished or never started. With a baseline of
 // the same methodology, the headline p50 carries its change against the
 // baseline's matching cell.
 func Text(w io.Writer, f *results.File, opt Options) error {
@@ -140,7 +141,7 @@ func Text(w io.Writer, f *results.File, opt Options) error {
 		for _, r := range reasons {
 			fmt.Fprintln(ew, "  skipped (the rows with 0 runs): "+r)
 		}
-		for _, l := range lagWarnings(g.Cells, lab) {
+		for _, l := range append(cutWarnings(f, g.Cells, lab), lagWarnings(g.Cells, lab)...) {
 			fmt.Fprintln(ew, "  warning: "+l)
 		}
 		if err := writePathText(ew, f, g.Cells, lab, width); err != nil {
