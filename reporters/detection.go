@@ -49,6 +49,7 @@ func (m *markdown) detection(sb *strings.Builder, g scenarioGroup, d detail) {
 	cells := cellIndex(m.f)
 	var rows []string
 	omitted := 0
+	never := false // a row whose MDE is ∞
 	for _, mc := range c.Metrics {
 		if tableSkip[mc.Metric] {
 			continue
@@ -69,6 +70,7 @@ func (m *markdown) detection(sb *strings.Builder, g scenarioGroup, d detail) {
 			if cell != nil {
 				label = m.lab.label(cell)
 			}
+			never = never || math.IsInf(r.MDEPct, 1)
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", metricTitle(mc.Metric), label, detectionDelta(r),
 				fmt.Sprintf("%.3f", r.Test.P), detectionN(r), detectionMDE(r.MDEPct)))
 		}
@@ -77,10 +79,10 @@ func (m *markdown) detection(sb *strings.Builder, g scenarioGroup, d detail) {
 		return
 	}
 	if in := c.Interleave; in != nil && m.opt.Baseline == nil {
-		fmt.Fprintf(sb, "\n**%s against %s, paired** (interleaved sweep: run by run in %s blocks; Wilcoxon signed-rank test of the blocks' log ratios, Δ the Hodges–Lehmann estimate with its 95%% CI; MDE: the change found 80%% of the time at α = %g):\n\n",
-			mdCode(in.B), mdCode(in.A), in.Order, stats.Alpha)
+		fmt.Fprintf(sb, "\n**%s against %s, paired** (interleaved sweep: run by run in %s blocks; Wilcoxon signed-rank test of the blocks' log ratios, Δ the Hodges–Lehmann estimate with its 95%% CI; MDE: the change found 80%% of the time at α = %g%s):\n\n",
+			mdCode(in.B), mdCode(in.A), in.Order, stats.Alpha, neverNote(never, "blocks"))
 	} else {
-		fmt.Fprintf(sb, "\n**Detection** against the baseline (Δ of the medians of the tested per-run values, Mann-Whitney U; MDE: the change found 80%% of the time at α = %g, from the two samples' spread):\n\n", stats.Alpha)
+		fmt.Fprintf(sb, "\n**Detection** against the baseline (Δ of the medians of the tested per-run values, Mann-Whitney U; MDE: the change found 80%% of the time at α = %g, from the two samples' spread%s):\n\n", stats.Alpha, neverNote(never, "runs"))
 	}
 	sb.WriteString("| metric | cell | Δ | p | n | MDE |\n|---|---|--:|--:|--:|--:|\n")
 	for _, r := range rows {
@@ -89,6 +91,14 @@ func (m *markdown) detection(sb *strings.Builder, g scenarioGroup, d detail) {
 	if omitted > 0 {
 		fmt.Fprintf(sb, "\n_%d more row(s) left out to fit the comment; see the uploaded results._\n", omitted)
 	}
+}
+
+// neverNote explains an MDE of ∞ where a row has one.
+func neverNote(never bool, what string) string {
+	if !never {
+		return ""
+	}
+	return "; ∞: too few " + what + " for the test ever to reach it"
 }
 
 func mdCode(s string) string { return "`" + strings.ReplaceAll(s, "`", "'") + "`" }
@@ -128,6 +138,8 @@ func detectionMDE(pct float64) string {
 	switch {
 	case math.IsNaN(pct):
 		return "—"
+	case math.IsInf(pct, 1):
+		return "∞"
 	case pct >= 1000:
 		return ">1000%"
 	case pct >= 10:

@@ -497,7 +497,9 @@ type MetricRow struct {
 	Paired *Paired
 	// MDEPct is the minimum detectable effect in percent (α, power 0.8):
 	// of the paired log ratios (MDEPaired), else of the two samples
-	// (MDETwoSample); NaN when a side has fewer than 2 values.
+	// (MDETwoSample); +Inf where the test can never reach α at these
+	// sizes (SignedRankFloor, MannWhitneyFloor); NaN when a side has
+	// fewer than 2 values.
 	MDEPct float64
 }
 

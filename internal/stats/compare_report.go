@@ -115,7 +115,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if note := c.pairedNote(); note != "" {
 		bw.WriteString(" " + note)
 	}
-	bw.WriteString(" MDE is the minimum detectable effect: the change the test finds 80% of the time at this spread and n.")
+	bw.WriteString(" MDE is the minimum detectable effect: the change the test finds 80% of the time at this spread and n; ∞ where n is too small for the test ever to reach α.")
 	bw.WriteString("\n")
 	for _, m := range c.Metrics {
 		fmt.Fprintf(bw, "\n#### %s%s\n\n", m.Metric, metricStatNote(m))
@@ -284,12 +284,14 @@ func testCell(r MetricRow) string {
 	return fmt.Sprintf("(p=%.3f %s%s)", r.Test.P, n, mde)
 }
 
-// mdeCell renders a minimum detectable effect: "2.4%", "—" when there is
-// none.
+// mdeCell renders a minimum detectable effect: "2.4%", "∞" when no change
+// is ever found at this n, "—" when there is none.
 func mdeCell(pct float64) string {
 	switch {
 	case math.IsNaN(pct):
 		return "—"
+	case math.IsInf(pct, 1):
+		return "∞"
 	case pct >= 1000:
 		return ">1000%"
 	case pct >= 10:

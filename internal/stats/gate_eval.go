@@ -123,7 +123,8 @@ type Check struct {
 	Paired *Paired
 	// MDEPct is the minimum detectable effect of the tested values in
 	// percent (relative rules; NaN otherwise): a threshold within it is
-	// warned about.
+	// warned about. +Inf where the rule's test can never reach α at these
+	// sizes.
 	MDEPct float64
 	// Note explains a verdict that the figures alone do not (e.g. "over
 	// the threshold but not significant").
@@ -460,15 +461,28 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.M
 		c.Statistic, c.Unit = bt.stat, bt.unit
 	}
 	t, ok := tests[testKey{k, rule.Metric}]
+	// The test that decides a directed rule is one-sided (pairedBeyond,
+	// MannWhitneyBeyond): its MDE is +Inf only where that test, not the
+	// two-sided one, can never reach alpha.
+	sides := 1
+	if rule.Op == "==" || rule.Op == "!=" {
+		sides = 2
+	}
 	if pt, paired := pairedOf(bcell, hcell, rule.Metric, alpha); paired && pt.N > 0 {
 		c.Paired, c.MDEPct = &pt, pt.MDEPct
+		if pt.Rounds == 0 && pt.N >= 2 { // the signed-rank test's, at this rule's sides
+			c.MDEPct = MDEPaired(pt.SD, pt.N, alpha)
+			if SignedRankFloor(pt.N, sides) >= alpha {
+				c.MDEPct = math.Inf(1)
+			}
+		}
 		t = Significance{P: pt.P, Alpha: alpha, N1: pt.N, N2: pt.N, Significant: pt.Significant, Warnings: pt.Warnings}
 	} else {
 		if !ok {
 			t = MannWhitney(bt.values, ht.values, alpha)
 			tests[testKey{k, rule.Metric}] = t
 		}
-		c.MDEPct = MDEOf(bt.values, ht.values, alpha)
+		c.MDEPct = mdeOf(bt.values, ht.values, alpha, sides)
 	}
 	c.P, c.N1, c.N2 = t.P, t.N1, t.N2
 	if c.Statistic != string(metrics.RunValue) && c.Unit == UnitRun && len(bt.values) > 0 && len(ht.values) > 0 {

@@ -56,7 +56,9 @@ type jsonCompareRow struct {
 	DeltaPct num    `json:"delta_pct"`
 	NullPct  num    `json:"null_delta_pct"`
 	Verdict  string `json:"verdict"`
-	// MDEPct is the minimum detectable effect (α, power 0.8) in percent.
+	// MDEPct is the minimum detectable effect (α, power 0.8) in percent;
+	// null where there is none: too few runs for the test ever to reach
+	// α, or a side with fewer than 2 values.
 	MDEPct num `json:"mde_pct"`
 	// Paired is the paired test of an interleaved pair's two cells (p and
 	// delta_pct above are then its).
@@ -216,7 +218,8 @@ type jsonCheck struct {
 	P         num    `json:"p"`
 	PBeyond   num    `json:"p_beyond"`
 	// MDEPct is the tested values' minimum detectable effect in percent
-	// (relative rules); Paired the paired test of an interleaved pair.
+	// (relative rules; null where there is none, as in a comparison's);
+	// Paired the paired test of an interleaved pair.
 	MDEPct num         `json:"mde_pct"`
 	Paired *jsonPaired `json:"paired,omitempty"`
 	Note   string      `json:"note,omitempty"`

@@ -105,6 +105,9 @@ func PairedLog(d []float64, alpha float64) Paired {
 	if len(d) >= 2 {
 		p.SD = sd(d)
 		p.MDEPct = MDEPaired(p.SD, len(d), alpha)
+		if SignedRankFloor(len(d), 2) >= alpha {
+			p.MDEPct = math.Inf(1) // no change is ever found at this n
+		}
 	}
 	// Two-sided, the smallest exact p-value with n pairs is 2/2^n: below
 	// 6 pairs it never reaches 0.05.
@@ -356,9 +359,54 @@ func MDETwoSample(sd1 float64, n1 int, sd2 float64, n2 int, alpha float64) float
 }
 
 // MDEOf is MDETwoSample of two samples of per-run values (µs, each taken
-// as at least 1 µs).
+// as at least 1 µs), for the two-sided Mann-Whitney test: +Inf when that
+// test can never reach alpha with samples of these sizes (MannWhitneyFloor).
 func MDEOf(base, head []int64, alpha float64) float64 {
-	return MDETwoSample(sd(logs(base)), len(base), sd(logs(head)), len(head), alpha)
+	return mdeOf(base, head, alpha, 2)
+}
+
+// mdeOf is MDEOf for a Mann-Whitney test of sides sides (1 or 2).
+func mdeOf(base, head []int64, alpha float64, sides int) float64 {
+	m := MDETwoSample(sd(logs(base)), len(base), sd(logs(head)), len(head), alpha)
+	if !math.IsNaN(m) && MannWhitneyFloor(len(base), len(head), sides) >= alpha {
+		return math.Inf(1)
+	}
+	return m
+}
+
+// A rank test cannot give every p-value: with few values its smallest is
+// far above α, and then no effect, however large, is ever found — the
+// t-based MDE formulas above would still print a finite one (3 runs a
+// side with a tight spread: "MDE 5%"), a claim the test cannot keep. The
+// floors below are each test's smallest p-value without ties (ties only
+// raise it); an MDE is +Inf where the floor is not below α.
+
+// MannWhitneyFloor is the smallest p-value of a Mann-Whitney test of
+// sides sides (1 or 2) with n1 and n2 values: sides / C(n1+n2, n1), the
+// samples entirely apart. Two-sided it is 0.1 at 3+3, 0.057 at 3+4 and
+// 0.029 at 4+4.
+func MannWhitneyFloor(n1, n2, sides int) float64 {
+	if n1 < 1 || n2 < 1 {
+		return 1
+	}
+	// C(n1+n2, k) by products, exact in float64 as far as it matters
+	// (up to 2⁵³; the floor is long past α there).
+	k := min(n1, n2)
+	c := 1.0
+	for i := 1; i <= k; i++ {
+		c = c * float64(n1+n2-k+i) / float64(i)
+	}
+	return min(1, float64(sides)/c)
+}
+
+// SignedRankFloor is the smallest p-value of a signed-rank test of sides
+// sides (1 or 2) with n pairs: sides / 2ⁿ, every log ratio of one sign.
+// Two-sided it is 0.0625 at 5 pairs and 0.031 at 6.
+func SignedRankFloor(n, sides int) float64 {
+	if n < 1 {
+		return 1
+	}
+	return min(1, float64(sides)*math.Exp2(-float64(n)))
 }
 
 // tSum is t₁₋α/₂ + t_Power with df degrees of freedom.

@@ -211,3 +211,49 @@ func TestPairedRoundsHoldsAlpha(t *testing.T) {
 	}
 	t.Logf("A/A significant: blocks %d/%d, rounds %d/%d; an 8%% change found in %d/%d", overBlocks, sweeps, overRounds, sweeps, found, sweeps)
 }
+
+// TestMDENeverWhereTheTestCannot: an MDE is ∞ exactly where the test that
+// reads the change cannot find any — samples entirely apart, the most a
+// rank test can see, are not significant — and finite everywhere else:
+// 3 runs a side never make a two-sided Mann-Whitney test significant, 4
+// do; 5 pairs never make a signed-rank test significant, 6 do; the
+// gate's one-sided tests need fewer. A finite MDE at 3+3 ("5%") claimed a
+// resolution no run count of that size has.
+func TestMDENeverWhereTheTestCannot(t *testing.T) {
+	near(t, "Mann-Whitney floor 3+3", MannWhitneyFloor(3, 3, 2), 0.1, 1e-12)
+	near(t, "Mann-Whitney floor 4+4", MannWhitneyFloor(4, 4, 2), 2.0/70, 1e-12)
+	near(t, "Mann-Whitney floor 3+4 one-sided", MannWhitneyFloor(3, 4, 1), 1.0/35, 1e-12)
+	near(t, "signed-rank floor 5", SignedRankFloor(5, 2), 0.0625, 1e-12)
+	near(t, "signed-rank floor 5 one-sided", SignedRankFloor(5, 1), 0.03125, 1e-12)
+
+	apart := func(n int, from, step int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = from + step*int64(i)
+		}
+		return out
+	}
+	for n1 := 2; n1 <= 6; n1++ {
+		for n2 := 2; n2 <= 6; n2++ {
+			base, head := apart(n1, 1000, 7), apart(n2, 2000, 11)
+			finds := MannWhitney(base, head, Alpha).Significant
+			if mde := MDEOf(base, head, Alpha); math.IsInf(mde, 1) == finds || math.IsNaN(mde) {
+				t.Errorf("%d+%d runs: two-sided test significant %v on samples apart, MDE %.3g", n1, n2, finds, mde)
+			}
+			finds = MannWhitneyBeyond(base, head, 1, true, Alpha).Significant
+			if mde := mdeOf(base, head, Alpha, 1); math.IsInf(mde, 1) == finds {
+				t.Errorf("%d+%d runs: one-sided test significant %v on samples apart, MDE %.3g", n1, n2, finds, mde)
+			}
+		}
+	}
+	for n := 2; n <= 9; n++ {
+		d := make([]float64, n)
+		for i := range d {
+			d[i] = 0.1 + 0.01*float64(i) // every pair slower, by different amounts
+		}
+		p := PairedLog(d, Alpha)
+		if math.IsInf(p.MDEPct, 1) == p.Significant || math.IsNaN(p.MDEPct) {
+			t.Errorf("%d pairs: signed-rank test significant %v on ratios of one sign, MDE %.3g", n, p.Significant, p.MDEPct)
+		}
+	}
+}

@@ -186,10 +186,18 @@ func mdeWarning(rule Rule, cells []string, mdes []float64) string {
 			parts = append(parts, fmt.Sprintf("%d more", len(idx)-4))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s MDE %.1f%%", cells[i], mdes[i]))
+		mde := fmt.Sprintf("%.1f%%", mdes[i])
+		if math.IsInf(mdes[i], 1) {
+			mde = "∞"
+		}
+		parts = append(parts, fmt.Sprintf("%s MDE %s", cells[i], mde))
 	}
-	return fmt.Sprintf("%s (%s): its threshold, %+.1f%%, is below the minimum detectable effect of %d cell(s) (%s): there a change of the threshold's size passes the gate more often than not; add runs (sweep --interleave --precision) or widen the threshold",
-		rule.Text, rule.Source, (rule.Threshold-1)*100, len(cells), strings.Join(parts, ", "))
+	never := ""
+	if slices.ContainsFunc(mdes, func(m float64) bool { return math.IsInf(m, 1) }) {
+		never = "; ∞: too few runs for the test ever to reach α"
+	}
+	return fmt.Sprintf("%s (%s): its threshold, %+.1f%%, is below the minimum detectable effect of %d cell(s) (%s%s): there a change of the threshold's size passes the gate more often than not; add runs (sweep --interleave --precision) or widen the threshold",
+		rule.Text, rule.Source, (rule.Threshold-1)*100, len(cells), strings.Join(parts, ", "), never)
 }
 
 func cmpFloat(a, b float64) int {
