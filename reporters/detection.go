@@ -112,7 +112,7 @@ func detectionDelta(r stats.MetricRow) string {
 	s := fmt.Sprintf("%+.1f%%", r.DeltaPct)
 	if p := r.Paired; p != nil {
 		lo, hi := p.CIPct()
-		s += fmt.Sprintf(" [%+.1f, %+.1f]", lo, hi)
+		s += fmt.Sprintf(" [%+.1f, %+.1f]%s", lo, hi, p.Coverage(stats.Alpha))
 	}
 	switch {
 	case !r.Test.Significant:

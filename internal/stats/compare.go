@@ -513,7 +513,7 @@ func (r MetricRow) Delta() string {
 	}
 	if r.Paired != nil {
 		lo, hi := r.Paired.CIPct()
-		ci := fmt.Sprintf("%+.2f%% [%+.2f, %+.2f]", r.DeltaPct, lo, hi)
+		ci := fmt.Sprintf("%+.2f%% [%+.2f, %+.2f]%s", r.DeltaPct, lo, hi, r.Paired.Coverage(r.Test.Alpha))
 		switch {
 		case !r.Test.Significant:
 			return "~ (" + ci + ")"

@@ -307,7 +307,7 @@ func (c *Comparison) pairedNote() string {
 		return ""
 	}
 	note := fmt.Sprintf("paired: one interleaved sweep, %s %s (base) against %s (head) run by run in %s blocks; "+
-		"the test is the Wilcoxon signed-rank test of the blocks' log ratios, Δ the Hodges–Lehmann estimate of the ratio with its %.0f%% CI",
+		"the test is the Wilcoxon signed-rank test of the blocks' log ratios, Δ the Hodges–Lehmann estimate of the ratio with its %.0f%% CI (where the pairs are too few for that, the coverage they give, beside it)",
 		in.Dimension, in.A, in.B, in.Order, 100*c.Confidence)
 	if in.Rounds > 1 {
 		note = fmt.Sprintf("paired: one interleaved sweep, %s %s (base) against %s (head) run by run in %s blocks, in %d rounds on processes started afresh; "+

@@ -264,7 +264,7 @@ func pCell(c Check) string {
 	}
 	if p := c.Paired; p != nil {
 		lo, hi := p.CIPct()
-		s := fmt.Sprintf("paired Δ %+.1f%% [%+.1f, %+.1f], p=%.3f n=%d pairs%s%s", p.DeltaPct(), lo, hi, c.P, p.N, inRounds(p), mde)
+		s := fmt.Sprintf("paired Δ %+.1f%% [%+.1f, %+.1f]%s, p=%.3f n=%d pairs%s%s", p.DeltaPct(), lo, hi, p.Coverage(Alpha), c.P, p.N, inRounds(p), mde)
 		if !math.IsNaN(c.PBeyond) {
 			s += fmt.Sprintf(", beyond: p=%.3f", c.PBeyond)
 		}

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -255,5 +256,32 @@ func TestMDENeverWhereTheTestCannot(t *testing.T) {
 		if math.IsInf(p.MDEPct, 1) == p.Significant || math.IsNaN(p.MDEPct) {
 			t.Errorf("%d pairs: signed-rank test significant %v on ratios of one sign, MDE %.3g", n, p.Significant, p.MDEPct)
 		}
+	}
+}
+
+// TestIntervalNamesItsCoverage: below 6 pairs no signed-rank interval
+// covers 95% — at 5 pairs the widest, from the smallest Walsh average to
+// the largest, covers 1 − 2/32 = 93.75% — and such an interval can leave
+// out 0 while the test (p = 0.0625) finds nothing. A row then names the
+// coverage it has beside the interval; at 10 pairs, where 95% is
+// reached, it names none.
+func TestIntervalNamesItsCoverage(t *testing.T) {
+	five := PairedLog([]float64{0.1, 0.12, 0.15, 0.2, 0.3}, Alpha)
+	near(t, "coverage at 5 pairs", five.Achieved, 0.9375, 1e-12)
+	if lo, _ := five.CIPct(); lo <= 0 || five.Significant {
+		t.Fatalf("5 pairs of one sign: interval from %+.1f%%, significant %v: want an interval above 0, not significant", lo, five.Significant)
+	}
+	row := MetricRow{InBase: true, InHead: true, Base: Summary{N: 5}, Head: Summary{N: 5}, Paired: &five,
+		DeltaPct: five.DeltaPct(), Test: Significance{P: five.P, Alpha: Alpha, Significant: five.Significant}}
+	if d := row.Delta(); !strings.Contains(d, "] 93.8% CI") || !strings.HasPrefix(d, "~ (") {
+		t.Errorf("5 pairs: row reads %q, want the interval's 93.8%% coverage beside it", d)
+	}
+	ten := PairedLog([]float64{0.1, -0.12, 0.15, 0.2, -0.3, 0.05, 0.02, -0.01, 0.07, 0.11}, Alpha)
+	if ten.Achieved < 1-Alpha {
+		t.Fatalf("10 pairs: coverage %.4f below 95%%", ten.Achieved)
+	}
+	row.Paired, row.DeltaPct = &ten, ten.DeltaPct()
+	if d := row.Delta(); strings.Contains(d, "CI") {
+		t.Errorf("10 pairs: row reads %q, want no coverage named", d)
 	}
 }
