@@ -19,7 +19,11 @@ func linearTicks(min, max float64, integer bool) []plot.Tick {
 		return plot.DefaultTicks{}.Ticks(min, max)
 	}
 	step := step125((max-min)/8, integer)
-	if (max-min)/step < 4 && !(integer && step == 1) {
+	// Fewer than 4 labels at that step: the next step down. Labels, not
+	// intervals, are counted — 0 to 18 s at 5 s names 0, 5, 10 and 15 s;
+	// counting its 3.6 intervals took 2 s steps and 10 labels.
+	labels := func(step float64) float64 { return math.Floor(max/step+1e-9) - math.Ceil(min/step-1e-9) + 1 }
+	if labels(step) < 4 && !(integer && step == 1) {
 		step = smallerStep(step)
 	}
 	minor := step / 5

@@ -3,6 +3,7 @@ package reporters
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot/vg"
@@ -26,7 +27,9 @@ func TestLinearTicks(t *testing.T) {
 		{1.2, 4.7, false, "1.5ms", 0.5}, // not from zero
 		{0, 3, true, "0", 1},            // counts of 0..3: no 0.5
 		{0, 1234, true, "0", 200},
-		{-1e-12, 58, true, "0", 10}, // a histogram's count axis: "0", not "-0"
+		{-1e-12, 58, true, "0", 10},  // a histogram's count axis: "0", not "-0"
+		{0, 18000, false, "0", 5000}, // 0, 5, 10, 15 s: not 10 labels at 2 s
+		{0, 1700, false, "0", 500},   // 0 to 1.5 s by 0.5 s: not 9 labels at 0.2 s
 	} {
 		ts := linearTicks(tc.min, tc.max, tc.integer)
 		var labelled []float64
@@ -160,6 +163,34 @@ func TestCensoredP50(t *testing.T) {
 		note, _ := censoredP50(cell)
 		if got := p50Label(240e6, note); got != tc.label {
 			t.Errorf("%s: label %q, want %q", tc.name, got, tc.label)
+		}
+	}
+}
+
+// TestCriticalPathAxisNamesTime: the critical-path chart's time axis is
+// labelled as every latency axis is — 4 to 8 values at a 1-2-5 step, each
+// with its unit ("2s", "500ms") — not plot's default two or three bare
+// numbers ("8000", "16000" over "(ms)").
+func TestCriticalPathAxisNamesTime(t *testing.T) {
+	c := newCharts(fixtureHead(), nil)
+	p, err := c.criticalPath(c.groups[0])
+	if err != nil || p == nil {
+		t.Fatalf("no critical-path chart: %v", err)
+	}
+	for _, span := range []float64{1.7, 420, 18_000} { // ms
+		var labels []string
+		for _, tk := range p.X.Tick.Marker.Ticks(0, span) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if len(labels) < 4 || len(labels) > 8 {
+			t.Errorf("0–%gms: %d labels %q, want 4 to 8", span, len(labels), labels)
+		}
+		for _, l := range labels[1:] {
+			if !strings.HasSuffix(l, "s") {
+				t.Errorf("0–%gms: label %q has no unit", span, l)
+			}
 		}
 	}
 }

@@ -39,7 +39,8 @@ func (c *charts) criticalPath(g scenarioGroup) (*plot.Plot, error) {
 	if len(cells) == 0 {
 		return nil, nil
 	}
-	p := c.newPlot(g.Name+": where the time went (critical path, mean per run)", "mean time on the critical path (ms)", "")
+	p := c.newPlot(g.Name+": where the time went (critical path, mean per run)", "mean time on the critical path", "")
+	p.X.Tick.Marker = axisTicks{ms: true} // 0, 5s, 10s, 15s: as every latency axis
 	p.Legend.Top, p.Legend.Left = false, false
 	// The first cell at the top, as in the tables.
 	rev := slices.Clone(cells)
