@@ -24,6 +24,8 @@ const usage = `durabench — load and benchmark generator for durable-workflow e
 usage:
   durabench sweep   [flags | -f sweep.yaml]   run a matrix; writes DIR/results.json and DIR/report.md
   durabench report  FILE [--format text|md|github|json|benchfmt] [--baseline F [--null F2]] [--history DIR] [--png DIR]
+  durabench report  FILE --runs ID,...|stalled|failed
+                                            each run's critical path as a waterfall: its segments, categories and bars
   durabench report  FILE --format otlp [--runs ID,...|stalled|failed]
                                             the runs' timelines as OTLP/JSON traces (sweep --trace-dir DIR: all, as it goes)
   durabench report  --status running|failed [--commit SHA] [--run-url URL]

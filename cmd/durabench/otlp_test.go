@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +57,30 @@ func TestReportOTLP(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "nope-r0001") {
 		t.Errorf("unknown run: exit %d, %q", r.code, r.stderr)
 	}
-	r = durabench(t, dir, "report", "s/results.json", "--runs", ids[0])
-	if r.code != 2 || !strings.Contains(r.stderr, "--runs goes with --format otlp") {
-		t.Errorf("--runs without otlp: exit %d, %q", r.code, r.stderr)
+	r = durabench(t, dir, "report", "s/results.json", "--runs", ids[0], "--format", "md")
+	if r.code != 2 || !strings.Contains(r.stderr, "--runs goes with --format text") {
+		t.Errorf("--runs with md: exit %d, %q", r.code, r.stderr)
+	}
+	// Without a format, each run's critical path as a waterfall: a line a
+	// segment, as many as the header counts.
+	r = durabench(t, dir, "report", "s/results.json", "--runs", strings.Join(ids, ","))
+	if r.code != 0 {
+		t.Fatalf("report --runs: exit %d, %s", r.code, r.stderr)
+	}
+	for _, id := range ids {
+		i := strings.Index(r.stdout, "run "+id+" · ")
+		if i < 0 {
+			t.Fatalf("no waterfall of %s:\n%s", id, r.stdout)
+		}
+		block := strings.SplitN(r.stdout[i:], "\n\n", 2)[0]
+		var n int
+		if _, err := fmt.Sscanf(block[strings.Index(block, ", ")+2:], "%d segments", &n); err != nil || n == 0 {
+			t.Fatalf("%s: no segment count in %q", id, strings.SplitN(block, "\n", 2)[0])
+		}
+		lines := strings.Split(strings.TrimRight(block, "\n"), "\n")
+		if len(lines) != n+3 || !strings.HasPrefix(lines[len(lines)-1], "  by category: ") {
+			t.Errorf("%s: %d lines for %d segments:\n%s", id, len(lines), n, block)
+		}
 	}
 }
 

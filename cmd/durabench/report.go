@@ -18,7 +18,7 @@ const historyDepth = 10
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", stderr)
 	format := fs.String("format", "text", "text, md, github, json, benchfmt or otlp (the runs' timelines as OTLP/JSON traces)")
-	runs := fs.String("runs", "", "with --format otlp: run ids (comma-separated), or stalled, failed (default: every run the sweep kept)")
+	runs := fs.String("runs", "", "run ids (comma-separated), or stalled, failed: each run's critical path as a waterfall (text), or with --format otlp its timeline (default: every run the sweep kept)")
 	baseline := fs.String("baseline", "", "results file to compare with")
 	null := fs.String("null", "", "with --baseline: a second sweep of the baseline; rows show its null Δ")
 	history := fs.String("history", "", "history directory (durabench history add) for previous results")
@@ -44,8 +44,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr("--format %s: not text, md, github, json, benchfmt or otlp", *format)
 	}
-	if *runs != "" && *format != "otlp" {
-		return usageErr("--runs goes with --format otlp")
+	if *runs != "" && *format != "otlp" && *format != "text" {
+		return usageErr("--runs goes with --format text (the runs' critical paths as waterfalls) or otlp")
 	}
 	f, err := results.Read(pos[0])
 	if err != nil {
@@ -53,6 +53,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	if *format == "otlp" {
 		return otlpReport(pos[0], f, *runs, stdout)
+	}
+	if *runs != "" {
+		if *baseline != "" || *null != "" || *history != "" || *png != "" {
+			return usageErr("--runs draws runs' critical paths: --baseline, --null, --history and --png do not go with it")
+		}
+		return waterfallReport(pos[0], f, *runs, stdout)
 	}
 	opt := reporters.Options{}
 	if opt.Baseline, err = readBaseline(*baseline); err != nil {

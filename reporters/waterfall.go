@@ -1,0 +1,92 @@
+package reporters
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/durabench/durabench/metrics"
+)
+
+// waterfallWidth is how many characters a waterfall's time axis spans.
+const waterfallWidth = 48
+
+// Waterfall draws one run's critical path in the terminal: a line per
+// segment of the path in time order — its offset from the run's scheduled
+// start, its length, its category, the span it came from (and its step)
+// and a bar on the run's time axis — then the run's time per category,
+// largest first. The segments add up to the run's TTLS exactly
+// (metrics.RunPath), and so do the bars' lengths, to within a character.
+// A run without a kept path (no spans recorded, or unfinished) says why.
+func Waterfall(w io.Writer, cell string, tl *metrics.RunTimeline) error {
+	ew := &errWriter{w: w}
+	ttls, _ := metrics.TimeToLastStep(tl)
+	fmt.Fprintf(ew, "run %s · %s", tl.ID, cell)
+	switch {
+	case !tl.Finished:
+		fmt.Fprintf(ew, " · unfinished after %s: no critical path (it has no last step)\n", fmtDur(ttls))
+		return ew.err
+	case len(tl.Path) == 0:
+		fmt.Fprintf(ew, " · TTLS %s: no critical path kept (a sweep with --spans off, a target that sends no spans, or a scenario without TTLS)\n", fmtDur(ttls))
+		return ew.err
+	}
+	segs := slices.Clone(tl.Path)
+	slices.SortStableFunc(segs, func(a, b metrics.PathSegment) int { return cmp.Compare(a.Start, b.Start) })
+	fmt.Fprintf(ew, " · TTLS %s, %d segments on its critical path\n", fmtDur(ttls), len(segs))
+	col := func(t time.Duration) int {
+		if ttls <= 0 {
+			return 0
+		}
+		return int(min(waterfallWidth, max(0, int64(t-tl.T0)*waterfallWidth/int64(ttls))))
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  at\tlength\tcategory\tspan\t|0%s%s|\n", strings.Repeat(" ", waterfallWidth-1-len(fmtDur(ttls))), fmtDur(ttls))
+	totals := map[string]time.Duration{}
+	for _, s := range segs {
+		totals[s.Category] += s.End - s.Start
+		what := s.Name
+		if s.Step != "" {
+			what += " " + s.Step
+		}
+		if what == "" {
+			what = "-"
+		}
+		a, b := col(s.Start), col(s.End)
+		if b == a && b < waterfallWidth {
+			b++ // every segment shows, however short
+		} else if b == a {
+			a--
+		}
+		bar := strings.Repeat(" ", a) + strings.Repeat("█", b-a) + strings.Repeat(" ", waterfallWidth-b)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t|%s|\n", fmtDur(s.Start-tl.T0), fmtDur(s.End-s.Start), s.Category, what, bar)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	type cat struct {
+		name string
+		d    time.Duration
+	}
+	var cats []cat
+	for name, d := range totals {
+		cats = append(cats, cat{name, d})
+	}
+	slices.SortFunc(cats, func(a, b cat) int { return cmp.Or(cmp.Compare(b.d, a.d), cmp.Compare(a.name, b.name)) })
+	var parts []string
+	for _, c := range cats {
+		share := 100 * float64(c.d) / float64(max(ttls, 1))
+		pct := fmt.Sprintf("%.0f%%", share)
+		if share > 0 && share < 0.5 {
+			pct = "<1%"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", c.name, fmtDur(c.d), pct))
+	}
+	fmt.Fprintf(ew, "  by category: %s\n", strings.Join(parts, " · "))
+	return ew.err
+}
+
+func fmtDur(d time.Duration) string { return metrics.FormatMicros(float64(d) / 1e3) }
