@@ -18,15 +18,7 @@ import (
 func cutWarnings(f *results.File, cells []*results.Cell, lab labeler) []string {
 	var out []string
 	for _, c := range cells {
-		unfinished, unstarted := 0, 0
-		for _, r := range c.StalledRuns {
-			switch {
-			case r.NotStarted:
-				unstarted++
-			case !r.Finished:
-				unfinished++
-			}
-		}
+		unfinished, unstarted := cutRuns(c)
 		if unfinished+unstarted == 0 {
 			continue
 		}
@@ -45,4 +37,18 @@ func cutWarnings(f *results.File, cells []*results.Cell, lab labeler) []string {
 			lab.label(c), budget, unfinished+unstarted, c.Runs, strings.Join(parts, ", ")))
 	}
 	return out
+}
+
+// cutRuns counts the cell's runs the cell timeout cut: started but
+// unfinished, and never started.
+func cutRuns(c *results.Cell) (unfinished, unstarted int) {
+	for _, r := range c.StalledRuns {
+		switch {
+		case r.NotStarted:
+			unstarted++
+		case !r.Finished:
+			unfinished++
+		}
+	}
+	return unfinished, unstarted
 }

@@ -72,7 +72,7 @@ func (m *markdown) detection(sb *strings.Builder, g scenarioGroup, d detail) {
 			}
 			never = never || math.IsInf(r.MDEPct, 1)
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", metricTitle(mc.Metric), label, detectionDelta(r),
-				fmt.Sprintf("%.3f", r.Test.P), detectionN(r), detectionMDE(r.MDEPct)))
+				fmt.Sprintf("%.3f", r.Test.P), detectionN(r), stats.FormatMDE(r.MDEPct)))
 		}
 	}
 	if len(rows) == 0 {
@@ -132,18 +132,4 @@ func detectionN(r stats.MetricRow) string {
 		return fmt.Sprintf("%d pairs", r.Paired.N)
 	}
 	return fmt.Sprintf("%d+%d", r.Test.N1, r.Test.N2)
-}
-
-func detectionMDE(pct float64) string {
-	switch {
-	case math.IsNaN(pct):
-		return "—"
-	case math.IsInf(pct, 1):
-		return "∞"
-	case pct >= 1000:
-		return ">1000%"
-	case pct >= 10:
-		return fmt.Sprintf("%.0f%%", pct)
-	}
-	return fmt.Sprintf("%.1f%%", pct)
 }

@@ -801,12 +801,8 @@ func cliffEndLabels(p *plot.Plot, ends []cliffEnd, x0, x1 float64) vg.Length {
 // run's TTLS is its elapsed time at the cut). note says so as the incidents
 // of the markdown report count it: "2/2 runs unfinished".
 func censoredP50(cell *results.Cell) (note string, ok bool) {
-	unfinished := 0
-	for _, r := range cell.StalledRuns {
-		if !r.Finished {
-			unfinished++
-		}
-	}
+	started, unstarted := cutRuns(cell)
+	unfinished := started + unstarted
 	if cell.Runs == 0 || 2*unfinished <= cell.Runs {
 		return "", false
 	}

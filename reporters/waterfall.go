@@ -45,9 +45,7 @@ func Waterfall(w io.Writer, cell string, tl *metrics.RunTimeline) error {
 	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  at\tlength\tcategory\tspan\t|0%s%s|\n", strings.Repeat(" ", waterfallWidth-1-len(fmtDur(ttls))), fmtDur(ttls))
-	totals := map[string]time.Duration{}
 	for _, s := range segs {
-		totals[s.Category] += s.End - s.Start
 		what := s.Name
 		if s.Step != "" {
 			what += " " + s.Step
@@ -67,23 +65,18 @@ func Waterfall(w io.Writer, cell string, tl *metrics.RunTimeline) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	type cat struct {
-		name string
-		d    time.Duration
-	}
-	var cats []cat
-	for name, d := range totals {
-		cats = append(cats, cat{name, d})
-	}
-	slices.SortFunc(cats, func(a, b cat) int { return cmp.Or(cmp.Compare(b.d, a.d), cmp.Compare(a.name, b.name)) })
-	var parts []string
-	for _, c := range cats {
-		share := 100 * float64(c.d) / float64(max(ttls, 1))
-		pct := fmt.Sprintf("%.0f%%", share)
-		if share > 0 && share < 0.5 {
-			pct = "<1%"
+	totals := metrics.Totals(segs)
+	order := make([]int, 0, len(totals))
+	for i, d := range totals {
+		if d > 0 {
+			order = append(order, i)
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", c.name, fmtDur(c.d), pct))
+	}
+	// Largest first; ties in report order (the sort is stable).
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(totals[b], totals[a]) })
+	var parts []string
+	for _, i := range order {
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", metrics.Categories[i].Name, fmtDur(totals[i]), share(float64(totals[i]), float64(ttls))))
 	}
 	fmt.Fprintf(ew, "  by category: %s\n", strings.Join(parts, " · "))
 	return ew.err

@@ -141,7 +141,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 				null = " " + nullCell(r) + " |"
 			}
 			fmt.Fprintf(bw, "| %s | %s | %s | %s |%s %s | %s | %s |\n", mdEscape(label[r.Cell]),
-				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), null, p, n, mdeCell(r.MDEPct))
+				summaryCell(r.InBase, r.Base), summaryCell(r.InHead, r.Head), mdDelta(r), null, p, n, FormatMDE(r.MDEPct))
 		}
 		if g := m.Geomean; g.Cells > 1 {
 			null := ""
@@ -267,7 +267,7 @@ func testCell(r MetricRow) string {
 	}
 	mde := ""
 	if !math.IsNaN(r.MDEPct) {
-		mde = ", MDE " + mdeCell(r.MDEPct)
+		mde = ", MDE " + FormatMDE(r.MDEPct)
 	}
 	if r.Paired != nil {
 		return fmt.Sprintf("(paired p=%.3f n=%d pairs%s%s)", r.Test.P, r.Paired.N, inRounds(r.Paired), mde)
@@ -284,9 +284,9 @@ func testCell(r MetricRow) string {
 	return fmt.Sprintf("(p=%.3f %s%s)", r.Test.P, n, mde)
 }
 
-// mdeCell renders a minimum detectable effect: "2.4%", "∞" when no change
+// FormatMDE renders a minimum detectable effect: "2.4%", "∞" when no change
 // is ever found at this n, "—" when there is none.
-func mdeCell(pct float64) string {
+func FormatMDE(pct float64) string {
 	switch {
 	case math.IsNaN(pct):
 		return "—"

@@ -470,11 +470,8 @@ func checkRelative(rule Rule, k CellKey, m results.Metric, base, null *results.M
 	}
 	if pt, paired := pairedOf(bcell, hcell, rule.Metric, alpha); paired && pt.N > 0 {
 		c.Paired, c.MDEPct = &pt, pt.MDEPct
-		if pt.Rounds == 0 && pt.N >= 2 { // the signed-rank test's, at this rule's sides
-			c.MDEPct = MDEPaired(pt.SD, pt.N, alpha)
-			if SignedRankFloor(pt.N, sides) >= alpha {
-				c.MDEPct = math.Inf(1)
-			}
+		if pt.Rounds == 0 { // the signed-rank test's, at this rule's sides
+			c.MDEPct = mdePaired(pt.SD, pt.N, alpha, sides)
 		}
 		t = Significance{P: pt.P, Alpha: alpha, N1: pt.N, N2: pt.N, Significant: pt.Significant, Warnings: pt.Warnings}
 	} else {

@@ -260,7 +260,7 @@ func pCell(c Check) string {
 	}
 	mde := ""
 	if !math.IsNaN(c.MDEPct) {
-		mde = ", MDE " + mdeCell(c.MDEPct)
+		mde = ", MDE " + FormatMDE(c.MDEPct)
 	}
 	if p := c.Paired; p != nil {
 		lo, hi := p.CIPct()

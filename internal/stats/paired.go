@@ -118,10 +118,7 @@ func PairedLog(d []float64, alpha float64) Paired {
 	p.Significant = p.P < alpha
 	if len(d) >= 2 {
 		p.SD = sd(d)
-		p.MDEPct = MDEPaired(p.SD, len(d), alpha)
-		if SignedRankFloor(len(d), 2) >= alpha {
-			p.MDEPct = math.Inf(1) // no change is ever found at this n
-		}
+		p.MDEPct = mdePaired(p.SD, len(d), alpha, 2)
 	}
 	// Two-sided, the smallest exact p-value with n pairs is 2/2^n: below
 	// 6 pairs it never reaches 0.05.
@@ -377,6 +374,17 @@ func MDETwoSample(sd1 float64, n1 int, sd2 float64, n2 int, alpha float64) float
 // test can never reach alpha with samples of these sizes (MannWhitneyFloor).
 func MDEOf(base, head []int64, alpha float64) float64 {
 	return mdeOf(base, head, alpha, 2)
+}
+
+// mdePaired is MDEPaired for a signed-rank test of sides sides (1 or 2):
+// +Inf when that test can never reach alpha with n pairs
+// (SignedRankFloor).
+func mdePaired(sd float64, n int, alpha float64, sides int) float64 {
+	m := MDEPaired(sd, n, alpha)
+	if !math.IsNaN(m) && SignedRankFloor(n, sides) >= alpha {
+		return math.Inf(1)
+	}
+	return m
 }
 
 // mdeOf is MDEOf for a Mann-Whitney test of sides sides (1 or 2).
