@@ -93,7 +93,7 @@ func TestTargetClockStepsMidCell(t *testing.T) {
 	}
 	// The drift printed is the one measured, within the clock samples'
 	// error of the +500 ms step (499.9ms is as right as 500.0ms).
-	m := regexp.MustCompile("drift \\+([0-9.]+)ms").FindStringSubmatch(string(rep))
+	m := regexp.MustCompile(`drift \+([0-9.]+)ms`).FindStringSubmatch(string(rep))
 	if !strings.Contains(string(rep), "**Target clock** in `") || m == nil {
 		t.Fatalf("report.md does not flag the cell's clock:\n%s", rep)
 	}
