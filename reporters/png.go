@@ -801,8 +801,8 @@ func cliffEndLabels(p *plot.Plot, ends []cliffEnd, x0, x1 float64) vg.Length {
 // run's TTLS is its elapsed time at the cut). note says so as the incidents
 // of the markdown report count it: "2/2 runs unfinished".
 func censoredP50(cell *results.Cell) (note string, ok bool) {
-	started, unstarted := cutRuns(cell)
-	unfinished := started + unstarted
+	cut, never := cutRuns(cell)
+	unfinished := cut + never // "unfinished" as the incidents count them
 	if cell.Runs == 0 || 2*unfinished <= cell.Runs {
 		return "", false
 	}
