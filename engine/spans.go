@@ -167,7 +167,13 @@ type spanRec struct {
 	rt  world.Runtime
 	// waits: the world reports each call's wait for capacity.
 	waits bool
-	ids   atomic.Uint64
+	// ids, written by every task's start from both cores, sits on a cache
+	// line of its own: on the line of rt and waits, which every timed
+	// call reads, it made each of those reads miss after another core's
+	// task started.
+	_   [64]byte
+	ids atomic.Uint64
+	_   [56]byte
 	// runs holds, per run until it finishes, its tasks in progress and
 	// when each of its messages' first successful publish returned.
 	runs sync.Map // run -> *runSpans
@@ -196,7 +202,12 @@ type runSpans struct {
 	// their inRun, newest first), in progress or ended: a task joins it
 	// with a compare-and-swap and never leaves, so that starting and
 	// ending a task takes no lock of the run; finished skips the ended.
+	// It sits on a cache line of its own: every task's start writes it,
+	// from both cores, and every publish and delivery reads steps and
+	// base.
+	_     [64]byte
 	tasks atomic.Pointer[spanTask]
+	_     [56]byte
 }
 
 type published struct {
@@ -405,14 +416,19 @@ func (t *spanTask) addLocked(s *Span) {
 // slot is written once).
 type callSlots struct {
 	spans []Span
-	taken atomic.Int64
 	// base is slot 0's span ID: a call that has none yet gets its slot's,
 	// base + i. The IDs after the slots' (base + len + j) are those taken
 	// before a call (a publish's, reserve: ids counts them).
 	base uint64
-	ids  atomic.Int64
 	// released is set once the task took the slots back (releaseCalls).
 	released atomic.Bool
+	// taken and ids, added to by every call from both cores, sit on cache
+	// lines of their own, apart from what every call reads above.
+	_     [64]byte
+	taken atomic.Int64
+	_     [56]byte
+	ids   atomic.Int64
+	_     [56]byte
 }
 
 // maxSlots bounds the slots a task reserves at once: more calls than
