@@ -160,6 +160,11 @@ type SpanObserver interface {
 	Spans(run string, spans []Span)
 }
 
+// cacheLinePad keeps the fields on either side of it off one cache line
+// (64 bytes on amd64 and arm64): a counter that both cores write, next to
+// fields every call reads, makes each of those reads miss.
+type cacheLinePad struct{ _ [64]byte }
+
 // spanRec records spans for a SpanObserver. A nil *spanRec records
 // nothing, and every method is a no-op on it.
 type spanRec struct {
@@ -171,9 +176,9 @@ type spanRec struct {
 	// line of its own: on the line of rt and waits, which every timed
 	// call reads, it made each of those reads miss after another core's
 	// task started.
-	_   [64]byte
+	_   cacheLinePad
 	ids atomic.Uint64
-	_   [56]byte
+	_   cacheLinePad
 	// runs holds, per run until it finishes, its tasks in progress and
 	// when each of its messages' first successful publish returned.
 	runs sync.Map // run -> *runSpans
@@ -205,9 +210,9 @@ type runSpans struct {
 	// It sits on a cache line of its own: every task's start writes it,
 	// from both cores, and every publish and delivery reads steps and
 	// base.
-	_     [64]byte
+	_     cacheLinePad
 	tasks atomic.Pointer[spanTask]
-	_     [56]byte
+	_     cacheLinePad
 }
 
 type published struct {
@@ -424,11 +429,11 @@ type callSlots struct {
 	released atomic.Bool
 	// taken and ids, added to by every call from both cores, sit on cache
 	// lines of their own, apart from what every call reads above.
-	_     [64]byte
+	_     cacheLinePad
 	taken atomic.Int64
-	_     [56]byte
+	_     cacheLinePad
 	ids   atomic.Int64
-	_     [56]byte
+	_     cacheLinePad
 }
 
 // maxSlots bounds the slots a task reserves at once: more calls than
