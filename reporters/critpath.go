@@ -128,7 +128,7 @@ const pathNote = "each finished run's TTLS split along its critical path: per ca
 // engine on mem: there the spans' recording is a measurable part of every
 // run it measures (docs/critical-path.md, Cost), where on sim it is none
 // and on NATS or PostgreSQL within noise.
-const pathCostNote = "on mem, recording the spans is part of each run's times: a 256-branch run's TTLS +1–20% on 2 cores, the most on the fastest runs " +
+const pathCostNote = "on mem, recording the spans is part of each run's times: a 256-branch run's TTLS +6–12% on 2 cores where the engine's own work is the run's time, +1–3% where it waits " +
 	"(BenchmarkSpansMem256, docs/critical-path.md#cost); sweep --spans off measures mem without it"
 
 // onMem reports whether a cell of cells ran the built-in engine on mem in
