@@ -36,7 +36,8 @@ type RunTimeline struct {
 	// critical path's own terms (a target's). The built-in engine's spans
 	// are kept apart, packed (engineSpans, spanstore.go); AllSpans returns
 	// them all. They are not written with the timeline (a 256-branch run
-	// has thousands); its critical path is (Path).
+	// has thousands); its critical path is (Path), and the timelines store
+	// writes every span beside it (reporters/traces), read back here.
 	Spans []Span `json:"-"`
 	// engineSpans are the built-in engine's spans, as the Recorder keeps
 	// them.

@@ -141,6 +141,11 @@ func TraceID(run string) []byte {
 //	  waiting: stage S               a run given up: from the stage becoming ready to the cut,
 //	                                 naming the steps that never ran
 //	  hook <token>                   created → resumed
+//	  critical path                  t0 → the last step end, when the run recorded spans
+//	    <category>: <name>           each segment of the path (metrics.PathSegment)
+//	  spans                          every span the run recorded (recordedSpans)
+//	    <category>: <name>           a task, a queue wait, a span of the driver or target
+//	      <category>: <name>         a task's world calls and step bodies
 //
 // A stage is ready when the previous one's last step ended (the first
 // at the run's scheduled start): what lies between is the engine's
@@ -242,7 +247,7 @@ func runSpans(c CellInfo, tl *metrics.RunTimeline) []*tracepb.Span {
 			fail(hs, "never resumed")
 		}
 	}
-	pathSpans(b, root, tl)
+	recordedSpans(b, root, tl, pathSpans(b, root, tl))
 	if tl.Finished {
 		name := "run completed"
 		if tl.Failed {
@@ -420,14 +425,14 @@ func recodeIDs(raw []byte, conv func(string) (string, error)) ([]byte, error) {
 // pathSpans adds the run's critical path (its Path, else metrics.RunPath
 // when its spans were recorded) under root: a "critical path" span from t0
 // to the last step end, holding one span per segment named by its
-// category, with the engine span it came from.
-func pathSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline) {
+// category, with the engine span it came from. It returns the path.
+func pathSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline) []metrics.PathSegment {
 	path := tl.Path
 	if path == nil && tl.HasEngineSpans() {
 		path, _ = metrics.RunPath(tl)
 	}
 	if len(path) == 0 {
-		return
+		return nil
 	}
 	cp := b.span(root, "critical path", path[0].Start, path[len(path)-1].End)
 	for _, seg := range path {
@@ -443,5 +448,93 @@ func pathSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline) {
 			attrs = append(attrs, integer("durabench.span", int(seg.Span)))
 		}
 		b.span(cp, name, seg.Start, seg.End, attrs...)
+	}
+	return path
+}
+
+// Recorded returns every span the run recorded (metrics.RunTimeline's
+// AllSpans: the built-in engine's tasks, world calls, queue waits and step
+// bodies, a target's spans, the driver's lag), each once: a span reported
+// twice (a task still running when its run finished reports what it has,
+// then all of it when it ends) is its later report, in its place.
+func Recorded(tl *metrics.RunTimeline) []metrics.Span {
+	all := tl.AllSpans()
+	last := make(map[uint64]int, len(all))
+	for i := range all {
+		if id := all[i].ID; id != 0 {
+			last[id] = i
+		}
+	}
+	if len(last) == len(all) {
+		return all
+	}
+	out := all[:0]
+	for i := range all {
+		if id := all[i].ID; id == 0 || last[id] == i {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}
+
+// recordedSpans adds every span the run recorded (Recorded) under root, in
+// a "spans" span: each named "<category>: <name>" as a path segment is,
+// under the span that held it (a task holds its calls and bodies; the
+// others sit at the top), with an OTLP link to the span it happens after
+// (a delivery's task after its queue wait, that after the publish that
+// enqueued the message). A span the critical path runs through (a segment
+// came from it) carries durabench.critical_path = true, so that a viewer
+// can show the path among every call the run made; a span's wait for
+// backend capacity (its contention) is durabench.wait_ns.
+func recordedSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline, path []metrics.PathSegment) {
+	spans := Recorded(tl)
+	if len(spans) == 0 {
+		return
+	}
+	onPath := make(map[uint64]bool, len(path))
+	for _, seg := range path {
+		if seg.Span != 0 {
+			onPath[seg.Span] = true
+		}
+	}
+	lo, hi := spans[0].Start, spans[0].End
+	for i := range spans {
+		lo, hi = min(lo, spans[i].Start), max(hi, spans[i].End)
+	}
+	box := b.span(root, "spans", lo, hi, integer("durabench.spans", len(spans)))
+	made := make([]*tracepb.Span, len(spans))
+	byID := make(map[uint64]*tracepb.Span, len(spans))
+	for i := range spans {
+		sp := &spans[i]
+		name := sp.Category
+		if sp.Name != "" {
+			name += ": " + sp.Name
+		}
+		attrs := []*commonpb.KeyValue{str("durabench.category", sp.Category)}
+		if sp.ID != 0 {
+			attrs = append(attrs, integer("durabench.span", int(sp.ID)))
+		}
+		if sp.Stage >= 0 && sp.Index >= 0 {
+			attrs = append(attrs, str("durabench.step", strconv.Itoa(sp.Stage)+"."+strconv.Itoa(sp.Index)))
+		}
+		if sp.Wait > 0 {
+			attrs = append(attrs, integer("durabench.wait_ns", int(sp.Wait)))
+		}
+		if onPath[sp.ID] && sp.ID != 0 {
+			attrs = append(attrs, boolean("durabench.critical_path", true))
+		}
+		made[i] = b.span(box, name, sp.Start, sp.End, attrs...)
+		if sp.ID != 0 {
+			byID[sp.ID] = made[i]
+		}
+	}
+	for i := range spans {
+		if p := byID[spans[i].Parent]; p != nil && spans[i].Parent != 0 {
+			made[i].ParentSpanId = p.SpanId
+		}
+		if a := byID[spans[i].After]; a != nil && spans[i].After != 0 {
+			made[i].Links = append(made[i].Links, &tracepb.Span_Link{TraceId: b.trace, SpanId: a.SpanId,
+				Attributes: []*commonpb.KeyValue{str("durabench.edge", "after")}})
+		}
 	}
 }

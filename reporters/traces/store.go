@@ -31,6 +31,9 @@ const (
 type record struct {
 	Cell *CellInfo            `json:"cell,omitempty"`
 	Run  *metrics.RunTimeline `json:"run,omitempty"`
+	// Spans are every span the run recorded (Recorded), beside it: the
+	// timeline itself writes none (RunTimeline.Spans is not written).
+	Spans []metrics.Span `json:"spans,omitempty"`
 }
 
 // AppendCell appends one cell and the runs of it to keep (see Keep) to the
@@ -47,7 +50,7 @@ func AppendCell(path string, c CellInfo, runs []metrics.RunTimeline) error {
 	err = enc.Encode(record{Cell: &c})
 	for i := 0; err == nil && i < len(runs); i++ {
 		run := withPath(runs[i])
-		err = enc.Encode(record{Run: &run})
+		err = enc.Encode(record{Run: &run, Spans: Recorded(&run)})
 	}
 	err = errors.Join(err, zw.Close(), bw.Flush(), f.Close())
 	if err != nil {
@@ -137,6 +140,9 @@ func ReadStore(path string, want func(id string) bool) ([]CellRuns, error) {
 			if want != nil && !want(r.Run.ID) {
 				continue
 			}
+			if r.Spans != nil {
+				r.Run.Spans = r.Spans
+			}
 			if at, ok := where[r.Run.ID]; ok {
 				cr := &out[at[0]]
 				cr.Runs = slices.Delete(cr.Runs, at[1], at[1]+1)
@@ -162,7 +168,8 @@ func isTorn(err error) bool {
 
 // withPath returns run with its critical path (metrics.RunPath) set, when
 // it has one and its spans were recorded: the timeline keeps the path's
-// segments, not the thousands of spans they were found in.
+// segments, and its record every span they were found in (Recorded), so
+// that a reader sees the path without walking it again.
 func withPath(run metrics.RunTimeline) metrics.RunTimeline {
 	if run.Path == nil && run.HasEngineSpans() {
 		run.Path, _ = metrics.RunPath(&run)

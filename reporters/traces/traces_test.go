@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -271,5 +274,110 @@ func TestStore(t *testing.T) {
 	// The first cell is whole; of the cut one, what decoded before the cut.
 	if len(got) == 0 || len(got[0].Runs) != 1 || got[0].Runs[0].ID != keep[1].ID {
 		t.Errorf("read back %+v", got)
+	}
+}
+
+// TestEveryRecordedSpan: --trace-dir writes every span a run recorded —
+// its tasks, world calls, queue waits and bodies — under a "spans" span,
+// a task's calls under the task, each queue wait and task linked to the
+// span it happens after, and exactly the spans the critical path runs
+// through marked durabench.critical_path; the timelines store keeps the
+// same spans, and the path found again from them is the path it kept.
+func TestEveryRecordedSpan(t *testing.T) {
+	p := plan(t, "--world", "sim", "--profile", "cloud", "--branches", "64", "--versions", "resilient",
+		"--switches", "none", "--reps", "3", "--warmup", "0", "--seed", "1")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	rec := &traces.Writer{Store: filepath.Join(out, traces.StoreName), Dir: filepath.Join(dir, "traces"),
+		Warn: func(err error) { t.Error(err) }}
+	if _, err := sweep.Run(context.Background(), sweep.Config{Plan: p, Out: out, Progress: rec.Progress(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	attr := func(s *tracepb.Span, key string) *commonpb.AnyValue {
+		for _, a := range s.Attributes {
+			if a.Key == key {
+				return a.Value
+			}
+		}
+		return nil
+	}
+	counts := map[string]int{} // run -> spans in its trace
+	lines := readLines(t, rec.Dir)
+	if len(lines) != 3 {
+		t.Fatalf("%d runs in the trace file, want 3", len(lines))
+	}
+	for _, d := range lines {
+		tr := traceOf(t, d)
+		run := attr(tr.root, "durabench.run").GetStringValue()
+		boxes := tr.named("spans")
+		if len(boxes) != 1 {
+			t.Fatalf("%s: %d \"spans\" spans, want 1", run, len(boxes))
+		}
+		box := boxes[0]
+		// Every span under the box, and which of them the path came from.
+		under := func(s *tracepb.Span) bool {
+			for p := s.ParentSpanId; len(p) > 0; p = tr.byID[string(p)].ParentSpanId {
+				if string(p) == string(box.SpanId) {
+					return true
+				}
+			}
+			return false
+		}
+		pathIDs, marked := map[int64]bool{}, map[int64]bool{}
+		for _, cp := range tr.named("critical path") {
+			for _, s := range tr.spans {
+				if string(s.ParentSpanId) == string(cp.SpanId) && attr(s, "durabench.span") != nil {
+					pathIDs[attr(s, "durabench.span").GetIntValue()] = true
+				}
+			}
+		}
+		n, nested, linked := 0, 0, 0
+		for _, s := range tr.spans {
+			if !under(s) {
+				continue
+			}
+			n++
+			if string(s.ParentSpanId) != string(box.SpanId) {
+				nested++
+				if parent := tr.byID[string(s.ParentSpanId)]; attr(parent, "durabench.category").GetStringValue() == "" {
+					t.Errorf("%s: %q nested under %q, not a recorded span", run, s.Name, parent.Name)
+				}
+			}
+			for _, l := range s.Links {
+				linked++
+				if tr.byID[string(l.SpanId)] == nil || !under(tr.byID[string(l.SpanId)]) {
+					t.Errorf("%s: %q links to a span that is not a recorded span", run, s.Name)
+				}
+			}
+			if v := attr(s, "durabench.critical_path"); v != nil && v.GetBoolValue() {
+				marked[attr(s, "durabench.span").GetIntValue()] = true
+			}
+		}
+		if want := int(attr(box, "durabench.spans").GetIntValue()); n != want || n < 64*5 {
+			t.Errorf("%s: %d spans under the box, which counts %d (64 branches: at least %d)", run, n, want, 64*5)
+		}
+		if nested < 64 || linked < 64 {
+			t.Errorf("%s: %d spans under a task, %d links: want a task's calls under it and a delivery after its publish", run, nested, linked)
+		}
+		if len(pathIDs) == 0 || !maps.Equal(pathIDs, marked) {
+			t.Errorf("%s: %d spans marked on the path, the path came from %d", run, len(marked), len(pathIDs))
+		}
+		counts[run] = n
+	}
+
+	cells, err := traces.ReadStore(rec.Store, nil)
+	if err != nil || len(cells) != 1 {
+		t.Fatalf("store: %v, %d cells", err, len(cells))
+	}
+	for _, run := range cells[0].Runs {
+		if len(run.Spans) != counts[run.ID] {
+			t.Errorf("%s: the store keeps %d spans, its trace has %d", run.ID, len(run.Spans), counts[run.ID])
+		}
+		stored := run.Path
+		run.Path = nil
+		again, ok := metrics.RunPath(&run)
+		if !ok || !slices.Equal(again, stored) {
+			t.Errorf("%s: the path found from the stored spans (%d segments) is not the stored path (%d)", run.ID, len(again), len(stored))
+		}
 	}
 }
