@@ -86,3 +86,7 @@ func LookupCategory(name string) (CategoryDef, bool) {
 // PathMetricPrefix prefixes a category's name where compare and gate name
 // it as a metric: critical_path.queue_wait.
 const PathMetricPrefix = "critical_path."
+
+// CompletionPathMetricPrefix names a category of the path to completion
+// (TTC: RunCompletionPath) the same way: critical_path_ttc.queue_wait.
+const CompletionPathMetricPrefix = "critical_path_ttc."

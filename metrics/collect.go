@@ -162,6 +162,11 @@ type Collection struct {
 	// order; one run's categories add up exactly to its TTLS sample. Nil
 	// when no run's engine reported spans (RunTimeline.HasEngineSpans).
 	CriticalPath [][]int64
+	// CompletionPath is CriticalPath's split of each finished run's TTC:
+	// its path from t0 to its terminal event (RunCompletionPath), its
+	// categories adding up exactly to its TTC sample. Nil with
+	// CriticalPath.
+	CompletionPath [][]int64
 	// CRTTProgress is the mean chunk round trip per tenth of the stream,
 	// pooled over runs (empty bins are left out); CRTTBySize the same by
 	// chunk size in bytes, ascending. Both are empty without chunks.
@@ -225,7 +230,9 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 			xs = append(xs, float64(g.Stage))
 			ys = append(ys, float64(g.Value)/float64(time.Microsecond))
 		}
-		add(TTC, TimeToCompletion(t))
+		ttc := TimeToCompletion(t)
+		add(TTC, ttc)
+		c.addCompletionPath(t, ttc)
 		for _, d := range StreamLatencies(t) {
 			add(SL, d)
 		}
@@ -272,7 +279,7 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		s.endRun()
 	}
 	if !spans {
-		c.CriticalPath = nil
+		c.CriticalPath, c.CompletionPath = nil, nil
 	}
 	c.CRTTProgress = nonEmpty(c.CRTTProgress)
 	slices.SortFunc(c.CRTTBySize, func(a, b CRTTBin) int { return a.Key - b.Key })
@@ -364,15 +371,27 @@ func Slope(xs, ys []float64) (slope float64, ok bool) {
 // addPath adds a finished run's critical path, its categories in whole
 // microseconds adding up to its TTLS sample ttls.
 func (c *Collection) addPath(t *RunTimeline, ttls time.Duration) {
-	totals, ok := RunPathTotals(t)
-	if !ok {
-		return
+	if totals, ok := RunPathTotals(t); ok {
+		c.CriticalPath = addTotals(c.CriticalPath, totals, ttls)
 	}
-	if c.CriticalPath == nil {
-		c.CriticalPath = make([][]int64, NumCategories)
+}
+
+// addCompletionPath adds a finished run's path to completion, its
+// categories in whole microseconds adding up to its TTC sample ttc.
+func (c *Collection) addCompletionPath(t *RunTimeline, ttc time.Duration) {
+	if totals, ok := RunCompletionPathTotals(t); ok {
+		c.CompletionPath = addTotals(c.CompletionPath, totals, ttc)
 	}
-	us := totals.Micros(max(ttls, 0).Microseconds())
-	for i, v := range us {
-		c.CriticalPath[i] = append(c.CriticalPath[i], v)
+}
+
+// addTotals appends one run's totals, in whole microseconds adding up to
+// sample, to per-category lists (made on the first run).
+func addTotals(path [][]int64, totals PathTotals, sample time.Duration) [][]int64 {
+	if path == nil {
+		path = make([][]int64, NumCategories)
 	}
+	for i, v := range totals.Micros(max(sample, 0).Microseconds()) {
+		path[i] = append(path[i], v)
+	}
+	return path
 }

@@ -557,6 +557,58 @@ func RunPathTotals(t *RunTimeline) (PathTotals, bool) {
 	return pathTotals(t.engineSpans, t.Spans, t.T0, end, from), true
 }
 
+// RunCompletionPath is the critical path of a finished run from t0 to its
+// terminal event (Done: its TTC), as RunPath's is to its last step end;
+// ok is false for a run that failed or did not finish. The walk starts in
+// the task that wrote the terminal event (the latest run_completed write
+// ending by Done), else at the top level. Where the run is recorded done
+// well after its last step, this path shows where that time went.
+func RunCompletionPath(t *RunTimeline) (segs []PathSegment, ok bool) {
+	from, ok := t.completionStart()
+	if !ok {
+		return nil, false
+	}
+	return criticalPath(t.engineSpans, t.Spans, t.T0, t.Done, from), true
+}
+
+// RunCompletionPathTotals is Totals of RunCompletionPath's path, found
+// without its segments.
+func RunCompletionPathTotals(t *RunTimeline) (PathTotals, bool) {
+	from, ok := t.completionStart()
+	if !ok {
+		return PathTotals{}, false
+	}
+	return pathTotals(t.engineSpans, t.Spans, t.T0, t.Done, from), true
+}
+
+// terminalWrite names the span of a run's terminal event's write: the
+// built-in engine's append of run_completed (a target's, by the same name).
+var terminalWrite = string(world.AppendOp(world.RunCompleted))
+
+// completionStart is the task a run's path to completion starts in: the
+// one holding the latest terminal write that ended by Done (0: none).
+func (t *RunTimeline) completionStart() (from uint64, ok bool) {
+	if !t.Finished || t.Failed {
+		return 0, false
+	}
+	var last time.Duration = -1
+	for _, c := range t.engineSpans {
+		for i := range c {
+			sp := &c[i]
+			if sp.end <= t.Done && sp.end > last && sp.cat == catWrite && spanNames.name(sp.name) == terminalWrite {
+				last, from = sp.end, sp.parent
+			}
+		}
+	}
+	for i := range t.Spans {
+		sp := &t.Spans[i]
+		if sp.End <= t.Done && sp.End > last && sp.Category == CatWrite && sp.Name == terminalWrite {
+			last, from = sp.End, sp.Parent
+		}
+	}
+	return from, true
+}
+
 // pathStart is where a run's critical path starts: its last step end and
 // the task that ran that step (0: none known).
 func (t *RunTimeline) pathStart() (end time.Duration, from uint64, ok bool) {

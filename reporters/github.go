@@ -123,6 +123,7 @@ func compact(f *results.File, keepHDR bool) *results.File {
 			cell.DriverLag = &lag
 		}
 		cell.CriticalPath = compactPath(cell.CriticalPath)
+		cell.CompletionPath = compactPath(cell.CompletionPath)
 		c.Cells[i] = cell
 	}
 	return &c

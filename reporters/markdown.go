@@ -122,7 +122,19 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 			if cmp.HasNull {
 				m.null = map[sigKey]float64{}
 			}
-			for _, mc := range cmp.Metrics {
+			metricsCmp := cmp.Metrics
+			if hasTail(f) {
+				// The path to completion's categories, which compare
+				// lists only when asked: the marks of their table.
+				o := stats.CompareOptions{Metrics: []string{"critical_path_ttc"}}
+				if cmp.HasNull {
+					o.Null = opt.Null
+				}
+				if tc, err := stats.Compare(opt.Baseline, f, o); err == nil {
+					metricsCmp = append(slices.Clone(metricsCmp), tc.Metrics...)
+				}
+			}
+			for _, mc := range metricsCmp {
 				for _, r := range mc.Shares {
 					if m.shares == nil {
 						m.shares = map[sigKey]stats.ShareRow{}

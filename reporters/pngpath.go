@@ -51,7 +51,7 @@ func (c *charts) criticalPath(g scenarioGroup) (*plot.Plot, error) {
 	}
 	width := vg.Points(min(28, 360/float64(len(rev))))
 	var below *plotter.BarChart
-	for _, cat := range pathColumns(cells) {
+	for _, cat := range pathColumns(ttlsPath, cells) {
 		vals := make(plotter.Values, len(rev))
 		for i, cell := range rev {
 			pc, _ := cell.Path(cat)
@@ -75,7 +75,7 @@ func (c *charts) criticalPath(g scenarioGroup) (*plot.Plot, error) {
 	p.X.Min = 0
 	var most float64
 	for _, cell := range cells {
-		most = max(most, pathTotal(cell))
+		most = max(most, pathTotal(ttlsPath, cell))
 	}
 	p.X.Max = most / 1000 * 1.04 // room right of the longest bar
 	p.Y.Tick.Label.Font.Size = 10

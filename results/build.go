@@ -53,6 +53,9 @@ func BuildCell(id Cell, timelines []metrics.RunTimeline, opt BuildOptions) Cell 
 	if col.CriticalPath != nil {
 		c.CriticalPath = pathCategories(col.CriticalPath)
 	}
+	if col.CompletionPath != nil {
+		c.CompletionPath = pathCategories(col.CompletionPath)
+	}
 	c.CRTTProgress, c.CRTTBySize = crttBins(col.CRTTProgress), crttBins(col.CRTTBySize)
 	if col.HasSlope {
 		c.STSOSlopeUS = &col.STSOSlope

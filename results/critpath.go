@@ -46,7 +46,17 @@ func pathCategories(perRun [][]int64) []PathCategory {
 
 // Path returns the cell's critical-path category name, if it has one.
 func (c *Cell) Path(category string) (PathCategory, bool) {
-	for _, pc := range c.CriticalPath {
+	return pathCategory(c.CriticalPath, category)
+}
+
+// CompletionPathCategory returns the category name of the cell's path to
+// completion (CompletionPath), if it has one.
+func (c *Cell) CompletionPathCategory(category string) (PathCategory, bool) {
+	return pathCategory(c.CompletionPath, category)
+}
+
+func pathCategory(path []PathCategory, category string) (PathCategory, bool) {
+	for _, pc := range path {
 		if pc.Category == category {
 			return pc, true
 		}
@@ -56,15 +66,18 @@ func (c *Cell) Path(category string) (PathCategory, bool) {
 
 // PathMetric returns a critical-path category as a Metric, named as
 // compare and gate name it (metrics.PathMetricPrefix + category, e.g.
-// "critical_path.queue_wait"): its summary and HDR over its per-run
+// "critical_path.queue_wait"; a category of the path to completion with
+// metrics.CompletionPathMetricPrefix, "critical_path_ttc.queue_wait"): its summary and HDR over its per-run
 // values, which are also its PerRun ("run value": one value per run, as
 // TTLS). ok is false for any other name, or a category the cell lacks.
 func (c *Cell) PathMetric(name string) (Metric, bool) {
-	cat, ok := strings.CutPrefix(name, metrics.PathMetricPrefix)
-	if !ok || cat == "" {
-		return Metric{}, false
+	var pc PathCategory
+	var ok bool
+	if cat, is := strings.CutPrefix(name, metrics.PathMetricPrefix); is && cat != "" {
+		pc, ok = c.Path(cat)
+	} else if cat, is := strings.CutPrefix(name, metrics.CompletionPathMetricPrefix); is && cat != "" {
+		pc, ok = c.CompletionPathCategory(cat)
 	}
-	pc, ok := c.Path(cat)
 	if !ok {
 		return Metric{}, false
 	}
@@ -73,12 +86,13 @@ func (c *Cell) PathMetric(name string) (Metric, bool) {
 	return m, true
 }
 
-// validatePath checks a cell's critical_path: known, distinct categories,
-// one non-negative value per run in each, the same runs in all.
+// validatePath checks a cell's critical_path or critical_path_ttc (at):
+// known, distinct categories, one non-negative value per run in each, the
+// same runs in all.
 func validatePath(name, at string, path []PathCategory) error {
 	seen := map[string]bool{}
 	for i, pc := range path {
-		field := fmt.Sprintf("%s.critical_path[%d]", at, i)
+		field := fmt.Sprintf("%s[%d]", at, i)
 		bad := func(f, format string, args ...any) error {
 			return &InvalidError{File: name, Field: field + f, Reason: fmt.Sprintf(format, args...)}
 		}

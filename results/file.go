@@ -379,7 +379,10 @@ func validateCell(name, at string, c *Cell) error {
 			return err
 		}
 	}
-	return validatePath(name, at, c.CriticalPath)
+	if err := validatePath(name, at+".critical_path", c.CriticalPath); err != nil {
+		return err
+	}
+	return validatePath(name, at+".critical_path_ttc", c.CompletionPath)
 }
 
 func knownRunStat(s string) bool {

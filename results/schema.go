@@ -228,6 +228,13 @@ type Cell struct {
 	// exactly to its TTLS, so the means add up to the TTLS mean of the
 	// finished runs. Absent when the engine reported no spans.
 	CriticalPath []PathCategory `json:"critical_path,omitempty"`
+	// CompletionPath is the same split of the runs' TTC: each finished
+	// run's path from t0 to its terminal event (metrics.RunCompletionPath),
+	// its categories adding up exactly to its TTC, the means to the TTC
+	// mean of the finished runs. Where a run is recorded done well after
+	// its last step, it says where that time went. Absent with
+	// CriticalPath, and in a cell that does not report TTC.
+	CompletionPath []PathCategory `json:"critical_path_ttc,omitempty"`
 	// STSOSlopeUS is the least-squares slope of STSO over the step index, in
 	// microseconds per step (sequential scenarios).
 	STSOSlopeUS *float64 `json:"stso_slope_us,omitempty"`

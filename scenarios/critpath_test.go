@@ -59,17 +59,32 @@ func TestCriticalPathSumsExactly(t *testing.T) {
 // being scheduled, milliseconds on a loaded machine).
 func checkPaths(t *testing.T, tls []metrics.RunTimeline, virtual bool) {
 	t.Helper()
+	col := metrics.Collect(tls, metrics.Config{})
+	ttls := checkPathsTo(t, "TTLS", tls, virtual, metrics.RunPath, func(tl *metrics.RunTimeline) time.Duration {
+		d, _ := metrics.TimeToLastStep(tl)
+		return d
+	})
+	checkSums(t, "TTLS", col.CriticalPath, ttls)
+	ttc := checkPathsTo(t, "TTC", tls, virtual, metrics.RunCompletionPath, metrics.TimeToCompletion)
+	checkSums(t, "TTC", col.CompletionPath, ttc)
+}
+
+// checkPathsTo checks each finished run's path to its metric (TTLS: path
+// and value; TTC: the same) and returns the runs' values in µs.
+func checkPathsTo(t *testing.T, metric string, tls []metrics.RunTimeline, virtual bool,
+	path func(*metrics.RunTimeline) ([]metrics.PathSegment, bool), value func(*metrics.RunTimeline) time.Duration) []int64 {
+	t.Helper()
 	var ttls []int64
 	for i := range tls {
 		tl := &tls[i]
-		segs, ok := metrics.RunPath(tl)
+		segs, ok := path(tl)
 		if !ok {
 			continue
 		}
 		if !tl.HasEngineSpans() {
 			t.Fatalf("run %s: no engine spans", tl.ID)
 		}
-		d, _ := metrics.TimeToLastStep(tl)
+		d := value(tl)
 		ttls = append(ttls, max(d, 0).Microseconds())
 		if len(segs) == 0 {
 			if d > 0 {
@@ -87,7 +102,7 @@ func checkPaths(t *testing.T, tls []metrics.RunTimeline, virtual bool) {
 		}
 		tot := metrics.Totals(segs)
 		if tot.Sum() != d {
-			t.Fatalf("run %s: categories sum to %v, TTLS %v", tl.ID, tot.Sum(), d)
+			t.Fatalf("run %s: categories sum to %v, %s %v", tl.ID, tot.Sum(), metric, d)
 		}
 		var un time.Duration
 		for j, s := range segs {
@@ -97,20 +112,26 @@ func checkPaths(t *testing.T, tls []metrics.RunTimeline, virtual bool) {
 			}
 		}
 		if virtual && un > 0 || un > d/100+time.Millisecond {
-			t.Errorf("run %s: %v of %v unattributed: %v", tl.ID, un, d, segs)
+			t.Errorf("run %s: %v of %s %v unattributed: %v", tl.ID, un, metric, d, segs)
 		}
 	}
-	col := metrics.Collect(tls, metrics.Config{})
-	if len(ttls) > 0 && col.CriticalPath == nil {
-		t.Fatal("no critical path in the collection")
+	return ttls
+}
+
+// checkSums checks a collection's per-run category values (CriticalPath,
+// CompletionPath) against the runs' samples in µs.
+func checkSums(t *testing.T, metric string, path [][]int64, want []int64) {
+	t.Helper()
+	if len(want) > 0 && path == nil {
+		t.Fatalf("no path to %s in the collection", metric)
 	}
-	for r, want := range ttls {
+	for r, w := range want {
 		var sum int64
-		for c := range col.CriticalPath {
-			sum += col.CriticalPath[c][r]
+		for c := range path {
+			sum += path[c][r]
 		}
-		if sum != want {
-			t.Fatalf("run %d: categories add up to %d µs, TTLS %d µs", r, sum, want)
+		if sum != w {
+			t.Fatalf("run %d: categories add up to %d µs, %s %d µs", r, sum, metric, w)
 		}
 	}
 }
@@ -179,6 +200,52 @@ func TestCriticalPathFixedDelay(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestCompletionPathFixedDelay: the path to completion (TTC) ends in the
+// run's terminal write; a fixed 5 ms added to that write (run_completed)
+// moves each run's TTC path by exactly 5 ms of write and leaves its TTLS
+// path as it was, on sim, run by run.
+func TestCompletionPathFixedDelay(t *testing.T) {
+	const base = "default.latency=fixed:2ms,deliver.latency=fixed:3ms"
+	const delay = 5 * time.Millisecond
+	write, _ := metrics.CategoryIndex(metrics.CatWrite)
+	for _, sc := range []struct {
+		name string
+		opts scenarios.Values
+	}{{"sequential", scenarios.Values{"steps": "20"}}, {"fanout", scenarios.Values{"branches": "20"}}, {"hook-step", nil}} {
+		for _, vn := range []string{"baseline", "pending-count"} {
+			t.Run(sc.name+"/"+vn, func(t *testing.T) {
+				v, err := engine.LookupVersion(vn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := runCell(t, newWorld(t, "sim", "none", base, 5), sc.name, sc.opts, v, "", 3)
+				after := runCell(t, newWorld(t, "sim", "none", base+",run_completed.latency=fixed:7ms", 5), sc.name, sc.opts, v, "", 3)
+				for r := range after.res.Timelines {
+					b, a := &before.res.Timelines[r], &after.res.Timelines[r]
+					c0, _ := metrics.RunCompletionPath(b)
+					c1, ok := metrics.RunCompletionPath(a)
+					if !ok || len(c1) == 0 {
+						t.Fatalf("run %d: no path to completion", r)
+					}
+					if last := c1[len(c1)-1]; last.Name != "run_completed" || last.End != a.Done {
+						t.Errorf("run %d: the path to completion ends in %s %q at %v, want the run_completed write at %v", r, last.Category, last.Name, last.End, a.Done)
+					}
+					want := metrics.Totals(c0)
+					want[write] += delay
+					if got := metrics.Totals(c1); got != want {
+						t.Errorf("run %d: TTC path %v, want %v (the one before, 5 ms more write)", r, got, want)
+					}
+					p0, _ := metrics.RunPath(b)
+					p1, _ := metrics.RunPath(a)
+					if metrics.Totals(p0) != metrics.Totals(p1) {
+						t.Errorf("run %d: the TTLS path moved: %v, was %v", r, metrics.Totals(p1), metrics.Totals(p0))
+					}
+				}
+			})
 		}
 	}
 }

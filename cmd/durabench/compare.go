@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/durabench/durabench/internal/stats"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -14,6 +15,8 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", stderr)
 	format := fs.String("format", "text", "text, md or json")
 	nullPath := fs.String("null", "", "a second sweep of the baseline (same commit, machine and settings): each row shows its Δ against BASE, the change noise alone makes")
+	metricList := fs.String("metrics", "", "compare only these metrics, comma-separated (ttls,ttc,…; critical_path: every category of the TTLS path, "+
+		"critical_path_ttc: of the path to completion, which is left out otherwise; critical_path.queue_wait: one)")
 	engines := addEngineFlags(fs)
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -25,11 +28,15 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err := textMDOrJSON(*format); err != nil {
 		return err
 	}
+	only, err := compareMetrics(*metricList)
+	if err != nil {
+		return err
+	}
 	if len(pos) == 1 {
 		if *nullPath != "" || *engines.base != "" || *engines.head != "" {
 			return usageErr("compare FILE compares an interleaved sweep's two sides; --null, --base-engine and --head-engine compare two files")
 		}
-		return compareSides(pos[0], *format, stdout)
+		return compareSides(pos[0], *format, only, stdout)
 	}
 	base, err := results.Read(pos[0])
 	if err != nil {
@@ -43,7 +50,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := stats.CompareOptions{Null: null, NullLabel: "null"}
+	opt := stats.CompareOptions{Null: null, NullLabel: "null", Metrics: only}
 	if *engines.base != "" {
 		opt.BaseLabel, opt.HeadLabel = stats.EngineTitle(base, *engines.base), stats.EngineTitle(head, *engines.head)
 	}
@@ -69,7 +76,7 @@ func writeComparison(c *stats.Comparison, format *string, stdout io.Writer) erro
 
 // compareSides runs `durabench compare FILE`: an interleaved sweep's head
 // side against its base side, pair by pair.
-func compareSides(path, format string, stdout io.Writer) error {
+func compareSides(path, format string, only []string, stdout io.Writer) error {
 	f, err := results.Read(path)
 	if err != nil {
 		return err
@@ -78,7 +85,7 @@ func compareSides(path, format string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := stats.Compare(base.File, head.File, stats.CompareOptions{BaseLabel: base.label, HeadLabel: head.label})
+	c, err := stats.Compare(base.File, head.File, stats.CompareOptions{BaseLabel: base.label, HeadLabel: head.label, Metrics: only})
 	if err != nil {
 		return err
 	}
@@ -107,4 +114,31 @@ func splitSides(path string, f *results.File) (base, head side, missing []string
 		missing = append(missing, fmt.Sprintf("%d cell(s) without a partner in the file, not compared: %s", len(gone), strings.Join(gone, ", ")))
 	}
 	return side{b, bl}, side{h, hl}, missing, nil
+}
+
+// compareMetrics reads compare's --metrics: metric names (metrics.Lookup),
+// critical_path and critical_path_ttc (every category of a path), or one
+// category of either (critical_path.queue_wait); nil when list is empty.
+func compareMetrics(list string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		ok := name == "critical_path" || name == "critical_path_ttc"
+		if _, known := metrics.Lookup(name); known {
+			ok = true
+		}
+		for _, prefix := range []string{metrics.PathMetricPrefix, metrics.CompletionPathMetricPrefix} {
+			if cat, is := strings.CutPrefix(name, prefix); is {
+				_, ok = metrics.CategoryIndex(cat)
+			}
+		}
+		if !ok {
+			return nil, usageErr("--metrics: unknown metric %q (a metric of durabench list, critical_path, critical_path_ttc, or critical_path.<category>)", name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
 }

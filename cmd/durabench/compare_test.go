@@ -77,3 +77,57 @@ func TestCompareByRun(t *testing.T) {
 		t.Errorf("gate --again without --baseline: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestCompareMetricsFlag: compare --metrics keeps the metrics named —
+// critical_path_ttc every category of the path to completion, left out
+// without it — and an unknown name is exit 2, naming the flag.
+func TestCompareMetricsFlag(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s")
+	r := durabench(t, dir, "sweep", "--world", "sim", "--profile", "cloud", "--branches", "20", "--versions", "baseline",
+		"--switches", "none", "--reps", "5", "--quiet", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("sweep: exit %d\n%s", r.code, r.stderr)
+	}
+	f := filepath.Join(out, "results.json")
+	metricsOf := func(args ...string) []string {
+		t.Helper()
+		r := durabench(t, dir, append([]string{"compare", f, f, "--format", "json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("compare %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		var doc struct{ Rows []struct{ Metric string } }
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, row := range doc.Rows {
+			names = append(names, row.Metric)
+		}
+		return names
+	}
+	for _, m := range metricsOf() {
+		if strings.HasPrefix(m, "critical_path_ttc.") {
+			t.Errorf("compare lists %s unasked", m)
+		}
+	}
+	got := metricsOf("--metrics", "ttc,critical_path_ttc")
+	ttc, cats := 0, 0
+	for _, m := range got {
+		switch {
+		case m == "ttc":
+			ttc++
+		case strings.HasPrefix(m, "critical_path_ttc."):
+			cats++
+		default:
+			t.Errorf("--metrics ttc,critical_path_ttc: a %s row", m)
+		}
+	}
+	if ttc == 0 || cats == 0 {
+		t.Errorf("--metrics ttc,critical_path_ttc: %v", got)
+	}
+	r = durabench(t, dir, "compare", f, f, "--metrics", "ttc,critical_path_ttc.waiting")
+	if r.code != 2 || !strings.Contains(r.stderr, `--metrics: unknown metric "critical_path_ttc.waiting"`) {
+		t.Errorf("unknown metric: exit %d, %q", r.code, r.stderr)
+	}
+}

@@ -32,8 +32,8 @@ usage:
                                             sticky comment of a run without results
   durabench list    [--profile P [--faults F]] scenarios (options, types, defaults), versions, kill switches, worlds, profiles;
                                             with --profile, every number of that profile
-  durabench compare BASE HEAD [--null BASE2] [--format text|md|json]
-  durabench compare FILE [--format text|md|json]
+  durabench compare BASE HEAD [--null BASE2] [--metrics LIST] [--format text|md|json]
+  durabench compare FILE [--metrics LIST] [--format text|md|json]
                                             an interleaved sweep (sweep --interleave): its head side against its
                                             base side, block by block (paired test, CI and MDE)
   durabench gate    HEAD --baseline BASE [--null BASE2 [--again HEAD2]] [--rules FILE | --rule R ...] [--format text|md|json]

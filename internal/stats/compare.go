@@ -733,6 +733,11 @@ func Compare(base, head *results.File, opt CompareOptions) (*Comparison, error) 
 					names[m] = true
 				}
 			}
+			for _, m := range completionMetrics(cell) {
+				if want[m] || want[completionAll] {
+					names[m] = true
+				}
+			}
 		}
 	}
 	metricNames := slices.Collect(maps.Keys(names))

@@ -14,17 +14,37 @@ import (
 // categories that hold time in a cell of either side; a gate rule names
 // one: critical_path.queue_wait.p50 < 1.10x baseline.
 
-// pathAll, given to CompareOptions.Metrics, selects every category.
-const pathAll = "critical_path"
+//
+// The path to completion (results.Cell.CompletionPath, the runs' TTC
+// split) is compared and gated the same way, as critical_path_ttc.<category>;
+// compare lists its categories only when asked (--metrics
+// critical_path_ttc, or one by name): on most engines it is the TTLS path
+// and the terminal write.
+
+// pathAll, given to CompareOptions.Metrics, selects every category;
+// completionAll every category of the path to completion.
+const (
+	pathAll       = "critical_path"
+	completionAll = "critical_path_ttc"
+)
 
 // pathMetrics are the metric names of cell's critical-path categories
 // that hold time in some run, and unattributed's when it does.
 func pathMetrics(cell *results.Cell) []string {
+	return heldCategories(cell.CriticalPath, metrics.PathMetricPrefix)
+}
+
+// completionMetrics are pathMetrics of the cell's path to completion.
+func completionMetrics(cell *results.Cell) []string {
+	return heldCategories(cell.CompletionPath, metrics.CompletionPathMetricPrefix)
+}
+
+func heldCategories(path []results.PathCategory, prefix string) []string {
 	var out []string
-	for _, pc := range cell.CriticalPath {
+	for _, pc := range path {
 		for _, v := range pc.Values {
 			if v > 0 {
-				out = append(out, metrics.PathMetricPrefix+pc.Category)
+				out = append(out, prefix+pc.Category)
 				break
 			}
 		}
@@ -32,11 +52,15 @@ func pathMetrics(cell *results.Cell) []string {
 	return out
 }
 
-// pathRank is the report position of a critical-path metric name.
+// pathRank is the report position of a critical-path metric name: the
+// TTLS path's categories, then the path to completion's.
 func pathRank(name string) (int, bool) {
-	cat, ok := strings.CutPrefix(name, metrics.PathMetricPrefix)
-	if !ok {
-		return 0, false
+	if cat, ok := strings.CutPrefix(name, metrics.PathMetricPrefix); ok {
+		return metrics.CategoryIndex(cat)
 	}
-	return metrics.CategoryIndex(cat)
+	if cat, ok := strings.CutPrefix(name, metrics.CompletionPathMetricPrefix); ok {
+		i, ok := metrics.CategoryIndex(cat)
+		return metrics.NumCategories + i, ok
+	}
+	return 0, false
 }

@@ -142,3 +142,87 @@ func TestCompareCriticalPath(t *testing.T) {
 		t.Errorf("--metrics critical_path: %v, %d metrics", err, len(only.Metrics))
 	}
 }
+
+// withTail gives every cell of f a path to completion: its critical path
+// and then a tail of unattributed time (tail µs a run; ×scale at 256
+// branches).
+func withTail(f *results.File, seed uint64, tail int64, scale float64) *results.File {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	ui, _ := metrics.CategoryIndex(metrics.CatUnattributed)
+	for i := range f.Cells {
+		c := &f.Cells[i]
+		path := make([]results.PathCategory, len(c.CriticalPath))
+		for j, pc := range c.CriticalPath {
+			pc.Values = slices.Clone(pc.Values)
+			path[j] = pc
+		}
+		t := float64(tail)
+		if c.Branches == 256 {
+			t *= scale
+		}
+		for r := range path[ui].Values {
+			path[ui].Values[r] += int64(t * (0.95 + 0.1*rng.Float64()))
+		}
+		vs := slices.Sorted(slices.Values(path[ui].Values))
+		path[ui].P50, path[ui].P90 = metrics.Quantile(vs, 50), metrics.Quantile(vs, 90)
+		c.CompletionPath = path
+	}
+	return f
+}
+
+// TestCompletionPathCompareAndGate: the path to completion's categories
+// are metrics of their own (critical_path_ttc.<category>), which compare
+// lists when asked and a gate rule names: the head's tail after the last
+// step doubles at 256 branches, and a rule on it fails there only.
+func TestCompletionPathCompareAndGate(t *testing.T) {
+	base := withTail(withPath(synthFile(1, 30, 0.05, 1, synthMatrix), 1, 1), 1, 5000, 1)
+	head := withTail(withPath(synthFile(2, 30, 0.05, 1, synthMatrix), 2, 1), 2, 5000, 2)
+	def, err := Compare(base, head, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mc := range def.Metrics {
+		if strings.HasPrefix(mc.Metric, metrics.CompletionPathMetricPrefix) {
+			t.Errorf("compare lists %s unasked", mc.Metric)
+		}
+	}
+	c, err := Compare(base, head, CompareOptions{Metrics: []string{"critical_path_ttc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mc := range c.Metrics {
+		names = append(names, mc.Metric)
+	}
+	want := []string{"critical_path_ttc.queue_wait", "critical_path_ttc.write", "critical_path_ttc.unattributed"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("--metrics critical_path_ttc: %v, want %v", names, want)
+	}
+	for _, r := range c.Metrics[2].Rows {
+		if worse := r.Cell.Branches == 256; worse != (r.Verdict == VerdictWorse) {
+			t.Errorf("%v: unattributed verdict %s, Δ %.1f%%", r.Cell, r.Verdict, r.DeltaPct)
+		}
+	}
+
+	r, err := ParseRule("critical_path_ttc.unattributed.p50 < 1.10x baseline")
+	if err != nil || r.Metric != "critical_path_ttc.unattributed" {
+		t.Fatalf("rule: %v, %+v", err, r)
+	}
+	rep, err := Gate(head, base, []Rule{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := rep.Failed()
+	if len(failed) != 2 {
+		t.Fatalf("%d failed checks, want the two 256-branch cells: %+v", len(failed), failed)
+	}
+	for _, f := range failed {
+		if f.Check.Cell.Branches != 256 {
+			t.Errorf("unexpected failure %+v", f)
+		}
+	}
+	if _, err := ParseRule("critical_path_ttc < 1.1x baseline"); err == nil ||
+		!strings.HasPrefix(err.Error(), "--rule:1:1: critical_path_ttc needs a category, e.g. critical_path_ttc.queue_wait.p50") {
+		t.Errorf("critical_path_ttc without a category: %v", err)
+	}
+}

@@ -260,12 +260,12 @@ func (p *ruleParser) rule() (Rule, error) {
 	} else {
 		r.Metric = name
 	}
-	if name == pathAll {
-		cat, err := p.pathCategory(start)
+	if name == pathAll || name == completionAll {
+		cat, err := p.pathCategory(start, name)
 		if err != nil {
 			return r, err
 		}
-		r.Metric = metrics.PathMetricPrefix + cat
+		r.Metric = name + "." + cat // metrics.PathMetricPrefix, CompletionPathMetricPrefix
 	}
 	if p.peek() == '{' {
 		sel, err := p.selector()
@@ -353,16 +353,17 @@ func (p *ruleParser) rule() (Rule, error) {
 	return r, nil
 }
 
-// pathCategory reads ".CATEGORY" after critical_path (at start).
-func (p *ruleParser) pathCategory(start int) (string, error) {
+// pathCategory reads ".CATEGORY" after critical_path or critical_path_ttc
+// (name, at start).
+func (p *ruleParser) pathCategory(start int, name string) (string, error) {
 	if p.peek() != '.' {
-		return "", p.errAt(start, "%s needs a category, e.g. %s.%s.p50 (%s)", pathAll, pathAll, metrics.CatQueueWait, categoryList())
+		return "", p.errAt(start, "%s needs a category, e.g. %s.%s.p50 (%s)", name, name, metrics.CatQueueWait, categoryList())
 	}
 	p.pos++
 	cs := p.pos
 	cat := p.word()
 	if cat == "" {
-		return "", p.errAt(cs, "expected a category after '%s.' (%s)", pathAll, categoryList())
+		return "", p.errAt(cs, "expected a category after '%s.' (%s)", name, categoryList())
 	}
 	if _, ok := metrics.CategoryIndex(cat); !ok {
 		return "", p.errAt(cs, "unknown critical-path category %q (want %s)", cat, categoryList())

@@ -402,17 +402,20 @@ func (c CellPlan) summarize(res *driver.Result, id results.Cell) results.Cell {
 			delete(rc.Metrics, name)
 		}
 	}
-	if !c.reportsTTLS() {
+	if !c.reports(metrics.TTLS) {
 		rc.CriticalPath = nil // the split of a TTLS the cell does not report
+	}
+	if !c.reports(metrics.TTC) {
+		rc.CompletionPath = nil // nor of a TTC
 	}
 	return rc
 }
 
-// reportsTTLS reports whether the cell's scenario reports TTLS (a scenario
-// that declares no metrics reports every one): whether its cells carry a
-// critical path.
-func (c CellPlan) reportsTTLS() bool {
-	return len(c.Scenario.Metrics) == 0 || slices.Contains(c.Scenario.Metrics, metrics.TTLS)
+// reports reports whether the cell's scenario reports metric (a scenario
+// that declares no metrics reports every one): TTLS, whether its cells
+// carry a critical path; TTC, a path to completion.
+func (c CellPlan) reports(metric string) bool {
+	return len(c.Scenario.Metrics) == 0 || slices.Contains(c.Scenario.Metrics, metric)
 }
 
 // identity is the results.Cell key fields of c.

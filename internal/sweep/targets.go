@@ -12,6 +12,7 @@ import (
 
 	"github.com/durabench/durabench/internal/driver"
 	"github.com/durabench/durabench/internal/target"
+	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/protocol"
 	"github.com/durabench/durabench/results"
 	"go.yaml.in/yaml/v3"
@@ -340,9 +341,9 @@ func (r *sweepRun) runCellTarget(ctx context.Context, c CellPlan) (results.Cell,
 		return results.Cell{}, nil, fmt.Errorf("target %s: %w", c.Target.Name, err)
 	}
 	// The target's spans (protocol 1.2) are asked for when the cell
-	// reports TTLS (its critical path splits it), unless the sweep
-	// records no spans (--spans off).
-	sess.Spans = c.reportsTTLS() && r.plan.Spans
+	// reports TTLS or TTC (its critical paths split them), unless the
+	// sweep records no spans (--spans off).
+	sess.Spans = (c.reports(metrics.TTLS) || c.reports(metrics.TTC)) && r.plan.Spans
 	dc := r.driverConfig(c, w, r.id+"-"+c.Hash)
 	dc.Target = sess
 	m := startCPU(lt.plugin.CPU)

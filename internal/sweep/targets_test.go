@@ -16,6 +16,7 @@ import (
 	"github.com/durabench/durabench/internal/target/reference"
 	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/protocol"
+	"github.com/durabench/durabench/results"
 	"github.com/durabench/durabench/world"
 	"github.com/durabench/durabench/world/mem"
 )
@@ -137,9 +138,10 @@ func (s *spansAsked) Start(ctx context.Context, req protocol.StartRequest) error
 }
 
 // TestTargetCellsCarryCriticalPath: a sweep over the reference target asks
-// for span events in a cell that reports TTLS, and its results.json cell
-// carries critical_path, each run's categories adding up to its TTLS
-// sample; a stream cell (no TTLS) asks for none and carries none.
+// for span events in a cell that reports TTLS or TTC, and its results.json
+// cell carries critical_path, each run's categories adding up to its TTLS
+// sample, and critical_path_ttc, adding up to its TTC; a stream cell (TTC,
+// no TTLS) carries the latter only.
 func TestTargetCellsCarryCriticalPath(t *testing.T) {
 	v, err := engine.LookupVersion("pending-count")
 	if err != nil {
@@ -183,16 +185,37 @@ func TestTargetCellsCarryCriticalPath(t *testing.T) {
 					t.Errorf("fanout run %d: categories add up to %d µs, TTLS %d µs", r, sum, want)
 				}
 			}
+			sumsTo(t, "fanout", c.CompletionPath, c.Metrics[metrics.TTC].Values)
 		case "stream-sizes":
 			seen++
 			if c.CriticalPath != nil {
 				t.Errorf("stream-sizes cell: a critical path %v", c.CriticalPath)
 			}
+			sumsTo(t, "stream-sizes", c.CompletionPath, c.Metrics[metrics.TTC].Values)
 		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if seen != 2 || !b.asked["fanout"] || b.asked["stream-sizes"] {
-		t.Fatalf("%d cells; spans asked for %v, want fanout's only", seen, b.asked)
+	if seen != 2 || !b.asked["fanout"] || !b.asked["stream-sizes"] {
+		t.Fatalf("%d cells; spans asked for %v, want both (fanout reports TTLS and TTC, stream-sizes TTC)", seen, b.asked)
+	}
+}
+
+// sumsTo checks a cell's path to completion: every category, a value per
+// run, each run's adding up to its TTC sample (µs).
+func sumsTo(t *testing.T, cell string, path []results.PathCategory, ttc []int64) {
+	t.Helper()
+	if len(path) != metrics.NumCategories || len(ttc) != 3 {
+		t.Fatalf("%s cell: %d categories on the path to completion, %d TTC values; want %d and 3", cell, len(path), len(ttc),
+			metrics.NumCategories)
+	}
+	for r, want := range ttc {
+		var sum int64
+		for _, pc := range path {
+			sum += pc.Values[r]
+		}
+		if sum != want {
+			t.Errorf("%s run %d: the path to completion adds up to %d µs, TTC %d µs", cell, r, sum, want)
+		}
 	}
 }
