@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -559,10 +560,10 @@ func RunPathTotals(t *RunTimeline) (PathTotals, bool) {
 
 // RunCompletionPath is the critical path of a finished run from t0 to its
 // terminal event (Done: its TTC), as RunPath's is to its last step end;
-// ok is false for a run that failed or did not finish. The walk starts in
-// the task that wrote the terminal event (the latest run_completed write
-// ending by Done), else at the top level. Where the run is recorded done
-// well after its last step, this path shows where that time went.
+// ok is false for a run that failed or did not finish. The walk starts at
+// the write of the terminal event (completionStart), else at the top
+// level. Where a run is recorded done well after its last step, this path
+// shows where that time went.
 func RunCompletionPath(t *RunTimeline) (segs []PathSegment, ok bool) {
 	from, ok := t.completionStart()
 	if !ok {
@@ -582,31 +583,54 @@ func RunCompletionPathTotals(t *RunTimeline) (PathTotals, bool) {
 }
 
 // terminalWrite names the span of a run's terminal event's write: the
-// built-in engine's append of run_completed (a target's, by the same name).
+// built-in engine's append of run_completed, or a target's span whose
+// name ends in it (the Workflow SDK's "world.events.create run_completed").
 var terminalWrite = string(world.AppendOp(world.RunCompleted))
 
-// completionStart is the task a run's path to completion starts in: the
-// one holding the latest terminal write that ended by Done (0: none).
+func isTerminalWrite(name string) bool {
+	return name == terminalWrite || strings.HasSuffix(name, " "+terminalWrite)
+}
+
+// completionStart is where a run's path to completion starts: in the task
+// of the terminal write that ended last by Done (the built-in engine's
+// terminal event is that write's end); else, when every terminal write
+// ended after Done (an engine that stamps the event as its write starts:
+// the Workflow SDK, whose stamp and span start are a fraction of a
+// millisecond apart either way), at the write that started closest to
+// Done — inside it, so that its part up to Done, if any, is the path's
+// last segment; else (0) at the top level.
 func (t *RunTimeline) completionStart() (from uint64, ok bool) {
 	if !t.Finished || t.Failed {
 		return 0, false
 	}
-	var last time.Duration = -1
+	ended, gap := time.Duration(-1), time.Duration(-1)
+	var fromEnded, fromLater uint64
+	visit := func(start, end time.Duration, id, parent uint64) {
+		switch d := max(start-t.Done, t.Done-start); {
+		case end <= t.Done:
+			if end > ended {
+				ended, fromEnded = end, parent
+			}
+		case id != 0 && (gap < 0 || d < gap):
+			gap, fromLater = d, id
+		}
+	}
 	for _, c := range t.engineSpans {
 		for i := range c {
-			sp := &c[i]
-			if sp.end <= t.Done && sp.end > last && sp.cat == catWrite && spanNames.name(sp.name) == terminalWrite {
-				last, from = sp.end, sp.parent
+			if sp := &c[i]; sp.cat == catWrite && isTerminalWrite(spanNames.name(sp.name)) {
+				visit(sp.start, sp.end, sp.id, sp.parent)
 			}
 		}
 	}
 	for i := range t.Spans {
-		sp := &t.Spans[i]
-		if sp.End <= t.Done && sp.End > last && sp.Category == CatWrite && sp.Name == terminalWrite {
-			last, from = sp.End, sp.Parent
+		if sp := &t.Spans[i]; sp.Category == CatWrite && isTerminalWrite(sp.Name) {
+			visit(sp.Start, sp.End, sp.ID, sp.Parent)
 		}
 	}
-	return from, true
+	if ended >= 0 {
+		return fromEnded, true
+	}
+	return fromLater, true
 }
 
 // pathStart is where a run's critical path starts: its last step end and

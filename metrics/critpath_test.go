@@ -272,3 +272,64 @@ func TestCategoryIndexes(t *testing.T) {
 		t.Errorf("an unknown name: %d, want %d (unattributed)", got, want)
 	}
 }
+
+// TestCompletionPathStartsAtTheTerminalWrite: the path to completion
+// starts at the write of the terminal event — ending at it (the built-in
+// engine's event is its write's end: the task holding the write, the write
+// last), or in flight at it (an engine that stamps the event as its write
+// starts: the write's part up to the event last, then the task it ran in)
+// — and tiles [t0, Done]; another task's later duplicate write is not on it.
+func TestCompletionPathStartsAtTheTerminalWrite(t *testing.T) {
+	sp := func(cat, name string, start, end time.Duration, id, parent, after uint64) metrics.Span {
+		return metrics.Span{Category: cat, Name: name, Start: start * ms, End: end * ms, Stage: -1, Index: -1,
+			ID: id, Parent: parent, After: after}
+	}
+	base := []metrics.Span{
+		sp(metrics.CatQueueWait, "queue", 0, 10, 1, 0, 0),
+		sp(metrics.CatCompute, "task", 10, 60, 2, 0, 1), // a continuation: loads, replays
+		sp(metrics.CatLogLoad, "log_load", 10, 20, 3, 2, 0),
+		sp(metrics.CatCompute, "workflow.replay", 20, 48, 4, 2, 0),
+		sp(metrics.CatCompute, "task", 12, 90, 6, 0, 0), // another one, which writes again later
+		sp(metrics.CatWrite, "world.events.create run_completed", 70, 90, 7, 6, 0),
+	}
+	for _, tc := range []struct {
+		name  string
+		write metrics.Span
+		done  time.Duration
+		last  metrics.PathSegment // the path's last segment
+		want  map[string]time.Duration
+	}{
+		{"ended at the event", sp(metrics.CatWrite, "run_completed", 50, 60, 5, 2, 0), 60 * ms,
+			metrics.PathSegment{Category: metrics.CatWrite, Start: 50 * ms, End: 60 * ms, Span: 5, Name: "run_completed"},
+			map[string]time.Duration{metrics.CatQueueWait: 10 * ms, metrics.CatLogLoad: 10 * ms, metrics.CatCompute: 30 * ms, metrics.CatWrite: 10 * ms}},
+		{"in flight at the event", sp(metrics.CatWrite, "world.events.create run_completed", 50, 60, 5, 2, 0), 52 * ms,
+			metrics.PathSegment{Category: metrics.CatWrite, Start: 50 * ms, End: 52 * ms, Span: 5, Name: "world.events.create run_completed"},
+			map[string]time.Duration{metrics.CatQueueWait: 10 * ms, metrics.CatLogLoad: 10 * ms, metrics.CatCompute: 30 * ms, metrics.CatWrite: 2 * ms}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := metrics.RunTimeline{ID: "r", Finished: true, Done: tc.done, Spans: append([]metrics.Span{tc.write}, base...)}
+			segs, ok := metrics.RunCompletionPath(&tl)
+			if !ok {
+				t.Fatal("no path to completion")
+			}
+			checkTiles(t, segs, 0, tc.done)
+			if last := segs[len(segs)-1]; last != tc.last {
+				t.Errorf("last segment %+v, want %+v", last, tc.last)
+			}
+			got := totalsOf(t, segs)
+			for cat, d := range tc.want {
+				if got[cat] != d {
+					t.Errorf("%s %v, want %v (%v)", cat, got[cat], d, segs)
+				}
+			}
+			totals, _ := metrics.RunCompletionPathTotals(&tl)
+			if totals != metrics.Totals(segs) {
+				t.Errorf("totals %v, the segments' %v", totals, metrics.Totals(segs))
+			}
+		})
+	}
+	failed := metrics.RunTimeline{ID: "f", Finished: true, Failed: true, Done: 60 * ms, Spans: base}
+	if _, ok := metrics.RunCompletionPath(&failed); ok {
+		t.Error("a failed run has a path to completion")
+	}
+}
