@@ -129,10 +129,9 @@ func share(part, total float64) string {
 
 // pathTable is the "where the time went" table of k's path: a header row,
 // then one row per cell: its label, the TTLS (TTC) mean of its finished
-// runs, and per
-// category the mean per run and its share of that TTLS. With base, a
-// category's mean carries its change against the baseline's cell, and
-// mark's verdict on it (nil: none).
+// runs, and per category the mean per run and its share of that mean.
+// With base, a category's mean carries its change against the baseline's
+// cell, and mark's verdict on it (nil: none).
 func pathTable(k pathKind, cells []*results.Cell, lab labeler, base map[stats.CellKey]*results.Cell,
 	mark func(c *results.Cell, cat string, base, cur float64) string) [][]string {
 	cols := pathColumns(k, cells)

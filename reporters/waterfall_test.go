@@ -63,3 +63,40 @@ func TestWaterfall(t *testing.T) {
 		t.Errorf("an unfinished run: %q", b.String())
 	}
 }
+
+// TestWaterfallCompletion: a run recorded done well after its last step,
+// whose spans were kept, gets its path to completion drawn after its
+// critical path: the tail (the completer's log load and terminal write)
+// on a TTC axis, its categories adding up to the TTC.
+func TestWaterfallCompletion(t *testing.T) {
+	ms := time.Millisecond
+	sp := func(cat, name string, start, end time.Duration, id, parent, after uint64, stage, index int) metrics.Span {
+		return metrics.Span{Category: cat, Name: name, Start: start * ms, End: end * ms, Stage: stage, Index: index,
+			ID: id, Parent: parent, After: after}
+	}
+	tl := metrics.RunTimeline{ID: "c-r0002", Finished: true, Done: 80 * ms,
+		Steps: []engine.StepSpan{{Start: 10 * ms, End: 20 * ms}},
+		Spans: []metrics.Span{
+			sp(metrics.CatQueueWait, "queue", 0, 10, 1, 0, 0, 0, 0),
+			sp(metrics.CatCompute, "task", 10, 80, 2, 0, 1, 0, 0),
+			sp(metrics.CatBody, "body", 10, 20, 3, 2, 0, 0, 0),
+			sp(metrics.CatLogLoad, "log_load", 20, 40, 4, 2, 0, -1, -1),
+			sp(metrics.CatWrite, "run_completed", 40, 80, 5, 2, 0, -1, -1),
+		}}
+	tl.Path, _ = metrics.RunPath(&tl)
+	var b bytes.Buffer
+	if err := Waterfall(&b, "c", &tl); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	_, tail, ok := strings.Cut(out, "\n\n  path to completion · TTC 80.00ms (60.00ms after the last step), 4 segments\n")
+	if !ok {
+		t.Fatalf("no path to completion after the critical path:\n%s", out)
+	}
+	if want := "by category: write 40.00ms (50%) · log_load 20.00ms (25%) · queue_wait 10.00ms (12%) · body 10.00ms (12%)"; !strings.Contains(tail, want) {
+		t.Errorf("path to completion:\n%s\nwant %q", tail, want)
+	}
+	if n := strings.Count(tail, "█"); n != waterfallWidth {
+		t.Errorf("its bars add up to %d characters, want %d", n, waterfallWidth)
+	}
+}
