@@ -26,6 +26,12 @@ func totalsOf(t *testing.T, segs []metrics.PathSegment) map[string]time.Duration
 	return out
 }
 
+// sp is a span of no step, its times in ms.
+func sp(cat, name string, start, end time.Duration, id, parent, after uint64) metrics.Span {
+	return metrics.Span{Category: cat, Name: name, Start: start * ms, End: end * ms, Stage: -1, Index: -1,
+		ID: id, Parent: parent, After: after}
+}
+
 func checkTiles(t *testing.T, segs []metrics.PathSegment, t0, end time.Duration) {
 	t.Helper()
 	if len(segs) == 0 || segs[0].Start != t0 || segs[len(segs)-1].End != end {
@@ -44,10 +50,6 @@ func checkTiles(t *testing.T, segs []metrics.PathSegment, t0, end time.Duration)
 // its body, claim and delivery to the publish, then through the activation
 // to the start, and skips the other branch and everything after the end.
 func TestCriticalPathFollowsEdges(t *testing.T) {
-	sp := func(cat, name string, start, end time.Duration, id, parent, after uint64) metrics.Span {
-		return metrics.Span{Category: cat, Name: name, Start: start * ms, End: end * ms, Stage: -1, Index: -1,
-			ID: id, Parent: parent, After: after}
-	}
 	spans := []metrics.Span{
 		sp(metrics.CatDriverLag, "driver", 0, 2, 0, 0, 0),
 		sp(metrics.CatStart, "start", 3, 10, 1, 0, 0),
@@ -280,10 +282,6 @@ func TestCategoryIndexes(t *testing.T) {
 // starts: the write's part up to the event last, then the task it ran in)
 // — and tiles [t0, Done]; another task's later duplicate write is not on it.
 func TestCompletionPathStartsAtTheTerminalWrite(t *testing.T) {
-	sp := func(cat, name string, start, end time.Duration, id, parent, after uint64) metrics.Span {
-		return metrics.Span{Category: cat, Name: name, Start: start * ms, End: end * ms, Stage: -1, Index: -1,
-			ID: id, Parent: parent, After: after}
-	}
 	base := []metrics.Span{
 		sp(metrics.CatQueueWait, "queue", 0, 10, 1, 0, 0),
 		sp(metrics.CatCompute, "task", 10, 60, 2, 0, 1), // a continuation: loads, replays

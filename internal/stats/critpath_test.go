@@ -97,6 +97,16 @@ func TestGateCriticalPath(t *testing.T) {
 		}
 		rules = append(rules, r)
 	}
+	rep := failsAt256(t, head, base, rules, "critical_path.queue_wait")
+	if n := len(rep.Rules[1].Checks); n != 4 {
+		t.Errorf("the write rule checked %d cells, want 4", n)
+	}
+}
+
+// failsAt256 gates head against base with rules and checks that exactly
+// the two 256-branch cells fail, on metric, by the per-run test.
+func failsAt256(t *testing.T, head, base *results.File, rules []Rule, metric string) *GateReport {
+	t.Helper()
 	rep, err := Gate(head, base, rules)
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +116,11 @@ func TestGateCriticalPath(t *testing.T) {
 		t.Fatalf("%d failed checks, want the two 256-branch cells: %+v", len(failed), failed)
 	}
 	for _, f := range failed {
-		if f.Rule.Metric != "critical_path.queue_wait" || f.Check.Cell.Branches != 256 || !(f.Check.P < Alpha) {
+		if f.Rule.Metric != metric || f.Check.Cell.Branches != 256 || !(f.Check.P < Alpha) {
 			t.Errorf("unexpected failure %+v", f)
 		}
 	}
-	if n := len(rep.Rules[1].Checks); n != 4 {
-		t.Errorf("the write rule checked %d cells, want 4", n)
-	}
+	return rep
 }
 
 // TestCompareCriticalPath: compare lists each category that holds time as
@@ -208,19 +216,7 @@ func TestCompletionPathCompareAndGate(t *testing.T) {
 	if err != nil || r.Metric != "critical_path_ttc.unattributed" {
 		t.Fatalf("rule: %v, %+v", err, r)
 	}
-	rep, err := Gate(head, base, []Rule{r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := rep.Failed()
-	if len(failed) != 2 {
-		t.Fatalf("%d failed checks, want the two 256-branch cells: %+v", len(failed), failed)
-	}
-	for _, f := range failed {
-		if f.Check.Cell.Branches != 256 {
-			t.Errorf("unexpected failure %+v", f)
-		}
-	}
+	failsAt256(t, head, base, []Rule{r}, "critical_path_ttc.unattributed")
 	if _, err := ParseRule("critical_path_ttc < 1.1x baseline"); err == nil ||
 		!strings.HasPrefix(err.Error(), "--rule:1:1: critical_path_ttc needs a category, e.g. critical_path_ttc.queue_wait.p50") {
 		t.Errorf("critical_path_ttc without a category: %v", err)
