@@ -83,10 +83,14 @@ func LookupCategory(name string) (CategoryDef, bool) {
 	return CategoryDef{}, false
 }
 
-// PathMetricPrefix prefixes a category's name where compare and gate name
-// it as a metric: critical_path.queue_wait.
-const PathMetricPrefix = "critical_path."
-
-// CompletionPathMetricPrefix names a category of the path to completion
-// (TTC: RunCompletionPath) the same way: critical_path_ttc.queue_wait.
-const CompletionPathMetricPrefix = "critical_path_ttc."
+// PathMetric names the critical path where compare and gate name its
+// categories as metrics, each as PathMetricPrefix + its name:
+// critical_path.queue_wait. CompletionPathMetric names the path to
+// completion (TTC: RunCompletionPath) the same way:
+// critical_path_ttc.queue_wait.
+const (
+	PathMetric                 = "critical_path"
+	PathMetricPrefix           = PathMetric + "."
+	CompletionPathMetric       = "critical_path_ttc"
+	CompletionPathMetricPrefix = CompletionPathMetric + "."
+)

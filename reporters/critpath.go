@@ -27,22 +27,16 @@ type pathKind struct {
 	metric string // "TTLS", "TTC"
 	prefix string // compare's and gate's metric name prefix
 	of     func(*results.Cell) []results.PathCategory
+	// cat returns the cell's category name on the path, if it has one.
+	cat func(c *results.Cell, name string) (results.PathCategory, bool)
 }
 
 var (
-	ttlsPath = pathKind{"TTLS", metrics.PathMetricPrefix, func(c *results.Cell) []results.PathCategory { return c.CriticalPath }}
-	ttcPath  = pathKind{"TTC", metrics.CompletionPathMetricPrefix, func(c *results.Cell) []results.PathCategory { return c.CompletionPath }}
+	ttlsPath = pathKind{"TTLS", metrics.PathMetricPrefix, func(c *results.Cell) []results.PathCategory { return c.CriticalPath },
+		(*results.Cell).Path}
+	ttcPath = pathKind{"TTC", metrics.CompletionPathMetricPrefix, func(c *results.Cell) []results.PathCategory { return c.CompletionPath },
+		(*results.Cell).CompletionPathCategory}
 )
-
-// cat returns the cell's category name on k's path, if it has one.
-func (k pathKind) cat(c *results.Cell, name string) (results.PathCategory, bool) {
-	for _, pc := range k.of(c) {
-		if pc.Category == name {
-			return pc, true
-		}
-	}
-	return results.PathCategory{}, false
-}
 
 // pathCells returns the cells that carry a critical path.
 func pathCells(cells []*results.Cell) []*results.Cell {
@@ -61,17 +55,23 @@ func pathCells(cells []*results.Cell) []*results.Cell {
 // Below it the path to completion is the TTLS path and the terminal write.
 const tailShare = 0.10
 
-// tailCells returns the cells whose path to completion the reports show:
-// those whose runs are recorded done well after their last step (tailShare),
-// and those that split a TTC but no TTLS (a scenario without a TTLS: a
-// lone step, a hook's resume, a stream).
+// longTail reports whether runs whose TTC (mean) is ttc and TTLS ttls are
+// recorded done well after their last step (tailShare).
+func longTail(ttc, ttls float64) bool { return ttc >= (1+tailShare)*ttls }
+
+// showsTail reports whether the reports show c's path to completion: its
+// runs are recorded done well after their last step, or it splits a TTC
+// but no TTLS (a scenario without a TTLS: a lone step, a hook's resume, a
+// stream).
+func showsTail(c *results.Cell) bool {
+	return len(c.CompletionPath) > 0 && (len(c.CriticalPath) == 0 || longTail(pathTotal(ttcPath, c), pathTotal(ttlsPath, c)))
+}
+
+// tailCells returns the cells whose path to completion the reports show.
 func tailCells(cells []*results.Cell) []*results.Cell {
 	var out []*results.Cell
 	for _, c := range cells {
-		if len(c.CompletionPath) == 0 {
-			continue
-		}
-		if len(c.CriticalPath) == 0 || pathTotal(ttcPath, c) >= (1+tailShare)*pathTotal(ttlsPath, c) {
+		if showsTail(c) {
 			out = append(out, c)
 		}
 	}
@@ -81,7 +81,7 @@ func tailCells(cells []*results.Cell) []*results.Cell {
 // hasTail reports whether a cell of f has its path to completion shown.
 func hasTail(f *results.File) bool {
 	for i := range f.Cells {
-		if len(tailCells([]*results.Cell{&f.Cells[i]})) > 0 {
+		if showsTail(&f.Cells[i]) {
 			return true
 		}
 	}

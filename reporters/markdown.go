@@ -126,7 +126,7 @@ func newMarkdown(f *results.File, opt Options) *markdown {
 			if hasTail(f) {
 				// The path to completion's categories, which compare
 				// lists only when asked: the marks of their table.
-				o := stats.CompareOptions{Metrics: []string{"critical_path_ttc"}}
+				o := stats.CompareOptions{Metrics: []string{metrics.CompletionPathMetric}}
 				if cmp.HasNull {
 					o.Null = opt.Null
 				}

@@ -43,7 +43,7 @@ func Waterfall(w io.Writer, cell string, tl *metrics.RunTimeline) error {
 		return err
 	}
 	ttc := metrics.TimeToCompletion(tl)
-	if float64(ttc) < (1+tailShare)*float64(ttls) {
+	if !longTail(float64(ttc), float64(ttls)) {
 		return ew.err
 	}
 	segs, ok := metrics.RunCompletionPath(tl)

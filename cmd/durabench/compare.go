@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/durabench/durabench/internal/stats"
-	"github.com/durabench/durabench/metrics"
 	"github.com/durabench/durabench/results"
 )
 
@@ -116,9 +115,8 @@ func splitSides(path string, f *results.File) (base, head side, missing []string
 	return side{b, bl}, side{h, hl}, missing, nil
 }
 
-// compareMetrics reads compare's --metrics: metric names (metrics.Lookup),
-// critical_path and critical_path_ttc (every category of a path), or one
-// category of either (critical_path.queue_wait); nil when list is empty.
+// compareMetrics reads compare's --metrics (names stats.KnownMetric
+// knows); nil when list is empty.
 func compareMetrics(list string) ([]string, error) {
 	if list == "" {
 		return nil, nil
@@ -126,16 +124,7 @@ func compareMetrics(list string) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
-		ok := name == "critical_path" || name == "critical_path_ttc"
-		if _, known := metrics.Lookup(name); known {
-			ok = true
-		}
-		for _, prefix := range []string{metrics.PathMetricPrefix, metrics.CompletionPathMetricPrefix} {
-			if cat, is := strings.CutPrefix(name, prefix); is {
-				_, ok = metrics.CategoryIndex(cat)
-			}
-		}
-		if !ok {
+		if !stats.KnownMetric(name) {
 			return nil, usageErr("--metrics: unknown metric %q (a metric of durabench list, critical_path, critical_path_ttc, or critical_path.<category>)", name)
 		}
 		out = append(out, name)

@@ -24,9 +24,25 @@ import (
 // pathAll, given to CompareOptions.Metrics, selects every category;
 // completionAll every category of the path to completion.
 const (
-	pathAll       = "critical_path"
-	completionAll = "critical_path_ttc"
+	pathAll       = metrics.PathMetric
+	completionAll = metrics.CompletionPathMetric
 )
+
+// KnownMetric reports whether compare and gate know name: a metric
+// (metrics.Lookup), a path (critical_path, critical_path_ttc: every
+// category of it) or one category of either (critical_path.queue_wait).
+func KnownMetric(name string) bool {
+	if _, ok := metrics.Lookup(name); ok || name == pathAll || name == completionAll {
+		return true
+	}
+	for _, prefix := range []string{metrics.PathMetricPrefix, metrics.CompletionPathMetricPrefix} {
+		if cat, ok := strings.CutPrefix(name, prefix); ok {
+			_, known := metrics.CategoryIndex(cat)
+			return known
+		}
+	}
+	return false
+}
 
 // pathMetrics are the metric names of cell's critical-path categories
 // that hold time in some run, and unattributed's when it does.

@@ -265,7 +265,7 @@ func (p *ruleParser) rule() (Rule, error) {
 		if err != nil {
 			return r, err
 		}
-		r.Metric = name + "." + cat // metrics.PathMetricPrefix, CompletionPathMetricPrefix
+		r.Metric = name + "." + cat // the path's metric prefix
 	}
 	if p.peek() == '{' {
 		sel, err := p.selector()

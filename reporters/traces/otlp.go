@@ -520,7 +520,7 @@ func recordedSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline, path
 		if sp.Wait > 0 {
 			attrs = append(attrs, integer("durabench.wait_ns", int(sp.Wait)))
 		}
-		if onPath[sp.ID] && sp.ID != 0 {
+		if onPath[sp.ID] {
 			attrs = append(attrs, boolean("durabench.critical_path", true))
 		}
 		made[i] = b.span(box, name, sp.Start, sp.End, attrs...)
@@ -529,10 +529,10 @@ func recordedSpans(b *builder, root *tracepb.Span, tl *metrics.RunTimeline, path
 		}
 	}
 	for i := range spans {
-		if p := byID[spans[i].Parent]; p != nil && spans[i].Parent != 0 {
+		if p := byID[spans[i].Parent]; p != nil {
 			made[i].ParentSpanId = p.SpanId
 		}
-		if a := byID[spans[i].After]; a != nil && spans[i].After != 0 {
+		if a := byID[spans[i].After]; a != nil {
 			made[i].Links = append(made[i].Links, &tracepb.Span_Link{TraceId: b.trace, SpanId: a.SpanId,
 				Attributes: []*commonpb.KeyValue{str("durabench.edge", "after")}})
 		}
