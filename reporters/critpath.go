@@ -221,15 +221,14 @@ func hasTTLS(cells []*results.Cell) bool {
 // category's).
 func writePathText(w io.Writer, f *results.File, cells []*results.Cell, lab labeler, width int) error {
 	pc := pathCells(cells)
-	if len(pc) == 0 {
-		if f.Plan.NoSpans() && hasTTLS(cells) {
-			fmt.Fprintln(w, "\nwhere the time went: "+pathOffNote)
-		}
-		return nil
+	if len(pc) == 0 && f.Plan.NoSpans() && hasTTLS(cells) {
+		fmt.Fprintln(w, "\nwhere the time went: "+pathOffNote)
 	}
-	fmt.Fprintln(w, "\nwhere the time went: "+pathNote)
-	if err := writePathRows(w, pathTable(ttlsPath, pc, lab, nil, nil), width); err != nil {
-		return err
+	if len(pc) > 0 {
+		fmt.Fprintln(w, "\nwhere the time went: "+pathNote)
+		if err := writePathRows(w, pathTable(ttlsPath, pc, lab, nil, nil), width); err != nil {
+			return err
+		}
 	}
 	if tc := tailCells(cells); len(tc) > 0 {
 		fmt.Fprintln(w, "\nwhere the time to completion went: "+tailNote)
@@ -237,7 +236,7 @@ func writePathText(w io.Writer, f *results.File, cells []*results.Cell, lab labe
 			return err
 		}
 	}
-	if onMem(f, pc) {
+	if len(pc) > 0 && onMem(f, pc) {
 		_, err := fmt.Fprintln(w, "\nnote: "+pathCostNote)
 		return err
 	}

@@ -111,3 +111,39 @@ func TestCompletionPathTable(t *testing.T) {
 		t.Errorf("runs recorded done 5%% after their last step get a table of their path to completion")
 	}
 }
+
+// TestCompletionPathWithoutTTLS: a cell of a scenario that reports TTC
+// but no TTLS (here the fixture's sequence, its critical path moved to
+// its path to completion) gets the table of its path to completion in
+// the text report as in the markdown one.
+func TestCompletionPathWithoutTTLS(t *testing.T) {
+	f := fixtureHead()
+	var donor []results.PathCategory
+	for i := range f.Cells {
+		if len(f.Cells[i].CriticalPath) > 0 {
+			donor = f.Cells[i].CriticalPath
+			break
+		}
+	}
+	seq := 0
+	for i := range f.Cells {
+		if c := &f.Cells[i]; c.Scenario == "sequential" {
+			c.CriticalPath, c.CompletionPath = nil, donor
+			seq++
+		}
+	}
+	if seq == 0 || donor == nil {
+		t.Fatal("the fixture has no sequence, or no critical path")
+	}
+	var text bytes.Buffer
+	if err := Text(&text, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	md := render(t, f, Options{})
+	for name, out := range map[string]string{"text": text.String(), "markdown": md} {
+		_, after, ok := strings.Cut(out, "time to completion went")
+		if !ok || !strings.Contains(after, "50 steps · baseline") {
+			t.Errorf("%s: no table of the sequence's path to completion:\n%s", name, out)
+		}
+	}
+}
