@@ -58,6 +58,10 @@ type Config struct {
 	// Races are the program's race stages (Races), which end, for STSO
 	// and WO, when their first step ends.
 	Races []int
+	// NoPaths leaves the critical paths out (Collection.CriticalPath and
+	// CompletionPath stay nil): for a caller that reads only the samples,
+	// two walks of thousands of spans a run saved.
+	NoPaths bool
 }
 
 // ProgressBins is how many equal slices of a stream (by chunk index over
@@ -217,7 +221,9 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 			if t.Finished {
 				okTTLS = append(okTTLS, d)
 			}
-			c.addPath(t, d)
+			if !cfg.NoPaths {
+				c.addPath(t, d)
+			}
 		}
 		sts := stages(Steps(t))
 		for _, g := range stepGaps(sts, cfg.Races) {
@@ -232,7 +238,9 @@ func Collect(tls []RunTimeline, cfg Config) Collection {
 		}
 		ttc := TimeToCompletion(t)
 		add(TTC, ttc)
-		c.addCompletionPath(t, ttc)
+		if !cfg.NoPaths {
+			c.addCompletionPath(t, ttc)
+		}
 		for _, d := range StreamLatencies(t) {
 			add(SL, d)
 		}

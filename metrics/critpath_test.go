@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +330,33 @@ func TestCompletionPathStartsAtTheTerminalWrite(t *testing.T) {
 	failed := metrics.RunTimeline{ID: "f", Finished: true, Failed: true, Done: 60 * ms, Spans: base}
 	if _, ok := metrics.RunCompletionPath(&failed); ok {
 		t.Error("a failed run has a path to completion")
+	}
+}
+
+// TestCollectNoPaths: Config.NoPaths leaves both critical paths out and
+// every sample as it was.
+func TestCollectNoPaths(t *testing.T) {
+	tl := metrics.RunTimeline{ID: "r", Finished: true, Done: 80 * ms,
+		Steps: []engine.StepSpan{{Start: 10 * ms, End: 20 * ms}},
+		Spans: []metrics.Span{
+			sp(metrics.CatQueueWait, "queue", 0, 10, 1, 0, 0),
+			sp(metrics.CatCompute, "task", 10, 80, 2, 0, 1),
+			sp(metrics.CatWrite, "run_completed", 40, 80, 5, 2, 0),
+		}}
+	with := metrics.Collect([]metrics.RunTimeline{tl}, metrics.Config{})
+	without := metrics.Collect([]metrics.RunTimeline{tl}, metrics.Config{NoPaths: true})
+	if with.CriticalPath == nil || with.CompletionPath == nil {
+		t.Fatal("no critical paths by default")
+	}
+	if without.CriticalPath != nil || without.CompletionPath != nil {
+		t.Errorf("NoPaths: paths %v, %v", without.CriticalPath, without.CompletionPath)
+	}
+	if len(with.Samples) != len(without.Samples) {
+		t.Fatalf("%d samples, %d with NoPaths", len(with.Samples), len(without.Samples))
+	}
+	for name, s := range with.Samples {
+		if o := without.Samples[name]; o == nil || !slices.Equal(o.Values, s.Values) {
+			t.Errorf("%s: %v, with NoPaths %v", name, s.Values, o)
+		}
 	}
 }

@@ -100,9 +100,11 @@ type PairedRun struct {
 }
 
 // RunValues are the tested values of one run's timeline (PairedRun.Values)
-// under cfg: metrics.Collect of the run alone, each metric's one value or
-// per-run aggregate.
+// under cfg: metrics.Collect of the run alone (its critical paths, which
+// the values do not hold, left out), each metric's one value or per-run
+// aggregate.
 func RunValues(tl metrics.RunTimeline, cfg metrics.Config) map[string]int64 {
+	cfg.NoPaths = true
 	col := metrics.Collect([]metrics.RunTimeline{tl}, cfg)
 	out := make(map[string]int64, len(col.Samples))
 	for name, s := range col.Samples {
